@@ -1,0 +1,162 @@
+// One class per specified error body, and the single place that turns any error into a response.
+import type { ErrorRequestHandler } from "express";
+import type { components } from "../../generated/openapi.ts";
+import type { Logger } from "../logging.ts";
+
+type Schemas = components["schemas"];
+export type ValidationErrorDetail = Schemas["ValidationErrorDetail"];
+
+/** An error the API answers with a documented status and body. */
+export abstract class ApiError extends Error {
+  abstract readonly status: number;
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+  /** The `{error, message}` shape shared by the V1 error bodies. */
+  body(): { error: string; message: string } {
+    return { error: this.code, message: this.message };
+  }
+}
+
+/** 400 V1BadRequestResponse: one detail per invalid field. */
+export class BadRequestError extends ApiError {
+  readonly status = 400;
+  constructor(
+    message: string,
+    readonly details: ValidationErrorDetail[] = [],
+    code = "validation_failed",
+  ) {
+    super(code, message);
+  }
+  override body(): Schemas["V1BadRequestResponse"] {
+    return { ...super.body(), details: this.details };
+  }
+}
+
+/** 401 UnauthorizedResponse: missing, invalid, expired or revoked key. */
+export class UnauthorizedError extends ApiError {
+  readonly status = 401;
+}
+
+/** 402 V1InternalServerError (Part 7 names that body for 402). */
+export class PaymentRequiredError extends ApiError {
+  readonly status = 402;
+  constructor(message: string) {
+    super("credit_limit_exceeded", message);
+  }
+}
+
+/** 403 V1PermissionDenied. */
+export class ForbiddenError extends ApiError {
+  readonly status = 403;
+  constructor(message: string) {
+    super("forbidden", message);
+  }
+}
+
+/** 403 V1PermissionDenied for an account without a valid API licence. */
+export class NoLicenceError extends ApiError {
+  readonly status = 403;
+  constructor() {
+    super("no_valid_licence", "The account does not hold a valid API licence");
+  }
+}
+
+/** 404 V1NotFoundResponse: also for another account's ids, so that existence is not revealed. */
+export class NotFoundError extends ApiError {
+  readonly status = 404;
+  constructor(message: string) {
+    super("not_found", message);
+  }
+}
+
+/** 409 V1ConflictResponse. */
+export class ConflictError extends ApiError {
+  readonly status = 409;
+  constructor(message: string) {
+    super("conflict", message);
+  }
+}
+
+/** 501: the operation is in the contract but not built yet. */
+export class NotImplementedError extends ApiError {
+  readonly status = 501;
+  constructor(operationId: string) {
+    super("not_implemented", `${operationId} is specified but not implemented in this release`);
+  }
+}
+
+class InternalError extends ApiError {
+  readonly status = 500;
+  constructor() {
+    super("internal_error", "An unexpected error occurred; quote the X-Request-Id header when reporting it");
+  }
+}
+
+/** Shape of the errors express-openapi-validator and body-parser raise. */
+interface HttpLikeError {
+  status?: number;
+  statusCode?: number;
+  type?: string;
+  errors?: { path?: string; message?: string }[];
+  message?: string;
+  code?: string;
+}
+
+const locations: Record<string, ValidationErrorDetail["location"]> = {
+  body: "body",
+  query: "query",
+  params: "path",
+  path: "path",
+  headers: "header",
+  header: "header",
+};
+
+/** `/body/name` -> {location: body, field: name}; `/query/email` -> {location: query, field: email}. */
+export function detailFromValidatorPath(path: string, message: string): ValidationErrorDetail {
+  const [where = "body", ...rest] = path.replace(/^[./]+/, "").split(/[./]/);
+  const location = locations[where] ?? "body";
+  const field = locations[where] ? rest.join(".") : [where, ...rest].join(".");
+  return { location, field: field || "(root)", message };
+}
+
+/** Maps anything thrown to one of the documented error types. */
+export function toApiError(error: unknown): ApiError {
+  if (error instanceof ApiError) return error;
+  const e = (error ?? {}) as HttpLikeError;
+  const status = e.status ?? e.statusCode;
+  if (e.code === "P2002") return new ConflictError("A resource with these unique values already exists");
+  if (e.code === "P2025") return new NotFoundError("The resource does not exist");
+  if (e.type === "entity.parse.failed") {
+    return new BadRequestError("The request body is not valid JSON", [
+      { location: "body", field: "(root)", message: "malformed JSON" },
+    ], "malformed_json");
+  }
+  if (status === 400 || status === 415) {
+    const details = (e.errors ?? []).map((d) => detailFromValidatorPath(d.path ?? "", d.message ?? "is invalid"));
+    return new BadRequestError(e.message ? `Invalid request: ${e.message}` : "Invalid request", details);
+  }
+  if (status === 404) return new NotFoundError("No such path");
+  return new InternalError();
+}
+
+export function errorHandler(logger: Logger): ErrorRequestHandler {
+  return (error, req, res, _next) => {
+    const apiError = toApiError(error);
+    if (apiError.status >= 500 && apiError.status !== 501) {
+      const violation = (error as HttpLikeError).errors?.some((d) => d.path === "/response");
+      const msg = violation ? "response does not match the spec" : "request failed";
+      logger.error(msg, { requestId: res.locals.requestId, error: describe(error) });
+    }
+    if (res.headersSent) return;
+    res.status(apiError.status).json(apiError.body());
+  };
+}
+
+/** Stack and message for the log, never the request. */
+function describe(error: unknown): string {
+  return error instanceof Error ? (error.stack ?? error.message) : String(error);
+}

@@ -1,0 +1,25 @@
+// Dataset Management: HTTP in, service call, HTTP out.
+import type { Handler } from "../http/operations.ts";
+import type { Services } from "../services/index.ts";
+
+export function datasetRoutes({ datasets }: Services): {
+  createDataset: Handler<"createDataset">;
+  renameDataset: Handler<"renameDataset">;
+  updateFormTracking: Handler<"updateFormTracking">;
+} {
+  return {
+    createDataset: async ({ auth, query, body }) => ({
+      status: 200,
+      body: { id: await datasets.create(auth.accountId, query.email, body) },
+    }),
+    renameDataset: async ({ auth, path, query }) => {
+      await datasets.rename(auth.accountId, query.email, path.datasetId, query.humanName);
+      return { status: 204 };
+    },
+    updateFormTracking: async ({ auth, path, query }) => {
+      const { email, partialFormTracking = false, contactEnrichment = false, ...required } = query;
+      await datasets.setFormTracking(auth.accountId, email, path.datasetId, { ...required, partialFormTracking, contactEnrichment });
+      return { status: 204 };
+    },
+  };
+}

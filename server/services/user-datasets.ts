@@ -1,0 +1,50 @@
+// UserDatasets: which members reach which datasets.
+import type { Db } from "../db/database.ts";
+import { ForbiddenError, NotFoundError } from "../http/errors.ts";
+import { type AccessService, uniqueOr409 } from "./access.ts";
+
+export interface UserDatasetRow {
+  accountId: string;
+  userId: number;
+  email: string;
+  datasetId: string;
+  datasetName: string;
+}
+
+export function userDatasetService(db: Db, access: AccessService) {
+  return {
+    /** The datasets the named member reaches: all of the account's for an admin. */
+    async list(keyAccountId: string, accountId: string, email: string): Promise<UserDatasetRow[]> {
+      if (accountId !== keyAccountId) throw new ForbiddenError("accountId is not the account of this API key");
+      const member = await access.memberByEmail(accountId, email);
+      const datasets = await db.dataset.findMany({
+        where: member.role === "admin" ? { accountId } : { accountId, users: { some: { userId: member.userId } } },
+        select: { id: true, name: true },
+        orderBy: [{ createdAt: "asc" }, { id: "asc" }],
+      });
+      return datasets.map((d) => ({
+        accountId,
+        userId: Number(member.userId),
+        email: member.email,
+        datasetId: d.id,
+        datasetName: d.name,
+      }));
+    },
+
+    async grant(accountId: string, userId: number, datasetId: string): Promise<void> {
+      await access.member(accountId, userId);
+      await access.dataset(accountId, datasetId);
+      await uniqueOr409(
+        db.userDataset.create({ data: { accountId, userId: BigInt(userId), datasetId } }),
+        `User ${userId} already has access to dataset ${datasetId}`,
+      );
+    },
+
+    async revoke(accountId: string, userId: number, datasetId: string): Promise<void> {
+      const { count } = await db.userDataset.deleteMany({ where: { accountId, userId: BigInt(userId), datasetId } });
+      if (count === 0) throw new NotFoundError(`User ${userId} has no access to dataset ${datasetId} to remove`);
+    },
+  };
+}
+
+export type UserDatasetService = ReturnType<typeof userDatasetService>;

@@ -1,0 +1,57 @@
+// User Management: members of an account, their names and invitations.
+import type { Db } from "../db/database.ts";
+import { ConflictError, NotFoundError } from "../http/errors.ts";
+import { normaliseEmail } from "../ids.ts";
+import { type AccessService, uniqueOr409 } from "./access.ts";
+
+export interface NewMember {
+  email: string;
+  name: string;
+  role?: "admin" | "member";
+  datasetIds?: string[];
+}
+
+export function userService(db: Db, access: AccessService) {
+  return {
+    /**
+     * Creates the user when the e-mail is new, else joins the existing user to the account, with
+     * the given dataset access, and queues an invitation; all or nothing.
+     */
+    async addMember(accountId: string, actorEmail: string, input: NewMember): Promise<number> {
+      await access.admin(accountId, actorEmail);
+      const email = normaliseEmail(input.email);
+      const datasetIds = input.datasetIds ?? [];
+      return db.$transaction(async (tx) => {
+        await access.requireDatasets(accountId, datasetIds, tx);
+        const user = await tx.user.upsert({ where: { email }, create: { email }, update: {}, select: { id: true } });
+        await uniqueOr409(
+          tx.membership.create({ data: { accountId, userId: user.id, name: input.name, role: input.role ?? "member" } }),
+          "The user is already a member of this account",
+        );
+        await tx.userDataset.createMany({ data: datasetIds.map((datasetId) => ({ accountId, userId: user.id, datasetId })) });
+        await tx.invitation.create({ data: { accountId, userId: user.id } });
+        return Number(user.id);
+      });
+    },
+
+    /** Renames the member within this account only (another account keeps its own name for them). */
+    async rename(accountId: string, userId: number, name: string): Promise<void> {
+      const { count } = await db.membership.updateMany({ where: { accountId, userId: BigInt(userId) }, data: { name } });
+      if (count === 0) throw new NotFoundError(`User ${userId} is not a member of this account`);
+    },
+
+    /** Queues a new invitation e-mail; only for a member who has not accepted yet. */
+    async resendInvitation(accountId: string, actorEmail: string, userId: number): Promise<void> {
+      await access.admin(accountId, actorEmail);
+      const member = await db.membership.findUnique({
+        where: { accountId_userId: { accountId, userId: BigInt(userId) } },
+        select: { state: true },
+      });
+      if (!member) throw new NotFoundError(`User ${userId} is not a member of this account`);
+      if (member.state !== "invited") throw new ConflictError(`User ${userId} has already accepted the invitation`);
+      await db.invitation.create({ data: { accountId, userId: BigInt(userId) } });
+    },
+  };
+}
+
+export type UserService = ReturnType<typeof userService>;
