@@ -5,7 +5,7 @@ import * as OpenApiValidator from "express-openapi-validator";
 import type { Database } from "./db/database.ts";
 import { apiKeyAuth } from "./http/auth.ts";
 import { errorHandler } from "./http/errors.ts";
-import { registerOperations } from "./http/operations.ts";
+import { operationMatcher, registerOperations } from "./http/operations.ts";
 import { requestContext, type ResponseObserver } from "./http/request-context.ts";
 import { createLogger, type Logger } from "./logging.ts";
 import { createHandlers } from "./routes/index.ts";
@@ -26,7 +26,7 @@ export function createApp({ db, logger = createLogger(), validateResponses = tru
   const services = createServices(db.prisma);
   const app = express();
   app.disable("x-powered-by");
-  app.use(requestContext(logger, observe));
+  app.use(requestContext(logger, operationMatcher(spec), observe));
   app.use(express.json({ limit: "1mb" }));
   app.use(apiKeyAuth(services.accounts));
   app.use(

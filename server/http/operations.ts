@@ -64,6 +64,16 @@ export function routesOf(spec: SpecPaths): SpecRoute[] {
   return routes.sort((a, b) => rank(a.path).localeCompare(rank(b.path)));
 }
 
+/** Finds the operation a request addresses, from the spec alone (also for requests that fail before validation). */
+export function operationMatcher(spec: SpecPaths): (method: string, path: string) => OperationId | undefined {
+  const matchers = routesOf(spec).map((route) => ({
+    ...route,
+    pattern: new RegExp(`^${route.path.replace(/\{[^}]+\}/g, "[^/]+")}/?$`),
+  }));
+  return (method, path) =>
+    matchers.find((m) => m.method === method.toLowerCase() && m.pattern.test(path))?.operationId;
+}
+
 export function registerOperations(router: Router, spec: SpecPaths, handlers: OperationHandlers): void {
   for (const route of routesOf(spec)) {
     const handler = handlers[route.operationId] as

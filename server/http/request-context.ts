@@ -8,7 +8,11 @@ const acceptableId = /^[A-Za-z0-9._-]{8,128}$/;
 
 export type ResponseObserver = (operationId: string | undefined, status: number) => void;
 
-export function requestContext(logger: Logger, observe?: ResponseObserver): RequestHandler {
+export function requestContext(
+  logger: Logger,
+  operationOf: (method: string, path: string) => string | undefined,
+  observe?: ResponseObserver,
+): RequestHandler {
   return (req, res, next) => {
     const incoming = req.get("x-request-id");
     const requestId = incoming && acceptableId.test(incoming) ? incoming : randomUUID();
@@ -16,7 +20,7 @@ export function requestContext(logger: Logger, observe?: ResponseObserver): Requ
     res.setHeader("X-Request-Id", requestId);
     const started = process.hrtime.bigint();
     res.on("finish", () => {
-      const operationId = req.openapi?.schema?.operationId;
+      const operationId = operationOf(req.method, req.path);
       observe?.(operationId, res.statusCode);
       logger.info("request", {
         requestId,
