@@ -608,7 +608,7 @@ export interface components {
         Email: string;
         /**
          * Format: int64
-         * @description Id of a user (users are global).
+         * @description Id of a user (users are global). At most 2^53-1, so that every JSON parser reads it exactly.
          * @example 1042
          */
         UserId: number;
@@ -679,7 +679,7 @@ export interface components {
              * @default member
              * @enum {string}
              */
-            role: "admin" | "member";
+            role?: "admin" | "member";
             /** @description Datasets of the account the user is associated with. */
             datasetIds?: components["schemas"]["DatasetId"][];
         };
@@ -893,12 +893,12 @@ export interface components {
              * @description Tags to add to the lead.
              * @default []
              */
-            add: components["schemas"]["Tag"][];
+            add?: components["schemas"]["Tag"][];
             /**
              * @description Tags to remove from the lead.
              * @default []
              */
-            remove: components["schemas"]["Tag"][];
+            remove?: components["schemas"]["Tag"][];
         };
         /**
          * @example {
@@ -998,7 +998,7 @@ export interface components {
             /** @description Only this dataset; when omitted, all datasets of the account. */
             datasetId?: components["schemas"]["DatasetId"];
             /** @default day */
-            granularity: components["schemas"]["Granularity"];
+            granularity?: components["schemas"]["Granularity"];
         };
         /**
          * @example {

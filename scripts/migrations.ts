@@ -5,7 +5,7 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { diffMigrationsToSchema, migrationsDir } from "../server/db/migrations.ts";
-import { openDatabase } from "../server/db/database.ts";
+import { openDatabaseOrExit } from "../server/db/database.ts";
 import { loadConfig } from "../server/config.ts";
 
 const [command, name] = process.argv.slice(2);
@@ -13,7 +13,7 @@ const [command, name] = process.argv.slice(2);
 async function main(): Promise<number> {
   switch (command) {
     case "apply": {
-      const db = await openDatabase(loadConfig().database);
+      const db = await openDatabaseOrExit(loadConfig().database);
       try {
         const applied = await db.migrate();
         console.log(applied.length ? `applied: ${applied.join(", ")}` : "database is up to date");

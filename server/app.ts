@@ -1,4 +1,4 @@
-// createApp: request context -> JSON body -> API key -> contract validation -> operations -> errors.
+// createApp: request context -> API key -> JSON body -> contract validation -> operations -> errors.
 // No listen here: tests drive the app directly.
 import express from "express";
 import * as OpenApiValidator from "express-openapi-validator";
@@ -6,6 +6,7 @@ import type { Database } from "./db/database.ts";
 import { apiKeyAuth } from "./http/auth.ts";
 import { errorHandler } from "./http/errors.ts";
 import { operationMatcher, registerOperations } from "./http/operations.ts";
+import { responseChecker } from "./http/response-check.ts";
 import { requestContext, type ResponseObserver } from "./http/request-context.ts";
 import { createLogger, type Logger } from "./logging.ts";
 import { createHandlers } from "./routes/index.ts";
@@ -26,9 +27,12 @@ export function createApp({ db, logger = createLogger(), validateResponses = tru
   const services = createServices(db.prisma);
   const app = express();
   app.disable("x-powered-by");
-  app.use(requestContext(logger, operationMatcher(spec), observe));
-  app.use(express.json({ limit: "1mb" }));
+  const operationOf = operationMatcher(spec);
+  app.use(requestContext(logger, operationOf, observe));
+  // The key is checked before the body is parsed: 401 and the licence's 403 win over a
+  // malformed body's 400 (the spec's order of precedence), and anonymous bodies are not parsed.
   app.use(apiKeyAuth(services.accounts));
+  app.use(express.json({ limit: "1mb" }));
   app.use(
     ...(OpenApiValidator.middleware({
       apiSpec: loadSpec(),
@@ -40,6 +44,6 @@ export function createApp({ db, logger = createLogger(), validateResponses = tru
   const router = express.Router();
   registerOperations(router, spec, createHandlers(services));
   app.use(router);
-  app.use(errorHandler(logger));
+  app.use(errorHandler({ logger, operationOf, check: validateResponses ? responseChecker(spec) : undefined }));
   return app;
 }

@@ -15,6 +15,8 @@ export interface Config {
   /** Validate every response against the spec (on outside production). */
   validateResponses: boolean;
   logLevel: "debug" | "info" | "warn" | "error" | "silent";
+  /** Create the demo account and print a demo key at start (off in production). */
+  seedDemo: boolean;
   database: DatabaseConfig;
 }
 
@@ -35,6 +37,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     production,
     validateResponses: flag(env.VALIDATE_RESPONSES, !production),
     logLevel,
+    seedDemo: flag(env.SEED_DEMO, !production),
     database: env.DATABASE_URL
       ? { url: env.DATABASE_URL }
       : { dataDir: path.resolve(env.DATA_DIR ?? ".data/pglite") },

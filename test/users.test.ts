@@ -76,6 +76,33 @@ describe("addUser", () => {
     expect(res.body.details).toContainEqual(expect.objectContaining({ location: "body", field: "name" }));
   });
 
+  it("when the acting e-mail carries a raw @ or %40, then both are accepted and each user is added", async () => {
+    const viaRaw = uniqueEmail("raw");
+    const viaEncoded = uniqueEmail("encoded");
+    const raw = await api
+      .request()
+      .post("/v1/users?email=" + tenant.admin.email)
+      .set(as(tenant.key))
+      .send({ email: viaRaw, name: "Raw At" });
+    const encoded = await api
+      .request()
+      .post("/v1/users?email=" + encodeURIComponent(tenant.admin.email))
+      .set(as(tenant.key))
+      .send({ email: viaEncoded, name: "Encoded At" });
+    expect(encodeURIComponent(tenant.admin.email)).toContain("%40");
+    expect(raw.status).toBe(204);
+    expect(encoded.status).toBe(204);
+    const members = await api.db.prisma.membership.findMany({
+      where: { accountId: tenant.accountId, user: { email: { in: [viaRaw.toLowerCase(), viaEncoded.toLowerCase()] } } },
+      select: { name: true, role: true, state: true },
+      orderBy: { name: "asc" },
+    });
+    expect(members).toEqual([
+      { name: "Encoded At", role: "member", state: "invited" },
+      { name: "Raw At", role: "member", state: "invited" },
+    ]);
+  });
+
   it("when the key is missing, then 401", async () => {
     const res = await api.request().post(`/v1/users?email=${tenant.admin.email}`).send({ email: uniqueEmail("x"), name: "X" });
     expect(res.status).toBe(401);
@@ -94,6 +121,27 @@ describe("updateUserName", () => {
   it("when the user belongs to another account, then 404", async () => {
     const res = await api.request().put(`/v1/users/${other.member.id}/name`).set(as(tenant.key)).send({ name: "Hacked" });
     expect(res.status).toBe(404);
+  });
+
+  it.each([
+    ["empty", ""],
+    ["over 200 characters", "n".repeat(201)],
+  ])("when the name is %s, then 400 naming the body field and the name stays", async (_case, name) => {
+    const before = await api.db.prisma.membership.findFirst({ where: { accountId: tenant.accountId, userId: BigInt(tenant.admin.id) } });
+    const res = await api.request().put(`/v1/users/${tenant.admin.id}/name`).set(as(tenant.key)).send({ name });
+    expect(res.status).toBe(400);
+    expect(res.body.error).toBe("validation_failed");
+    expect(res.body.details).toContainEqual(expect.objectContaining({ location: "body", field: "name" }));
+    const after = await api.db.prisma.membership.findFirst({ where: { accountId: tenant.accountId, userId: BigInt(tenant.admin.id) } });
+    expect(after?.name).toBe(before?.name);
+  });
+
+  it("when the name is exactly 200 characters, then 204", async () => {
+    const name = "m".repeat(200);
+    const res = await api.request().put(`/v1/users/${tenant.admin.id}/name`).set(as(tenant.key)).send({ name });
+    expect(res.status).toBe(204);
+    const m = await api.db.prisma.membership.findFirst({ where: { accountId: tenant.accountId, userId: BigInt(tenant.admin.id) } });
+    expect(m?.name).toBe(name);
   });
 });
 
@@ -114,5 +162,45 @@ describe("resendInvite", () => {
       .get(`/v1/users/${tenant.admin.id}/invite/resend?email=${tenant.admin.email}`)
       .set(as(tenant.key));
     expect(res.status).toBe(409);
+  });
+
+  it("when the user id is not an integer, then 400 naming the path parameter", async () => {
+    const res = await api
+      .request()
+      .get(`/v1/users/max/invite/resend?email=${encodeURIComponent(tenant.admin.email)}`)
+      .set(as(tenant.key));
+    expect(res.status).toBe(400);
+    expect(res.body.details).toContainEqual(expect.objectContaining({ location: "path", field: "userId" }));
+  });
+
+  it("when the user id is unknown, then 404 and no invitation is queued", async () => {
+    const before = await api.db.prisma.invitation.count();
+    const res = await api
+      .request()
+      .get(`/v1/users/987654321/invite/resend?email=${encodeURIComponent(tenant.admin.email)}`)
+      .set(as(tenant.key));
+    expect(res.status).toBe(404);
+    expect(res.body).toEqual({ error: "not_found", message: expect.any(String) });
+    expect(await api.db.prisma.invitation.count()).toBe(before);
+  });
+
+  it("when the user is another account's invited member, then 404", async () => {
+    const res = await api
+      .request()
+      .get(`/v1/users/${other.member.id}/invite/resend?email=${encodeURIComponent(tenant.admin.email)}`)
+      .set(as(tenant.key));
+    expect(res.status).toBe(404);
+    expect(res.body.error).toBe("not_found");
+  });
+
+  it("when the acting user is a member, not an admin, then 403 and no invitation is queued", async () => {
+    const before = await api.db.prisma.invitation.count({ where: { userId: BigInt(tenant.member.id) } });
+    const res = await api
+      .request()
+      .get(`/v1/users/${tenant.member.id}/invite/resend?email=${encodeURIComponent(tenant.member.email)}`)
+      .set(as(tenant.key));
+    expect(res.status).toBe(403);
+    expect(res.body).toEqual({ error: "forbidden", message: expect.any(String) });
+    expect(await api.db.prisma.invitation.count({ where: { userId: BigInt(tenant.member.id) } })).toBe(before);
   });
 });

@@ -54,6 +54,17 @@ export async function openDatabase(config: DatabaseConfig): Promise<Database> {
   }
 }
 
+/** For commands: a locked embedded database ends the process with the lock's message, not a stack. */
+export async function openDatabaseOrExit(config: DatabaseConfig): Promise<Database> {
+  try {
+    return await openDatabase(config);
+  } catch (error) {
+    if (!(error instanceof DatabaseLockedError)) throw error;
+    console.error(error.message);
+    process.exit(1);
+  }
+}
+
 function wrap(
   kind: Database["kind"],
   adapter: SqlMigrationAwareDriverAdapterFactory,

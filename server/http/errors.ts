@@ -2,6 +2,7 @@
 import type { ErrorRequestHandler } from "express";
 import type { components } from "../../generated/openapi.ts";
 import type { Logger } from "../logging.ts";
+import type { ResponseCheck } from "./response-check.ts";
 
 type Schemas = components["schemas"];
 export type ValidationErrorDetail = Schemas["ValidationErrorDetail"];
@@ -62,6 +63,14 @@ export class NoLicenceError extends ApiError {
   readonly status = 403;
   constructor() {
     super("no_valid_licence", "The account does not hold a valid API licence");
+  }
+}
+
+/** 405 for a method the spec does not give a path; `Allow` lists those it does. */
+export class MethodNotAllowedError extends ApiError {
+  readonly status = 405;
+  constructor(readonly allow: string) {
+    super("method_not_allowed", `This path accepts only ${allow}`);
   }
 }
 
@@ -140,19 +149,50 @@ export function toApiError(error: unknown): ApiError {
     return new BadRequestError(e.message ? `Invalid request: ${e.message}` : "Invalid request", details);
   }
   if (status === 404) return new NotFoundError("No such path");
+  if (status === 405) return new MethodNotAllowedError(String((e as { headers?: { Allow?: string } }).headers?.Allow ?? ""));
   return new InternalError();
 }
 
-export function errorHandler(logger: Logger): ErrorRequestHandler {
+/**
+ * The credit-reporting operations (`/api/...`) have their own error bodies (Part 7):
+ * ParameterizedErrorVM for a JSON 400 (ErrorVM when the client does not accept JSON) and ErrorVM
+ * for 403, 404 and 500. 401, 429 and 501 look the same everywhere.
+ */
+function creditErrorBody(error: ApiError, acceptsJson: boolean): { mediaType: string; body: object } | undefined {
+  if (error instanceof BadRequestError && acceptsJson) {
+    const params = Object.fromEntries(error.details.map((d) => [d.field, d.message]));
+    return { mediaType: "application/json", body: { message: `error.${error.code}`, params } };
+  }
+  if (error.status === 400 || error.status === 403 || error.status === 404 || error.status === 500) {
+    return { mediaType: acceptsJson ? "application/json" : "text/plain", body: { message: `error.${error.code}`, description: error.message } };
+  }
+  return undefined;
+}
+
+export interface ErrorHandlerOptions {
+  logger: Logger;
+  operationOf: (method: string, path: string) => string | undefined;
+  /** When given, every error body is checked against the spec (tests and development). */
+  check?: ResponseCheck;
+}
+
+export function errorHandler({ logger, operationOf, check }: ErrorHandlerOptions): ErrorRequestHandler {
   return (error, req, res, _next) => {
     const apiError = toApiError(error);
+    const requestId = res.locals.requestId as string;
     if (apiError.status >= 500 && apiError.status !== 501) {
       const violation = (error as HttpLikeError).errors?.some((d) => d.path === "/response");
       const msg = violation ? "response does not match the spec" : "request failed";
-      logger.error(msg, { requestId: res.locals.requestId, error: describe(error) });
+      logger.error(msg, { requestId, error: describe(error) });
     }
     if (res.headersSent) return;
-    res.status(apiError.status).json(apiError.body());
+    const credit = req.path.startsWith("/api/") ? creditErrorBody(apiError, !!req.accepts("application/json")) : undefined;
+    const { mediaType, body } = credit ?? { mediaType: "application/json", body: apiError.body() };
+    const operationId = operationOf(req.method, req.path);
+    const problem = operationId && check?.(operationId, apiError.status, mediaType, body);
+    if (problem) logger.error("response does not match the spec", { requestId, operationId, status: apiError.status, problem });
+    if (apiError instanceof MethodNotAllowedError) res.setHeader("Allow", apiError.allow);
+    res.status(apiError.status).type(mediaType).send(JSON.stringify(body));
   };
 }
 

@@ -52,6 +52,16 @@ export function accountService(db: Db) {
       });
     },
 
+    /** The first account the user administers, if any. */
+    async accountAdministeredBy(email: string): Promise<string | undefined> {
+      const membership = await db.membership.findFirst({
+        where: { role: "admin", user: { email: normaliseEmail(email) } },
+        orderBy: { createdAt: "asc" },
+        select: { accountId: true },
+      });
+      return membership?.accountId;
+    },
+
     async setLicence(accountId: string, validUntil: Date): Promise<void> {
       await db.account.update({ where: { id: accountId }, data: { licenceValidUntil: validUntil } });
     },

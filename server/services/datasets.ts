@@ -28,6 +28,15 @@ export function datasetService(db: Db, access: AccessService) {
   }
 
   return {
+    /** The account's datasets, oldest first. */
+    list(accountId: string) {
+      return db.dataset.findMany({
+        where: { accountId },
+        orderBy: [{ createdAt: "asc" }, { id: "asc" }],
+        select: { id: true, name: true, domain: true },
+      });
+    },
+
     /** Creates the dataset and gives the listed members access to it; all or nothing. */
     async create(accountId: string, actorEmail: string, input: NewDataset): Promise<string> {
       await access.admin(accountId, actorEmail);

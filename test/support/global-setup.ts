@@ -60,5 +60,9 @@ function report(dir: string): void {
   console.log(`\nContract coverage (status+ produced by a test, status- not): ${tested} of ${pairs} documented pairs`);
   console.log(rows.join("\n"));
   console.log(`Log lines checked for e-mail addresses and keys: ${logs.length}`);
-  if (problems.length) throw new Error(`Contract check failed:\n${problems.join("\n")}`);
+  if (problems.length) {
+    // vitest reports an error thrown here but still exits 0: set the exit code as well
+    process.exitCode = 1;
+    throw new Error(`Contract check failed:\n${problems.join("\n")}`);
+  }
 }

@@ -1,0 +1,109 @@
+// Operator commands: what the specification calls "account settings".
+//   npm run admin -- account create --name N --admin-email E --admin-name A [--licence-days 365]
+//   npm run admin -- account licence --account ID --days N
+//   npm run admin -- keys create --account ID --label L [--expires-days N]
+//   npm run admin -- keys list --account ID
+//   npm run admin -- keys revoke --key ID
+// Add --json for machine-readable output. Works on DATABASE_URL or the embedded database
+// (which one process at a time may open: stop `npm start` first, or use PostgreSQL).
+import { parseArgs } from "node:util";
+import { loadConfig } from "../server/config.ts";
+import { openDatabaseOrExit } from "../server/db/database.ts";
+import { createServices, type Services } from "../server/services/index.ts";
+
+const DAY_MS = 86_400_000;
+
+const { positionals, values } = parseArgs({
+  allowPositionals: true,
+  options: {
+    name: { type: "string" },
+    "admin-email": { type: "string" },
+    "admin-name": { type: "string" },
+    "licence-days": { type: "string", default: "365" },
+    days: { type: "string" },
+    account: { type: "string" },
+    label: { type: "string" },
+    "expires-days": { type: "string" },
+    key: { type: "string" },
+    json: { type: "boolean", default: false },
+  },
+});
+
+class UsageError extends Error {}
+
+function required(name: keyof typeof values): string {
+  const value = values[name];
+  if (typeof value !== "string" || !value) throw new UsageError(`--${name} is required`);
+  return value;
+}
+
+function days(name: keyof typeof values): number {
+  const n = Number(required(name));
+  if (!Number.isFinite(n) || n <= 0) throw new UsageError(`--${name} must be a positive number of days`);
+  return n;
+}
+
+/** Prints `data` as JSON with --json, else as the human text. */
+function out(data: unknown, text: string): void {
+  console.log(values.json ? JSON.stringify(data, null, 2) : text);
+}
+
+const commands: Record<string, (s: Services) => Promise<void>> = {
+  async "account create"(s) {
+    const adminEmail = required("admin-email");
+    const result = await s.accounts.createAccount({
+      name: required("name"),
+      licenceDays: days("licence-days"),
+      admin: { email: adminEmail, name: values["admin-name"] ?? adminEmail },
+    });
+    out(result, `account ${result.accountId} created; admin user id ${result.adminUserId}`);
+  },
+  async "account licence"(s) {
+    const validUntil = new Date(Date.now() + days("days") * DAY_MS);
+    await s.accounts.setLicence(required("account"), validUntil);
+    out({ accountId: values.account, licenceValidUntil: validUntil }, `licence valid until ${validUntil.toISOString()}`);
+  },
+  async "keys create"(s) {
+    const expiresAt = values["expires-days"] ? new Date(Date.now() + days("expires-days") * DAY_MS) : undefined;
+    const { key, info } = await s.accounts.createApiKey(required("account"), required("label"), expiresAt);
+    out({ ...info, key }, `key ${info.id} (${info.label}) created. Copy it now, it is not shown again:\n${key}`);
+  },
+  async "keys list"(s) {
+    const keys = await s.accounts.listApiKeys(required("account"));
+    const state = (k: (typeof keys)[number]) =>
+      k.revokedAt ? "revoked" : k.expiresAt && k.expiresAt <= new Date() ? "expired" : "active";
+    const text = keys
+      .map((k) => `${k.id}  ${state(k).padEnd(7)}  ${k.label}  created ${k.createdAt.toISOString()}  last used ${k.lastUsedAt?.toISOString() ?? "never"}`)
+      .join("\n");
+    out(keys, text || "no keys");
+  },
+  async "keys revoke"(s) {
+    const keyId = required("key");
+    if (!(await s.accounts.revokeApiKey(keyId))) throw new UsageError(`no key ${keyId}`);
+    out({ id: keyId, revoked: true }, `key ${keyId} revoked`);
+  },
+};
+
+async function main(): Promise<number> {
+  const command = commands[positionals.slice(0, 2).join(" ")];
+  if (!command) {
+    console.error(`usage: npm run admin -- <${Object.keys(commands).join(" | ")}> [options] [--json]`);
+    return 2;
+  }
+  const db = await openDatabaseOrExit(loadConfig().database);
+  try {
+    await db.migrate();
+    await command(createServices(db.prisma));
+    return 0;
+  } catch (error) {
+    if (error instanceof UsageError) {
+      console.error(error.message);
+      return 2;
+    }
+    throw error;
+  } finally {
+    await db.close();
+  }
+}
+
+process.exitCode = await main();

@@ -1,0 +1,54 @@
+// The embedded database: one process per data directory, migrations applied once.
+import { execFile } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { promisify } from "node:util";
+import { afterAll, describe, expect, it } from "vitest";
+import { DatabaseLockedError, openDatabase } from "../server/db/database.ts";
+import { diffMigrationsToSchema } from "../server/db/migrations.ts";
+
+const run = promisify(execFile);
+const root = path.resolve(import.meta.dirname, "..");
+const dataDir = path.join(mkdtempSync(path.join(os.tmpdir(), "pglite-lock-")), "db");
+const first = await openDatabase({ dataDir });
+afterAll(() => first.close());
+
+describe("embedded database lock", () => {
+  it("when another opener takes the same data directory, then it is refused and the first keeps working", async () => {
+    await expect(openDatabase({ dataDir })).rejects.toBeInstanceOf(DatabaseLockedError);
+    expect(await first.ping()).toBe(true);
+  });
+
+  it("when another process opens it, then that process exits 1 with a message naming the owner", async () => {
+    const attempt = run(process.execPath, ["--import", "tsx", "scripts/migrations.ts", "apply"], {
+      cwd: root,
+      env: { ...process.env, DATA_DIR: dataDir, DATABASE_URL: "" },
+    });
+    const failure = await attempt.then(() => undefined, (error: { code: number; stderr: string }) => error);
+    expect(failure?.code).toBe(1);
+    expect(failure?.stderr).toContain(`in use by process ${process.pid}`);
+    expect(await first.ping()).toBe(true);
+  });
+
+  it("when the lock was left by a process that is gone, then it is taken over", async () => {
+    const dir = path.join(mkdtempSync(path.join(os.tmpdir(), "pglite-stale-")), "db");
+    const child = await run(process.execPath, ["-e", "console.log(process.pid)"]);
+    writeFileSync(`${dir}.lock`, child.stdout.trim());
+    const db = await openDatabase({ dataDir: dir });
+    expect(await db.ping()).toBe(true);
+    await db.close();
+  });
+});
+
+describe("migrations", () => {
+  it("when applied twice, then the second run applies nothing", async () => {
+    const applied = await first.migrate();
+    expect(applied.length).toBeGreaterThan(0);
+    expect(await first.migrate()).toEqual([]);
+  });
+
+  it("when schema.prisma and the migrations are compared, then they agree (no drift)", async () => {
+    expect(await diffMigrationsToSchema()).toBe("");
+  });
+});

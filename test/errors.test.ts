@@ -1,0 +1,83 @@
+// Error bodies: each specified body type where Part 7 names it, and the check that keeps them so.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { responseChecker } from "../server/http/response-check.ts";
+import { loadSpec } from "../server/spec.ts";
+import { startTestApi, type TestApi } from "./support/api.ts";
+import { createTenant, type Tenant } from "./support/tenants.ts";
+
+let api: TestApi;
+let tenant: Tenant;
+
+beforeAll(async () => {
+  api = await startTestApi();
+  tenant = await createTenant(api.services, "Errors Inc");
+});
+afterAll(() => api?.close());
+
+describe("responseChecker", () => {
+  const check = responseChecker(loadSpec());
+
+  it("when an error body has the documented shape, then it passes", () => {
+    expect(check("addUser", 400, "application/json", { error: "validation_failed", message: "m", details: [] })).toBeUndefined();
+  });
+
+  it("when a 400 body lacks details, then it is reported", () => {
+    expect(check("addUser", 400, "application/json", { error: "validation_failed", message: "m" })).toMatch(/details/);
+  });
+
+  it("when a status is not documented for the operation, then it is reported", () => {
+    expect(check("addUser", 418, "application/json", {})).toMatch(/not documented/);
+  });
+
+  it("when a credit-reporting 400 carries the v1 body, then it is reported", () => {
+    expect(check("getCreditUsageSummary", 400, "application/json", { error: "x", message: "y" })).toBeDefined();
+  });
+});
+
+describe("credit-reporting error bodies", () => {
+  it("when the body is invalid and JSON is accepted, then 400 ParameterizedErrorVM naming the field", async () => {
+    const res = await api
+      .request()
+      .post("/api/credits/usage/summary")
+      .set("x-api-key", tenant.key)
+      .send({ from: "yesterday", to: "2026-01-31" });
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({ message: "error.validation_failed", params: { from: expect.any(String) } });
+    expect(api.logs.join("\n")).not.toContain("does not match the spec");
+  });
+
+  it("when the client accepts only text, then 400 ErrorVM", async () => {
+    const res = await api
+      .request()
+      .post("/api/credits/usage/summary")
+      .set("x-api-key", tenant.key)
+      .set("accept", "text/plain")
+      .send({ to: "2026-01-31" });
+    expect(res.status).toBe(400);
+    expect(res.type).toBe("text/plain");
+    expect(JSON.parse(res.text)).toEqual({ message: "error.validation_failed", description: expect.any(String) });
+  });
+
+  it("when the key is missing, then 401 with the same body as everywhere", async () => {
+    const res = await api.request().post("/api/credits/usage/timeseries").send({ from: "2026-01-01", to: "2026-01-31" });
+    expect(res.status).toBe(401);
+    expect(res.body).toEqual({ error: "missing_api_key", message: expect.any(String) });
+  });
+});
+
+describe("methods the spec does not give a path", () => {
+  it("when PATCH is sent to /v1/users, then 405 with an Allow header", async () => {
+    const res = await api.request().patch("/v1/users").set("x-api-key", tenant.key).send({});
+    expect(res.status).toBe(405);
+    expect(res.headers.allow).toContain("POST");
+    expect(res.body).toEqual({ error: "method_not_allowed", message: expect.any(String) });
+  });
+});
+
+describe("user ids beyond 2^53-1", () => {
+  it("when a path id cannot be represented exactly, then 400, not 500", async () => {
+    const res = await api.request().put("/v1/users/99999999999999999999/name").set("x-api-key", tenant.key).send({ name: "x" });
+    expect(res.status).toBe(400);
+    expect(res.body.details).toContainEqual(expect.objectContaining({ location: "path", field: "userId" }));
+  });
+});
