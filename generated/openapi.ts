@@ -1469,7 +1469,7 @@ export interface components {
          *     }
          */
         V1BadRequestResponse: {
-            /** @description Machine-readable code, `validation_failed` (or `malformed_json`). */
+            /** @description Machine-readable code, `validation_failed` (or `malformed_json`, `url_too_long`). */
             error: string;
             message: string;
             details: components["schemas"]["ValidationErrorDetail"][];
@@ -1481,7 +1481,7 @@ export interface components {
          *     }
          */
         V1PermissionDenied: {
-            /** @description Machine-readable code, `forbidden` or `no_valid_licence`. */
+            /** @description Machine-readable code, `forbidden`, `no_valid_licence` or `https_required`. */
             error: string;
             message: string;
         };
@@ -1504,6 +1504,17 @@ export interface components {
          */
         V1ConflictResponse: {
             /** @description Machine-readable code, `conflict`. */
+            error: string;
+            message: string;
+        };
+        /**
+         * @example {
+         *       "error": "payload_too_large",
+         *       "message": "The request body exceeds the limit of 1048576 bytes"
+         *     }
+         */
+        V1PayloadTooLarge: {
+            /** @description Machine-readable code, `payload_too_large`. */
             error: string;
             message: string;
         };
@@ -1580,6 +1591,8 @@ export interface components {
         NoContent: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                 [name: string]: unknown;
             };
             content?: never;
@@ -1588,6 +1601,8 @@ export interface components {
         BadRequest: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                 [name: string]: unknown;
             };
             content: {
@@ -1598,6 +1613,8 @@ export interface components {
         Unauthorized: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                 [name: string]: unknown;
             };
             content: {
@@ -1608,6 +1625,8 @@ export interface components {
         PaymentRequired: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                 [name: string]: unknown;
             };
             content: {
@@ -1620,10 +1639,12 @@ export interface components {
                 "application/json": components["schemas"]["V1InternalServerError"];
             };
         };
-        /** @description Permission denied: the account holds no valid API licence, `accountId` is not the key's account, the acting user is not a member or lacks the role, or it cannot reach the dataset. */
+        /** @description Permission denied: the request did not use HTTPS (`https_required`), the account holds no valid API licence, `accountId` is not the key's account, the acting user is not a member or lacks the role, or it cannot reach the dataset. */
         Forbidden: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                 [name: string]: unknown;
             };
             content: {
@@ -1634,6 +1655,8 @@ export interface components {
         NotFound: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                 [name: string]: unknown;
             };
             content: {
@@ -1644,13 +1667,27 @@ export interface components {
         Conflict: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                 [name: string]: unknown;
             };
             content: {
                 "application/json": components["schemas"]["V1ConflictResponse"];
             };
         };
-        /** @description Rate limit exceeded; retry after `Retry-After` seconds. */
+        /** @description The request body is larger than the limit (1 MiB unless the operator announces another); nothing was carried out. */
+        PayloadTooLarge: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["V1PayloadTooLarge"];
+            };
+        };
+        /** @description Rate limit of the API key exceeded; retry after `Retry-After` seconds. Always carries `Retry-After`, `RateLimit` and `RateLimit-Policy`. */
         TooManyRequests: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];
@@ -1667,6 +1704,8 @@ export interface components {
         InternalError: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                 [name: string]: unknown;
             };
             content: {
@@ -1677,6 +1716,8 @@ export interface components {
         NotImplemented: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                 [name: string]: unknown;
             };
             content: {
@@ -1693,6 +1734,8 @@ export interface components {
         CreditBadRequest: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                 [name: string]: unknown;
             };
             content: {
@@ -1700,10 +1743,12 @@ export interface components {
                 "*/*": components["schemas"]["ErrorVM"];
             };
         };
-        /** @description Forbidden (the account holds no valid API licence). */
+        /** @description Forbidden: the account holds no valid API licence, or the request did not use HTTPS (`error.https_required`). */
         CreditForbidden: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                 [name: string]: unknown;
             };
             content: {
@@ -1720,6 +1765,8 @@ export interface components {
         CreditNotFound: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                 [name: string]: unknown;
             };
             content: {
@@ -1736,6 +1783,8 @@ export interface components {
         CreditInternalError: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                 [name: string]: unknown;
             };
             content: {
@@ -1746,6 +1795,25 @@ export interface components {
                  *     }
                  */
                 "application/json": components["schemas"]["ErrorVM"];
+            };
+        };
+        /** @description The request body is larger than the limit (1 MiB unless the operator announces another); nothing was carried out. */
+        CreditPayloadTooLarge: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "message": "error.payload_too_large",
+                 *       "description": "The request body exceeds the limit of 1048576 bytes"
+                 *     }
+                 */
+                "application/json": components["schemas"]["ErrorVM"];
+                "*/*": components["schemas"]["ErrorVM"];
             };
         };
     };
@@ -1821,9 +1889,9 @@ export interface components {
         RequestId: string;
         /** @description Seconds to wait before the next request. */
         RetryAfter: number;
-        /** @description Current state of the rate limit (IETF RateLimit header fields): `r` is the number of requests remaining in the window, `t` the seconds until the window resets. */
+        /** @description Current state of the rate limit (IETF RateLimit header fields): `r` is the number of requests remaining in the window, `t` the seconds until the window resets. Sent on every response to a request that carries an `x-api-key` (always on 429); a request without a key has no quota to report. */
         RateLimit: string;
-        /** @description The rate-limit policy (IETF RateLimit header fields): `q` requests per window of `w` seconds. */
+        /** @description The rate-limit policy (IETF RateLimit header fields): `q` requests per window of `w` seconds. Sent on every response to a request that carries an `x-api-key` (always on 429). */
         RateLimitPolicy: string;
     };
     pathItems: never;
@@ -1853,6 +1921,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
@@ -1883,6 +1952,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
@@ -1973,6 +2043,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
@@ -1997,6 +2068,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
@@ -2036,6 +2108,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
@@ -2192,6 +2265,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             501: components["responses"]["NotImplemented"];
@@ -2223,6 +2297,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             501: components["responses"]["NotImplemented"];
@@ -2272,6 +2347,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             501: components["responses"]["NotImplemented"];
@@ -2343,6 +2419,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             501: components["responses"]["NotImplemented"];
@@ -2397,6 +2474,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             501: components["responses"]["NotImplemented"];
@@ -2422,6 +2500,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             501: components["responses"]["NotImplemented"];
@@ -2482,6 +2561,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             501: components["responses"]["NotImplemented"];
@@ -2507,6 +2587,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             501: components["responses"]["NotImplemented"];
@@ -2541,6 +2622,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             501: components["responses"]["NotImplemented"];
@@ -2575,6 +2657,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             501: components["responses"]["NotImplemented"];
@@ -2600,6 +2683,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             501: components["responses"]["NotImplemented"];
@@ -2683,6 +2767,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             501: components["responses"]["NotImplemented"];
@@ -2715,6 +2800,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["CreditForbidden"];
             404: components["responses"]["CreditNotFound"];
+            413: components["responses"]["CreditPayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["CreditInternalError"];
             501: components["responses"]["NotImplemented"];
@@ -2747,6 +2833,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["CreditForbidden"];
             404: components["responses"]["CreditNotFound"];
+            413: components["responses"]["CreditPayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["CreditInternalError"];
             501: components["responses"]["NotImplemented"];

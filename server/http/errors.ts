@@ -66,6 +66,33 @@ export class NoLicenceError extends ApiError {
   }
 }
 
+/** 403 V1PermissionDenied for a plain-HTTP request where HTTPS is required. */
+export class HttpsRequiredError extends ApiError {
+  readonly status = 403;
+  constructor() {
+    super("https_required", "This API is served over HTTPS only: repeat the request with https://");
+  }
+}
+
+/** 413 V1PayloadTooLarge: the body exceeds the configured limit. */
+export class PayloadTooLargeError extends ApiError {
+  readonly status = 413;
+  constructor(limitBytes?: number) {
+    super("payload_too_large", `The request body exceeds the limit${limitBytes ? ` of ${limitBytes} bytes` : ""}`);
+  }
+}
+
+/** 429 RateLimitErrorResponse; the caller sets `Retry-After` and the RateLimit headers. */
+export class RateLimitedError extends ApiError {
+  readonly status = 429;
+  constructor(readonly retryAfterSeconds: number) {
+    super("rate_limited", `Too many requests with this API key; retry in ${retryAfterSeconds} s`);
+  }
+  override body(): Schemas["RateLimitErrorResponse"] {
+    return { ...super.body(), retryAfterSeconds: this.retryAfterSeconds };
+  }
+}
+
 /** 405 for a method the spec does not give a path; `Allow` lists those it does. */
 export class MethodNotAllowedError extends ApiError {
   readonly status = 405;
@@ -113,6 +140,7 @@ interface HttpLikeError {
   errors?: { path?: string; message?: string }[];
   message?: string;
   code?: string;
+  limit?: number;
 }
 
 const locations: Record<string, ValidationErrorDetail["location"]> = {
@@ -144,6 +172,7 @@ export function toApiError(error: unknown): ApiError {
       { location: "body", field: "(root)", message: "malformed JSON" },
     ], "malformed_json");
   }
+  if (e.type === "entity.too.large") return new PayloadTooLargeError(e.limit);
   if (status === 400 || status === 415) {
     const details = (e.errors ?? []).map((d) => detailFromValidatorPath(d.path ?? "", d.message ?? "is invalid"));
     return new BadRequestError(e.message ? `Invalid request: ${e.message}` : "Invalid request", details);
@@ -156,14 +185,14 @@ export function toApiError(error: unknown): ApiError {
 /**
  * The credit-reporting operations (`/api/...`) have their own error bodies (Part 7):
  * ParameterizedErrorVM for a JSON 400 (ErrorVM when the client does not accept JSON) and ErrorVM
- * for 403, 404 and 500. 401, 429 and 501 look the same everywhere.
+ * for 403, 404, 413 and 500. 401, 429 and 501 look the same everywhere.
  */
 function creditErrorBody(error: ApiError, acceptsJson: boolean): { mediaType: string; body: object } | undefined {
   if (error instanceof BadRequestError && acceptsJson) {
     const params = Object.fromEntries(error.details.map((d) => [d.field, d.message]));
     return { mediaType: "application/json", body: { message: `error.${error.code}`, params } };
   }
-  if (error.status === 400 || error.status === 403 || error.status === 404 || error.status === 500) {
+  if ([400, 403, 404, 413, 500].includes(error.status)) {
     return { mediaType: acceptsJson ? "application/json" : "text/plain", body: { message: `error.${error.code}`, description: error.message } };
   }
   return undefined;
