@@ -1,9 +1,11 @@
-// config -> database (migrated) -> demo account -> app -> listen.
+// config -> database (migrated) -> rate limiter -> app -> listen -> demo account; SIGTERM drains.
 import { createApp } from "./app.ts";
 import { loadConfig } from "./config.ts";
 import { openDatabaseOrExit } from "./db/database.ts";
 import { ensureDemo } from "./demo.ts";
+import { listen } from "./listen.ts";
 import { createLogger } from "./logging.ts";
+import { createRateLimiter } from "./rate-limiter.ts";
 import { createServices } from "./services/index.ts";
 
 const config = loadConfig();
@@ -13,13 +15,30 @@ const db = await openDatabaseOrExit(config.database);
 const applied = await db.migrate();
 logger.info("database ready", { kind: db.kind, migrationsApplied: applied });
 
-const app = createApp({ db, logger, validateResponses: config.validateResponses });
-const server = app.listen(config.port, config.host, () => {
-  const address = server.address();
-  const port = typeof address === "object" && address ? address.port : config.port;
-  logger.info("listening", { host: config.host, port });
-  if (config.seedDemo) void printDemo(`http://${config.host === "0.0.0.0" ? "127.0.0.1" : config.host}:${port}`);
+const rateLimiter = await createRateLimiter(config.rateLimit, logger);
+const app = createApp({
+  db,
+  logger,
+  validateResponses: config.validateResponses,
+  rateLimiter,
+  limits: config.limits,
+  requireHttps: config.requireHttps,
+  trustProxy: config.trustProxy,
 });
+const running = await listen(app, config, logger);
+logger.info("listening", {
+  protocol: running.protocol,
+  host: config.host,
+  port: running.port,
+  rateLimit: { requests: config.rateLimit.requests, windowSeconds: config.rateLimit.windowSeconds, shared: !!config.rateLimit.redis },
+  requireHttps: config.requireHttps,
+});
+process.on("SIGTERM", () => void stop("SIGTERM"));
+process.on("SIGINT", () => void stop("SIGINT"));
+if (config.seedDemo) {
+  const host = config.host === "0.0.0.0" ? "127.0.0.1" : config.host;
+  await printDemo(`${running.protocol}://${host}:${running.port}`);
+}
 
 async function printDemo(baseUrl: string): Promise<void> {
   const demo = await ensureDemo(createServices(db.prisma));
@@ -38,14 +57,14 @@ async function printDemo(baseUrl: string): Promise<void> {
 }
 
 let stopping = false;
+/** Stop accepting, let in-flight requests finish (bounded), then release the limiter and the database. */
 async function stop(signal: string): Promise<void> {
   if (stopping) return;
   stopping = true;
-  logger.info("stopping", { signal });
-  server.close();
-  server.closeIdleConnections();
+  logger.info("stopping", { signal, timeoutMs: config.timeouts.shutdownMs });
+  await running.shutdown();
+  await rateLimiter.close();
   await db.close();
+  logger.info("stopped");
   process.exit(0);
 }
-process.on("SIGTERM", () => void stop("SIGTERM"));
-process.on("SIGINT", () => void stop("SIGINT"));
