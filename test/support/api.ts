@@ -2,10 +2,13 @@
 import { appendFileSync } from "node:fs";
 import path from "node:path";
 import supertest from "supertest";
-import { createApp } from "../../server/app.ts";
+import { type AppOptions, createApp } from "../../server/app.ts";
 import { createLogger } from "../../server/logging.ts";
+import { memoryRateLimiter } from "../../server/rate-limiter.ts";
 import { createServices, type Services } from "../../server/services/index.ts";
 import { createTestDatabase, type TestDatabase } from "./database.ts";
+
+export type TestAppOptions = Omit<AppOptions, "db" | "logger" | "observe" | "validateResponses">;
 
 export interface TestApi {
   db: TestDatabase;
@@ -15,6 +18,8 @@ export interface TestApi {
   request: () => supertest.Agent;
   /** Every log line the app wrote. */
   logs: string[];
+  /** Another app on the same database, logs and report, with other options (limits, HTTPS, ...). */
+  appWith(options: TestAppOptions): ReturnType<typeof createApp>;
   close(): Promise<void>;
 }
 
@@ -25,25 +30,39 @@ function record(file: string, line: string): void {
   if (reportDir) appendFileSync(path.join(reportDir, `${file}-${process.pid}.log`), line + "\n");
 }
 
-export async function startTestApi(): Promise<TestApi> {
+/** Log lines written elsewhere (servers run as child processes) join the run's checks too. */
+export function recordLogLine(line: string): void {
+  record("logs", line);
+}
+
+/**
+ * The rate limit of the in-process test app is on (every response carries the RateLimit headers)
+ * but high enough never to throttle a test file; test/rate-limit.test.ts passes its own limiter.
+ */
+export async function startTestApi(options: TestAppOptions = {}): Promise<TestApi> {
   const db = await createTestDatabase();
   const logs: string[] = [];
   const logger = createLogger("info", (line) => {
     logs.push(line);
     record("logs", line);
   });
-  const app = createApp({
-    db,
-    logger,
-    validateResponses: true,
-    observe: (operationId, status) => record("coverage", `${operationId ?? "-"} ${status}`),
-  });
+  const appWith = (variant: TestAppOptions) =>
+    createApp({
+      db,
+      logger,
+      validateResponses: true,
+      rateLimiter: memoryRateLimiter({ requests: 1_000_000, windowSeconds: 60 }),
+      ...variant,
+      observe: (operationId, status) => record("coverage", `${operationId ?? "-"} ${status}`),
+    });
+  const app = appWith(options);
   return {
     db,
     app,
     services: createServices(db.prisma),
     request: () => supertest.agent(app),
     logs,
+    appWith,
     close: () => db.close(),
   };
 }

@@ -1,0 +1,41 @@
+// Operating configuration from the environment: defaults and refusals of nonsense.
+import { describe, expect, it } from "vitest";
+import { loadConfig } from "../server/config.ts";
+
+describe("loadConfig", () => {
+  it("when nothing is set, then the documented defaults apply and HTTPS is not required outside production", () => {
+    const config = loadConfig({});
+    expect(config.rateLimit).toEqual({ requests: 600, windowSeconds: 60, redis: undefined });
+    expect(config.limits).toEqual({ bodyBytes: 1_048_576, urlLength: 4096, headerBytes: 16_384 });
+    expect(config.timeouts).toEqual({ headersMs: 20_000, requestMs: 60_000, keepAliveMs: 5_000, shutdownMs: 10_000 });
+    expect(config.requireHttps).toBe(false);
+    expect(config.trustProxy).toBe(false);
+    expect(config.tls).toBeUndefined();
+  });
+
+  it("when NODE_ENV is production, then HTTPS is required unless REQUIRE_HTTPS=0", () => {
+    expect(loadConfig({ NODE_ENV: "production" }).requireHttps).toBe(true);
+    expect(loadConfig({ NODE_ENV: "production", REQUIRE_HTTPS: "0" }).requireHttps).toBe(false);
+  });
+
+  it("when REDIS_URL is set, then the limit is shared under REDIS_KEY_PREFIX", () => {
+    expect(loadConfig({ REDIS_URL: "redis://cache:6379", REDIS_KEY_PREFIX: "p:" }).rateLimit.redis).toEqual({ url: "redis://cache:6379", keyPrefix: "p:" });
+  });
+
+  it("when TRUST_PROXY is a flag, a hop count or a list, then express gets a boolean, a number or the list", () => {
+    expect(["true", "false", "2", "loopback, 10.0.0.0/8"].map((v) => loadConfig({ TRUST_PROXY: v }).trustProxy)).toEqual([true, false, 2, "loopback, 10.0.0.0/8"]);
+  });
+
+  it("when only one of TLS_CERT_FILE and TLS_KEY_FILE is set, then the configuration is refused", () => {
+    expect(() => loadConfig({ TLS_CERT_FILE: "cert.pem" })).toThrow(/together/);
+  });
+
+  it("when a limit is not a positive integer, then it is refused naming the variable", () => {
+    expect(() => loadConfig({ RATE_LIMIT_REQUESTS: "0" })).toThrow(/RATE_LIMIT_REQUESTS/);
+    expect(() => loadConfig({ BODY_LIMIT_BYTES: "1mb" })).toThrow(/BODY_LIMIT_BYTES/);
+  });
+
+  it("when the headers timeout exceeds the request timeout, then it is refused (node would be)", () => {
+    expect(() => loadConfig({ HEADERS_TIMEOUT_MS: "70000" })).toThrow(/HEADERS_TIMEOUT_MS/);
+  });
+});

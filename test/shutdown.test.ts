@@ -1,0 +1,111 @@
+// Graceful shutdown of server/main.ts: on SIGTERM it stops accepting, finishes the requests in
+// flight, closes the connections of those still unfinished after SHUTDOWN_TIMEOUT_MS, closes the
+// database and exits 0.
+import http from "node:http";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type ServerDatabase, type ServerProcess, prepareServerDatabase, startServerProcess } from "./support/server-process.ts";
+
+const LOAD = 16; // concurrent requests in flight at SIGTERM, all on loopback
+
+let database: ServerDatabase;
+let server: ServerProcess;
+
+beforeAll(async () => {
+  database = await prepareServerDatabase();
+  server = await startServerProcess({ ...database.envFor(0), SHUTDOWN_TIMEOUT_MS: "3000" });
+});
+afterAll(async () => {
+  if (server && server.child.exitCode === null) server.child.kill("SIGKILL");
+  await database?.close();
+});
+
+interface SlowRequest {
+  /** Sends the rest of the body. */
+  finish(): void;
+  /** Status and body, or the error the client saw. */
+  outcome: Promise<{ status: number; body: unknown } | { error: string }>;
+}
+
+/** POST /v1/datasets whose body arrives in two parts: in flight on the server until `finish()`. */
+function slowCreateDataset(name: string): SlowRequest {
+  const body = JSON.stringify({ name });
+  const req = http.request({
+    host: "127.0.0.1",
+    port: server.port,
+    method: "POST",
+    path: `/v1/datasets?email=${encodeURIComponent(database.tenant.admin.email)}`,
+    agent: false, // a connection of its own, like separate clients
+    headers: { "x-api-key": database.tenant.key, "content-type": "application/json", "content-length": Buffer.byteLength(body) },
+  });
+  const outcome = new Promise<{ status: number; body: unknown } | { error: string }>((resolve) => {
+    req.on("response", (res) => {
+      let text = "";
+      res.on("data", (chunk) => (text += chunk));
+      res.on("end", () => resolve({ status: res.statusCode!, body: JSON.parse(text) }));
+    });
+    req.on("error", (error) => resolve({ error: error.message }));
+  });
+  req.write(body.slice(0, 5));
+  return { finish: () => req.end(body.slice(5)), outcome };
+}
+
+/** GET on a connection of its own (a pooled keep-alive one would be closed by the drain). */
+function get(path: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    http
+      .get({ host: "127.0.0.1", port: server.port, path, agent: false }, (res) => {
+        let text = "";
+        res.on("data", (chunk) => (text += chunk));
+        res.on("end", () => resolve(text));
+      })
+      .on("error", reject);
+  });
+}
+
+async function inFlight(): Promise<number> {
+  return Number(/^http_requests_in_flight (\d+)/m.exec(await get("/metrics"))?.[1]);
+}
+
+/**
+ * True once a new connection is refused. A connection that reaches the kernel's backlog just
+ * before the listening socket is closed is reset rather than refused: try again then; never is
+ * one answered.
+ */
+async function newConnectionsRefused(): Promise<boolean> {
+  for (let attempt = 0; attempt < 100; attempt++) {
+    const code = await get("/healthz").then(() => "answered", (e: NodeJS.ErrnoException) => e.code);
+    if (code === "ECONNREFUSED") return true;
+    if (code !== "ECONNRESET") return false;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return false;
+}
+
+describe("SIGTERM", () => {
+  it("when requests are in flight, then each is answered, new connections are refused, and the process exits 0", async () => {
+    const load = Array.from({ length: LOAD }, (_, i) => slowCreateDataset(`Drain ${i}`));
+    const stuck = slowCreateDataset("Never finished");
+    // the server has received all of them (the gauge counts partner requests not yet answered)
+    while ((await inFlight()) < LOAD + 1) await new Promise((r) => setTimeout(r, 50));
+
+    server.child.kill("SIGTERM");
+    await server.logged("stopping");
+    expect(await newConnectionsRefused()).toBe(true);
+
+    for (const request of load) request.finish();
+    const outcomes = await Promise.all(load.map((r) => r.outcome));
+    expect(outcomes.filter((o) => !("status" in o) || o.status !== 200)).toEqual([]);
+    expect(outcomes.every((o) => "body" in o && typeof (o.body as { id: unknown }).id === "string")).toBe(true);
+
+    // the request that never completes is cut off at the shutdown timeout, and the process still ends
+    expect(await stuck.outcome).toEqual({ error: expect.any(String) });
+    expect(await server.exited).toBe(0);
+    expect(server.logs.find((l) => l.msg === "shutdown timeout: closing the connections of unfinished requests")).toMatchObject({ requests: 1 });
+    expect(server.logs.at(-1)).toMatchObject({ msg: "stopped" });
+
+    const names = await database.inspect((db) =>
+      db.prisma.dataset.findMany({ where: { accountId: database.tenant.accountId, name: { startsWith: "Drain " } } }),
+    );
+    expect(names).toHaveLength(LOAD);
+  });
+});

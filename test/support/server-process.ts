@@ -1,0 +1,112 @@
+// server/main.ts as a child process, the way operators run it: for the tests of shutdown and of
+// several instances sharing one rate limit. Its log lines join the run's e-mail/key check.
+import { type ChildProcess, spawn } from "node:child_process";
+import { cpSync, mkdtempSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { createInterface } from "node:readline";
+import { type Database, openDatabase } from "../../server/db/database.ts";
+import { createServices } from "../../server/services/index.ts";
+import { recordLogLine } from "./api.ts";
+import { createTestDatabase } from "./database.ts";
+import { createTenant, type Tenant } from "./tenants.ts";
+
+const root = path.resolve(import.meta.dirname, "../..");
+
+export interface ServerProcess {
+  child: ChildProcess;
+  port: number;
+  /** Every stdout line so far, parsed (the logger writes JSON lines). */
+  logs: Record<string, unknown>[];
+  /** Resolves with the first log line (present or future) whose `msg` is `msg`. */
+  logged(msg: string): Promise<Record<string, unknown>>;
+  /** The exit code. */
+  exited: Promise<number | null>;
+}
+
+export async function startServerProcess(env: Record<string, string>): Promise<ServerProcess> {
+  const child = spawn(process.execPath, ["--import", "tsx", "server/main.ts"], {
+    cwd: root,
+    env: {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      PORT: "0",
+      HOST: "127.0.0.1",
+      SEED_DEMO: "0",
+      LOG_LEVEL: "info",
+      ...env,
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const logs: Record<string, unknown>[] = [];
+  const waiters: { msg: string; resolve: (line: Record<string, unknown>) => void }[] = [];
+  createInterface({ input: child.stdout! }).on("line", (line) => {
+    recordLogLine(line);
+    const parsed = JSON.parse(line) as Record<string, unknown>;
+    logs.push(parsed);
+    for (const w of waiters.filter((w) => w.msg === parsed.msg)) w.resolve(parsed);
+  });
+  const stderr: string[] = [];
+  createInterface({ input: child.stderr! }).on("line", (line) => {
+    recordLogLine(line);
+    stderr.push(line);
+  });
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  const logged = (msg: string) =>
+    new Promise<Record<string, unknown>>((resolve) => {
+      const seen = logs.find((l) => l.msg === msg);
+      if (seen) resolve(seen);
+      else waiters.push({ msg, resolve });
+    });
+  const listening = await Promise.race([
+    logged("listening"),
+    exited.then((code) => {
+      throw new Error(`server/main.ts exited with ${code} before listening:\n${stderr.join("\n")}`);
+    }),
+  ]);
+  return { child, port: listening.port as number, logs, logged, exited };
+}
+
+/**
+ * A migrated database with one tenant, for server processes: a fresh embedded data directory
+ * (copied for each further instance, so that all hold the same account and key), or one new
+ * database on the PostgreSQL server named by TEST_DATABASE_URL, shared by all instances.
+ */
+export interface ServerDatabase {
+  tenant: Tenant;
+  /** The environment that points instance `n` (0, 1, ...) at its database. */
+  envFor(instance: number): Record<string, string>;
+  /** Opens the database for checking what the processes left (after they exited, for PGlite). */
+  inspect<T>(read: (db: Database) => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+}
+
+export async function prepareServerDatabase(): Promise<ServerDatabase> {
+  if (process.env.TEST_DATABASE_URL) {
+    const db = await createTestDatabase();
+    const tenant = await createTenant(createServices(db.prisma), "Process Co");
+    return { tenant, envFor: () => ({ DATABASE_URL: db.url! }), inspect: (read) => read(db), close: () => db.close() };
+  }
+  const dir = mkdtempSync(path.join(os.tmpdir(), "server-process-"));
+  const dataDir = (instance: number) => path.join(dir, `db-${instance}`);
+  const db = await openDatabase({ dataDir: dataDir(0) });
+  await db.migrate();
+  const tenant = await createTenant(createServices(db.prisma), "Process Co");
+  await db.close();
+  return {
+    tenant,
+    envFor(instance) {
+      if (instance > 0) cpSync(dataDir(0), dataDir(instance), { recursive: true, force: false, errorOnExist: false });
+      return { DATA_DIR: dataDir(instance) };
+    },
+    async inspect(read) {
+      const again = await openDatabase({ dataDir: dataDir(0) });
+      try {
+        return await read(again);
+      } finally {
+        await again.close();
+      }
+    },
+    close: async () => rmSync(dir, { recursive: true, force: true }),
+  };
+}
