@@ -1,4 +1,4 @@
-// createApp: request context -> API key -> JSON body -> contract validation -> operations -> errors.
+// createApp: request context -> ACME challenges -> API key -> JSON body -> contract validation -> operations -> errors.
 // No listen here: tests drive the app directly.
 import express from "express";
 import * as OpenApiValidator from "express-openapi-validator";
@@ -9,8 +9,9 @@ import { operationMatcher, registerOperations } from "./http/operations.ts";
 import { responseChecker } from "./http/response-check.ts";
 import { requestContext, type ResponseObserver } from "./http/request-context.ts";
 import { createLogger, type Logger } from "./logging.ts";
+import { ACME_CHALLENGE_PATH, acmeChallenge } from "./routes/custom-tracking-domains.ts";
 import { createHandlers } from "./routes/index.ts";
-import { createServices } from "./services/index.ts";
+import { createServices, type Services } from "./services/index.ts";
 import { loadSpec } from "./spec.ts";
 
 export interface AppOptions {
@@ -20,15 +21,19 @@ export interface AppOptions {
   validateResponses?: boolean;
   /** Called with each finished request's operationId and status (the contract-coverage report). */
   observe?: ResponseObserver;
+  /** The services to serve (shared with the certificate worker); made from `db` when absent. */
+  services?: Services;
 }
 
-export function createApp({ db, logger = createLogger(), validateResponses = true, observe }: AppOptions) {
+export function createApp({ db, logger = createLogger(), validateResponses = true, observe, services: given }: AppOptions) {
   const spec = loadSpec();
-  const services = createServices(db.prisma);
+  const services = given ?? createServices(db.prisma, { logger });
   const app = express();
   app.disable("x-powered-by");
   const operationOf = operationMatcher(spec);
   app.use(requestContext(logger, operationOf, observe));
+  // The certificate authority fetches HTTP-01 challenges without a key: before the key check.
+  app.get(ACME_CHALLENGE_PATH, acmeChallenge(services));
   // The key is checked before the body is parsed: 401 and the licence's 403 win over a
   // malformed body's 400 (the spec's order of precedence), and anonymous bodies are not parsed.
   app.use(apiKeyAuth(services.accounts));

@@ -1,6 +1,8 @@
-// config -> database (migrated) -> demo account -> app -> listen.
+// config -> database (migrated) -> demo account -> app -> listen -> certificate worker.
 import { createApp } from "./app.ts";
 import { loadConfig } from "./config.ts";
+import { encryptionKeyOf, loadTrackingDomainConfig } from "./ctd/config.ts";
+import { startCertificateWorker } from "./ctd/worker.ts";
 import { openDatabaseOrExit } from "./db/database.ts";
 import { ensureDemo } from "./demo.ts";
 import { createLogger } from "./logging.ts";
@@ -8,21 +10,26 @@ import { createServices } from "./services/index.ts";
 
 const config = loadConfig();
 const logger = createLogger(config.logLevel);
+const trackingDomains = loadTrackingDomainConfig();
+encryptionKeyOf(trackingDomains, logger)(); // production refuses to start without CTD_ENCRYPTION_KEY
 
 const db = await openDatabaseOrExit(config.database);
 const applied = await db.migrate();
 logger.info("database ready", { kind: db.kind, migrationsApplied: applied });
 
-const app = createApp({ db, logger, validateResponses: config.validateResponses });
+const services = createServices(db.prisma, { trackingDomains, logger });
+const app = createApp({ db, logger, validateResponses: config.validateResponses, services });
 const server = app.listen(config.port, config.host, () => {
   const address = server.address();
   const port = typeof address === "object" && address ? address.port : config.port;
   logger.info("listening", { host: config.host, port });
   if (config.seedDemo) void printDemo(`http://${config.host === "0.0.0.0" ? "127.0.0.1" : config.host}:${port}`);
 });
+// Picks up the certificate jobs a previous process left unfinished, then those that are queued.
+const worker = startCertificateWorker(services.certificateJobs, trackingDomains.jobs, logger);
 
 async function printDemo(baseUrl: string): Promise<void> {
-  const demo = await ensureDemo(createServices(db.prisma));
+  const demo = await ensureDemo(services);
   // Shown on the console for the person who started the service, never through the logger.
   console.log(
     [
@@ -44,6 +51,7 @@ async function stop(signal: string): Promise<void> {
   logger.info("stopping", { signal });
   server.close();
   server.closeIdleConnections();
+  await worker.stop();
   await db.close();
   process.exit(0);
 }

@@ -3,7 +3,8 @@ import { appendFileSync } from "node:fs";
 import path from "node:path";
 import supertest from "supertest";
 import { createApp } from "../../server/app.ts";
-import { createLogger } from "../../server/logging.ts";
+import type { TrackingDomainConfig } from "../../server/ctd/config.ts";
+import { createLogger, type Logger } from "../../server/logging.ts";
 import { createServices, type Services } from "../../server/services/index.ts";
 import { createTestDatabase, type TestDatabase } from "./database.ts";
 
@@ -15,6 +16,8 @@ export interface TestApi {
   request: () => supertest.Agent;
   /** Every log line the app wrote. */
   logs: string[];
+  /** The logger that writes them (for the certificate worker a test starts). */
+  logger: Logger;
   close(): Promise<void>;
 }
 
@@ -25,25 +28,33 @@ function record(file: string, line: string): void {
   if (reportDir) appendFileSync(path.join(reportDir, `${file}-${process.pid}.log`), line + "\n");
 }
 
-export async function startTestApi(): Promise<TestApi> {
+export interface TestApiOptions {
+  /** Custom tracking domains (resolvers, ACME server, ...); from the environment when absent. */
+  trackingDomains?: TrackingDomainConfig;
+}
+
+export async function startTestApi({ trackingDomains }: TestApiOptions = {}): Promise<TestApi> {
   const db = await createTestDatabase();
   const logs: string[] = [];
   const logger = createLogger("info", (line) => {
     logs.push(line);
     record("logs", line);
   });
+  const services = createServices(db.prisma, { logger, trackingDomains });
   const app = createApp({
     db,
     logger,
     validateResponses: true,
     observe: (operationId, status) => record("coverage", `${operationId ?? "-"} ${status}`),
+    services,
   });
   return {
     db,
     app,
-    services: createServices(db.prisma),
+    services,
     request: () => supertest.agent(app),
     logs,
+    logger,
     close: () => db.close(),
   };
 }
