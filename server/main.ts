@@ -1,7 +1,7 @@
 // config -> database (migrated) -> demo account -> app -> listen -> certificate worker.
 import { createApp } from "./app.ts";
 import { loadConfig } from "./config.ts";
-import { encryptionKeyOf, loadTrackingDomainConfig } from "./ctd/config.ts";
+import { loadTrackingDomainConfig, resolveEncryptionKey } from "./ctd/config.ts";
 import { startCertificateWorker } from "./ctd/worker.ts";
 import { openDatabaseOrExit } from "./db/database.ts";
 import { ensureDemo } from "./demo.ts";
@@ -10,8 +10,18 @@ import { createServices } from "./services/index.ts";
 
 const config = loadConfig();
 const logger = createLogger(config.logLevel);
-const trackingDomains = loadTrackingDomainConfig();
-encryptionKeyOf(trackingDomains, logger)(); // production refuses to start without CTD_ENCRYPTION_KEY
+const trackingDomains = trackingDomainSettings();
+
+/** Resolves the key now: production refuses to start without CTD_ENCRYPTION_KEY, development warns once. */
+function trackingDomainSettings() {
+  try {
+    const settings = loadTrackingDomainConfig();
+    return { ...settings, encryptionKey: resolveEncryptionKey(settings, logger) };
+  } catch (error) {
+    console.error(`configuration error: ${(error as Error).message}`);
+    process.exit(1);
+  }
+}
 
 const db = await openDatabaseOrExit(config.database);
 const applied = await db.migrate();

@@ -52,7 +52,7 @@ const record = (name: string) => ({ type: "CNAME", name, value: TARGET });
 
 describe("validateCustomTrackingDomain", () => {
   it("when the name follows every rule and its CNAME points at the tracking host, then 200 valid with five passed checks and the record", async () => {
-    const datasetId = await datasetWithDomain(api, tenant, "www.customer.test");
+    const datasetId = await datasetWithDomain(api.services, tenant, "www.customer.test");
     const ctd = pointed();
     const res = await validate({ datasetId, ctd });
     expect(res.status).toBe(200);
@@ -73,7 +73,7 @@ describe("validateCustomTrackingDomain", () => {
   });
 
   it("when the name has capitals and a trailing dot, then it is checked in lower case without the dot", async () => {
-    const datasetId = await datasetWithDomain(api, tenant);
+    const datasetId = await datasetWithDomain(api.services, tenant);
     const ctd = pointed();
     const res = await validate({ datasetId, ctd: `${ctd.toUpperCase()}.` });
     expect(res.status).toBe(200);
@@ -81,7 +81,7 @@ describe("validateCustomTrackingDomain", () => {
   });
 
   it("when the name is internationalised, then it is checked in its punycode form, also against an internationalised dataset domain", async () => {
-    const datasetId = await datasetWithDomain(api, tenant, "www.bücher.test");
+    const datasetId = await datasetWithDomain(api.services, tenant, "www.bücher.test");
     const ascii = "t.xn--bcher-kva.test";
     dns.zone.cname.set(ascii, TARGET);
     const res = await validate({ datasetId, ctd: "t.Bücher.test" });
@@ -103,7 +103,7 @@ describe("validateCustomTrackingDomain", () => {
     ["more than 253 characters in ASCII form", longUnicode, "at most 253 are allowed"],
     ["a percent-encoded character", "t%41.customer.test", "is not a valid host name"],
   ])("when the name has %s, then 200 not valid with only the failed hostname check and no record", async (_what, ctd, fragment) => {
-    const datasetId = await datasetWithDomain(api, tenant);
+    const datasetId = await datasetWithDomain(api.services, tenant);
     const res = await validate({ datasetId, ctd });
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ ctd, valid: false, expectedTarget: TARGET, checks: [{ name: "hostname", ok: false, message: expect.stringContaining(fragment) }] });
@@ -111,7 +111,7 @@ describe("validateCustomTrackingDomain", () => {
   });
 
   it("when the name is not under the dataset's website domain, then the dataset_domain check fails naming an example, and DNS is not asked", async () => {
-    const datasetId = await datasetWithDomain(api, tenant, "www.customer.test");
+    const datasetId = await datasetWithDomain(api.services, tenant, "www.customer.test");
     const ctd = `${fresh("t")}.elsewhere.test`;
     dns.zone.cname.set(ctd, TARGET);
     const res = await validate({ datasetId, ctd });
@@ -130,7 +130,7 @@ describe("validateCustomTrackingDomain", () => {
   });
 
   it.each([["x.leadintel.test"], [TARGET], ["deep.x.LEADINTEL.test"]])("when the name %s is one of our own domains, then the reserved check fails", async (ctd) => {
-    const datasetId = await datasetWithDomain(api, tenant);
+    const datasetId = await datasetWithDomain(api.services, tenant);
     const res = await validate({ datasetId, ctd });
     expect(res.status).toBe(200);
     expect(res.body.valid).toBe(false);
@@ -142,10 +142,10 @@ describe("validateCustomTrackingDomain", () => {
   });
 
   it("when the name is another dataset's tracking domain (of another account), then the available check fails", async () => {
-    const holder = await datasetWithDomain(api, other);
+    const holder = await datasetWithDomain(api.services, other);
     const ctd = `${fresh("taken")}.customer.test`; // no DNS record: the holder's entry stays pending_dns
     expect((await add({ datasetId: holder, ctd }, other.key)).body.responseCode).toBe(-1);
-    const datasetId = await datasetWithDomain(api, tenant);
+    const datasetId = await datasetWithDomain(api.services, tenant);
     const res = await validate({ datasetId, ctd });
     expect(res.status).toBe(200);
     expect(res.body.checks).toContainEqual({ name: "available", ok: false, message: `${ctd} is already the custom tracking domain of another dataset; choose another name.` });
@@ -156,7 +156,7 @@ describe("validateCustomTrackingDomain", () => {
 
   describe("the DNS check", () => {
     const cname = async (setup: (host: string) => void) => {
-      const datasetId = await datasetWithDomain(api, tenant);
+      const datasetId = await datasetWithDomain(api.services, tenant);
       const ctd = `${fresh("t")}.customer.test`;
       setup(ctd);
       const res = await validate({ datasetId, ctd });
@@ -224,7 +224,7 @@ describe("validateCustomTrackingDomain", () => {
 
 describe("addCustomTrackingDomain", () => {
   it("when the CNAME record is missing, then 200 -1 naming the record, the entry is kept pending_dns and the job is finished", async () => {
-    const datasetId = await datasetWithDomain(api, tenant, "customer.test");
+    const datasetId = await datasetWithDomain(api.services, tenant, "customer.test");
     const ctd = `${fresh("t")}.customer.test`;
     const res = await add({ datasetId, ctd });
     expect(res.status).toBe(200);
@@ -249,7 +249,7 @@ describe("addCustomTrackingDomain", () => {
   });
 
   it("when the name breaks host-name rules, then 400 invalid_tracking_domain with one detail per broken rule, and nothing is stored", async () => {
-    const datasetId = await datasetWithDomain(api, tenant, "customer.test");
+    const datasetId = await datasetWithDomain(api.services, tenant, "customer.test");
     const res = await add({ datasetId, ctd: "x.leadintel.test" });
     expect(res.status).toBe(400);
     expect(res.body).toEqual({
@@ -264,10 +264,10 @@ describe("addCustomTrackingDomain", () => {
   });
 
   it("when the domain is another dataset's, then 409 and nothing is stored for this dataset", async () => {
-    const holder = await datasetWithDomain(api, other);
+    const holder = await datasetWithDomain(api.services, other);
     const ctd = `${fresh("t")}.customer.test`;
     await add({ datasetId: holder, ctd }, other.key);
-    const datasetId = await datasetWithDomain(api, tenant);
+    const datasetId = await datasetWithDomain(api.services, tenant);
     const res = await add({ datasetId, ctd });
     expect(res.status).toBe(409);
     expect(res.body).toEqual({ error: "conflict", message: `${ctd} is already the custom tracking domain of another dataset` });
@@ -275,7 +275,7 @@ describe("addCustomTrackingDomain", () => {
   });
 
   it("when the dataset already has another domain, then 409 pointing to update, and the entry is unchanged", async () => {
-    const datasetId = await datasetWithDomain(api, tenant);
+    const datasetId = await datasetWithDomain(api.services, tenant);
     const first = `${fresh("t")}.customer.test`;
     await add({ datasetId, ctd: first });
     const res = await add({ datasetId, ctd: `${fresh("t")}.customer.test` });
@@ -285,7 +285,7 @@ describe("addCustomTrackingDomain", () => {
   });
 
   it("when the same pending domain is added again, then the job runs again (not a conflict) and answers the new outcome", async () => {
-    const datasetId = await datasetWithDomain(api, tenant);
+    const datasetId = await datasetWithDomain(api.services, tenant);
     const ctd = `${fresh("t")}.customer.test`;
     await add({ datasetId, ctd });
     dns.zone.cname.set(ctd, "cdn.elsewhere.test");
@@ -296,7 +296,7 @@ describe("addCustomTrackingDomain", () => {
   });
 
   it("when DNS look-ups keep failing, then each attempt is retried up to the limit and the entry ends failed with the reason", async () => {
-    const datasetId = await datasetWithDomain(api, tenant);
+    const datasetId = await datasetWithDomain(api.services, tenant);
     const ctd = `${fresh("t")}.customer.test`;
     dns.zone.servfail.add(ctd);
     const res = await add({ datasetId, ctd });
@@ -321,7 +321,7 @@ describe("addCustomTrackingDomain", () => {
 
 describe("updateCustomTrackingDomain", () => {
   it("when the dataset has no custom tracking domain, then 404 and nothing is created", async () => {
-    const datasetId = await datasetWithDomain(api, tenant);
+    const datasetId = await datasetWithDomain(api.services, tenant);
     const res = await update({ datasetId, ctd: pointed() });
     expect(res.status).toBe(404);
     expect(res.body).toEqual({ error: "not_found", message: `Dataset ${datasetId} has no custom tracking domain; add one first.` });
@@ -329,7 +329,7 @@ describe("updateCustomTrackingDomain", () => {
   });
 
   it("when the new domain still has no CNAME, then 409 dns_not_configured naming the record; the entry now holds the new domain and the old one is free", async () => {
-    const datasetId = await datasetWithDomain(api, tenant);
+    const datasetId = await datasetWithDomain(api.services, tenant);
     const old = `${fresh("t")}.customer.test`;
     await add({ datasetId, ctd: old });
     const ctd = `${fresh("t")}.customer.test`;
@@ -342,15 +342,15 @@ describe("updateCustomTrackingDomain", () => {
     expect(await entryOf(datasetId)).toMatchObject({ domain: ctd, state: "pending_dns" });
     expect(await api.db.prisma.trackingDomain.count({ where: { domain: old } })).toBe(0);
     // the old name can now be another dataset's
-    const elsewhere = await datasetWithDomain(api, tenant);
+    const elsewhere = await datasetWithDomain(api.services, tenant);
     expect((await validate({ datasetId: elsewhere, ctd: old })).body.checks).toContainEqual(expect.objectContaining({ name: "available", ok: true }));
   });
 
   it("when the new domain is another dataset's, then 409 conflict and the entry keeps its domain", async () => {
-    const holder = await datasetWithDomain(api, other);
+    const holder = await datasetWithDomain(api.services, other);
     const taken = `${fresh("t")}.customer.test`;
     await add({ datasetId: holder, ctd: taken }, other.key);
-    const datasetId = await datasetWithDomain(api, tenant);
+    const datasetId = await datasetWithDomain(api.services, tenant);
     const mine = `${fresh("t")}.customer.test`;
     await add({ datasetId, ctd: mine });
     const res = await update({ datasetId, ctd: taken });
@@ -360,7 +360,7 @@ describe("updateCustomTrackingDomain", () => {
   });
 
   it("when the name breaks a host-name rule, then 400 and the entry is unchanged", async () => {
-    const datasetId = await datasetWithDomain(api, tenant);
+    const datasetId = await datasetWithDomain(api.services, tenant);
     const mine = `${fresh("t")}.customer.test`;
     await add({ datasetId, ctd: mine });
     const res = await update({ datasetId, ctd: "customer.test" });
@@ -377,7 +377,7 @@ describe("updateCustomTrackingDomain", () => {
 
 describe("getCustomTrackingDomain", () => {
   it("when the dataset has no custom tracking domain, then 404", async () => {
-    const datasetId = await datasetWithDomain(api, tenant);
+    const datasetId = await datasetWithDomain(api.services, tenant);
     const res = await status(datasetId);
     expect(res.status).toBe(404);
     expect(res.body).toEqual({ error: "not_found", message: `Dataset ${datasetId} has no custom tracking domain.` });

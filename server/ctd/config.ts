@@ -98,19 +98,17 @@ export const DEV_KEY_FILE = path.resolve(".data/ctd-dev-encryption.key");
 
 /**
  * The configured key, or outside production a development key generated once into DEV_KEY_FILE,
- * with a warning: keys sealed with it are only as safe as that file. The server asks for it at
+ * with a warning: keys sealed with it are only as safe as that file. The server resolves it at
  * start, so production refuses to start without CTD_ENCRYPTION_KEY.
  */
-export function encryptionKeyOf(config: TrackingDomainConfig, logger: Logger): () => Buffer {
-  return () => {
-    if (config.encryptionKey) return config.encryptionKey;
-    if (config.production) throw new Error("CTD_ENCRYPTION_KEY is required in production (32 bytes: 64 hex or 44 base64 characters)");
-    if (!existsSync(DEV_KEY_FILE)) {
-      mkdirSync(path.dirname(DEV_KEY_FILE), { recursive: true });
-      writeFileSync(DEV_KEY_FILE, newEncryptionKey().toString("hex"), { mode: 0o600 });
-      chmodSync(DEV_KEY_FILE, 0o600);
-    }
-    logger.warn("CTD_ENCRYPTION_KEY is not set: private keys are encrypted with a development key", { file: DEV_KEY_FILE });
-    return parseEncryptionKey(readFileSync(DEV_KEY_FILE, "utf8"));
-  };
+export function resolveEncryptionKey(config: TrackingDomainConfig, logger: Logger): Buffer {
+  if (config.encryptionKey) return config.encryptionKey;
+  if (config.production) throw new Error("CTD_ENCRYPTION_KEY is required in production (32 bytes: 64 hex or 44 base64 characters)");
+  if (!existsSync(DEV_KEY_FILE)) {
+    mkdirSync(path.dirname(DEV_KEY_FILE), { recursive: true });
+    writeFileSync(DEV_KEY_FILE, newEncryptionKey().toString("hex"), { mode: 0o600 });
+    chmodSync(DEV_KEY_FILE, 0o600);
+  }
+  logger.warn("CTD_ENCRYPTION_KEY is not set: private keys are encrypted with a development key", { file: DEV_KEY_FILE });
+  return parseEncryptionKey(readFileSync(DEV_KEY_FILE, "utf8"));
 }

@@ -6,7 +6,7 @@ import { randomUUID } from "node:crypto";
 import type { Db } from "../db/database.ts";
 import { type AccountKeyStore, type AcmeIssuer, acmeIssuer, CertificateError, type ProgressSink } from "../ctd/acme.ts";
 import { NonPublicAddressError } from "../ctd/address-guard.ts";
-import { encryptionKeyOf, type TrackingDomainConfig } from "../ctd/config.ts";
+import { resolveEncryptionKey, type TrackingDomainConfig } from "../ctd/config.ts";
 import { type CnameCheck, cnameChecker } from "../ctd/dns.ts";
 import { secretBox } from "../ctd/secret-box.ts";
 import type { Logger } from "../logging.ts";
@@ -51,7 +51,7 @@ export interface CertificateJobDeps {
 }
 
 export function certificateJobService(db: Db, { config, logger }: CertificateJobDeps) {
-  const box = secretBox(encryptionKeyOf(config, logger));
+  const box = secretBox(() => resolveEncryptionKey(config, logger)); // asked for on first use
   const checkCname: CnameCheck = cnameChecker(config.dns);
   const listeners = new Set<() => void>();
   const kick = () => {
@@ -101,7 +101,8 @@ export function certificateJobService(db: Db, { config, logger }: CertificateJob
   }
 
   async function fail(job: ClaimedJob, message: string): Promise<void> {
-    const reason = `Certificate generation for ${job.domain} failed after ${job.attempts} attempts: ${message} Fix the cause, then call PUT /v1/management/ctd/update to try again.`;
+    const sentence = /[.!?]$/.test(message) ? message : `${message}.`;
+    const reason = `Certificate generation for ${job.domain} failed after ${job.attempts} attempts: ${sentence} Fix the cause, then call PUT /v1/management/ctd/update to try again.`;
     return finish(job, { state: "failed", reason }, message);
   }
 
@@ -120,7 +121,10 @@ export function certificateJobService(db: Db, { config, logger }: CertificateJob
 
   function progressSink(job: ClaimedJob): ProgressSink {
     return {
-      orderCreated: (orderUrl) => asHolder(job, { orderUrl, challengeToken: null, keyAuthorization: null, certificateKeyEnc: null }),
+      orderCreated: async (orderUrl) => {
+        await asHolder(job, { orderUrl, challengeToken: null, keyAuthorization: null, certificateKeyEnc: null });
+        logger.info("certificate order created", { jobId: String(job.id), domain: job.domain, attempt: job.attempts, resumable: !!job.orderUrl });
+      },
       challengePublished: (challengeToken, keyAuthorization) => asHolder(job, { challengeToken, keyAuthorization }),
       keyChosen: (pem) => asHolder(job, { certificateKeyEnc: box.seal(pem, job.domain) }),
     };

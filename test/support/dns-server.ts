@@ -23,6 +23,8 @@ export interface Question {
   type: string;
 }
 
+export type Verdict = "answer" | "servfail" | "drop";
+
 export interface TestDnsServer {
   /** `127.0.0.1:port`, for Resolver#setServers and pebble's -dnsserver. */
   address: string;
@@ -31,7 +33,7 @@ export interface TestDnsServer {
    * Consulted before every answer: resolve to "answer", "servfail" or "drop". The restart test
    * uses it to hold pebble's look-ups while it kills the service.
    */
-  gate?: (question: Question) => Promise<"answer" | "servfail" | "drop"> | "answer";
+  gate?: (question: Question) => Verdict | Promise<Verdict>;
   /** Every question asked, in order. */
   asked: Question[];
   close(): Promise<void>;

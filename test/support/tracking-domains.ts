@@ -2,7 +2,7 @@
 // service (so a child process can be given the very same), a worker, and datasets with domains.
 import { type TrackingDomainConfig, loadTrackingDomainConfig } from "../../server/ctd/config.ts";
 import { newEncryptionKey } from "../../server/ctd/secret-box.ts";
-import type { TestApi } from "./api.ts";
+import type { Services } from "../../server/services/index.ts";
 import type { Tenant } from "./tenants.ts";
 
 export const TARGET = "track.leadintel.test";
@@ -39,6 +39,6 @@ export function fresh(what = "d"): string {
 }
 
 /** A new dataset of `tenant`, with the website domain given (or none). */
-export function datasetWithDomain(api: TestApi, tenant: Tenant, domain?: string): Promise<string> {
-  return api.services.datasets.create(tenant.accountId, tenant.admin.email, { name: fresh("Site "), domain });
+export function datasetWithDomain(services: Services, tenant: Tenant, domain?: string): Promise<string> {
+  return services.datasets.create(tenant.accountId, tenant.admin.email, { name: fresh("Site "), domain });
 }
