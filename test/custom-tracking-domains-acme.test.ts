@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { secretBox } from "../server/ctd/secret-box.ts";
 import { type CertificateWorker, startCertificateWorker } from "../server/ctd/worker.ts";
 import { startTestApi, type TestApi } from "./support/api.ts";
-import { startDnsServer, type TestDnsServer } from "./support/dns-server.ts";
+import { holdAddressLookups, startDnsServer, type TestDnsServer } from "./support/dns-server.ts";
 import { freePort, type Pebble, pebbleMissing, startPebble } from "./support/pebble.ts";
 import { createTenant, type Tenant } from "./support/tenants.ts";
 import { ACME_CONTACT, datasetWithDomain, fresh, TARGET, trackingDomainConfig } from "./support/tracking-domains.ts";
@@ -142,15 +142,7 @@ describe.skipIf(!!pebbleMissing)("custom tracking domains with a certificate aut
     it("when the worker stops while the CA validates (a graceful shutdown), then another worker continues the same ACME order to a certificate", async () => {
       const datasetId = await datasetWithDomain(api.services, tenant);
       const ctd = pointed();
-      let release!: () => void;
-      const released = new Promise<"answer">((resolve) => (release = () => resolve("answer")));
-      let validating!: () => void;
-      const caIsValidating = new Promise<void>((resolve) => (validating = resolve));
-      dns.gate = ({ name, type }) => {
-        if (name !== ctd || type === "CNAME") return "answer";
-        validating(); // the order exists and its challenge is published
-        return released;
-      };
+      const { caIsValidating, release } = holdAddressLookups(dns, ctd);
       try {
         const adding = call("post", "/v1/management/ctd/add", { datasetId, ctd }).then((res) => res); // sends it now
         await caIsValidating;

@@ -12,7 +12,7 @@ import { responseChecker } from "../server/http/response-check.ts";
 import { createServices } from "../server/services/index.ts";
 import { loadSpec } from "../server/spec.ts";
 import { createTestDatabase } from "./support/database.ts";
-import { startDnsServer, type TestDnsServer } from "./support/dns-server.ts";
+import { holdAddressLookups, startDnsServer, type TestDnsServer } from "./support/dns-server.ts";
 import { freePort, type Pebble, pebbleMissing, startPebble } from "./support/pebble.ts";
 import { type ServiceProcess, startServiceProcess } from "./support/service-process.ts";
 import { createTenant, type Tenant } from "./support/tenants.ts";
@@ -95,15 +95,8 @@ describe.skipIf(!!pebbleMissing)("addCustomTrackingDomain", () => {
   it("when the service is killed while the CA validates, then a restarted service resumes the job and the domain becomes live", async () => {
     const ctd = `${fresh("t")}.customer.test`;
     dns.zone.cname.set(ctd, TARGET);
-    let release!: () => void;
-    const released = new Promise<"answer">((resolve) => (release = () => resolve("answer")));
-    let validating!: () => void;
-    const caIsValidating = new Promise<void>((resolve) => (validating = resolve));
-    dns.gate = ({ name, type }) => {
-      if (name !== ctd || type === "CNAME") return "answer";
-      validating(); // pebble looks the name up: the order exists and the challenge is published
-      return released;
-    };
+    // pebble's look-ups of the name wait: the order exists and its challenge is published
+    const { caIsValidating, release } = holdAddressLookups(dns, ctd);
 
     const first = await startServiceProcess(env);
     services.push(first);
@@ -114,7 +107,10 @@ describe.skipIf(!!pebbleMissing)("addCustomTrackingDomain", () => {
     }).catch((error: Error) => error);
     await caIsValidating;
     const midway = await getState();
-    expect(midway).toEqual({ status: 200, body: expect.objectContaining({ ctd, state: "provisioning", attempts: 1 }) });
+    expect(midway).toEqual({
+      status: 200,
+      body: expect.objectContaining({ ctd, state: "provisioning", attempts: 1, message: `Certificate generation for ${ctd} is in progress.` }),
+    });
     await first.stop("SIGKILL");
     expect(await abandoned).toBeInstanceOf(Error); // the caller's connection died with the service
 

@@ -105,6 +105,16 @@ export function trackingDomainService(db: Db, access: AccessService, config: Tra
   const liveMessage = (domain: string, notAfter: Date | null) =>
     `${domain} is live; its certificate is valid until ${notAfter?.toISOString() ?? "(unknown)"}.`;
 
+  /** What is happening or what to do, for each state. */
+  function stateMessage(entry: { state: string; domain: string; reason: string | null; certificateNotAfter: Date | null; job: { state: string; lastError: string | null } | null }): string {
+    if (entry.state === "active") return liveMessage(entry.domain, entry.certificateNotAfter);
+    if (entry.state !== "provisioning") return entry.reason ?? "";
+    const retrying = entry.job?.state === "queued" && entry.job.lastError;
+    return retrying
+      ? `Certificate generation for ${entry.domain} will be retried after an error: ${entry.job!.lastError}`
+      : `Certificate generation for ${entry.domain} is in progress.`;
+  }
+
   /** Why an outcome is not "live", as update's 409 code and message; undefined when it is live. */
   function notLive(outcome: Outcome, datasetId: string): { code: string; message: string } | undefined {
     if (!outcome) return { code: "conflict", message: replacedMeanwhile };
@@ -156,20 +166,11 @@ export function trackingDomainService(db: Db, access: AccessService, config: Tra
         include: { job: { select: { state: true, attempts: true, lastError: true } } },
       });
       if (!entry) throw new NotFoundError(`Dataset ${datasetId} has no custom tracking domain.`);
-      const retrying = entry.job?.state === "queued" && entry.job.lastError;
-      const message =
-        entry.state === "active"
-          ? liveMessage(entry.domain, entry.certificateNotAfter)
-          : entry.state === "provisioning"
-            ? retrying
-              ? `Certificate generation will be retried after an error: ${entry.job!.lastError}`
-              : `Certificate generation for ${entry.domain} is in progress.`
-            : (entry.reason ?? "");
       return {
         datasetId,
         ctd: entry.domain,
         state: entry.state,
-        message,
+        message: stateMessage(entry),
         expectedTarget: config.cnameTarget,
         record: record(entry.domain),
         attempts: entry.job?.attempts ?? 0,

@@ -3,7 +3,8 @@ import { appendFileSync } from "node:fs";
 import path from "node:path";
 import supertest from "supertest";
 import { createApp } from "../../server/app.ts";
-import type { TrackingDomainConfig } from "../../server/ctd/config.ts";
+import { loadTrackingDomainConfig, type TrackingDomainConfig } from "../../server/ctd/config.ts";
+import { newEncryptionKey } from "../../server/ctd/secret-box.ts";
 import { createLogger, type Logger } from "../../server/logging.ts";
 import { createServices, type Services } from "../../server/services/index.ts";
 import { createTestDatabase, type TestDatabase } from "./database.ts";
@@ -29,8 +30,20 @@ function record(file: string, line: string): void {
 }
 
 export interface TestApiOptions {
-  /** Custom tracking domains (resolvers, ACME server, ...); from the environment when absent. */
+  /** Custom tracking domains (resolvers, ACME server, ...); hermetic defaults when absent. */
   trackingDomains?: TrackingDomainConfig;
+}
+
+/**
+ * Custom tracking domains for tests that do not care about them: DNS goes to a closed loopback
+ * port (look-ups fail at once instead of asking the network), and add/update wait one second.
+ */
+function hermeticTrackingDomains(): TrackingDomainConfig {
+  return loadTrackingDomainConfig({
+    CTD_DNS_SERVERS: "127.0.0.1:9",
+    CTD_ADD_WAIT_SECONDS: "1",
+    CTD_ENCRYPTION_KEY: newEncryptionKey().toString("hex"),
+  });
 }
 
 export async function startTestApi({ trackingDomains }: TestApiOptions = {}): Promise<TestApi> {
@@ -40,7 +53,7 @@ export async function startTestApi({ trackingDomains }: TestApiOptions = {}): Pr
     logs.push(line);
     record("logs", line);
   });
-  const services = createServices(db.prisma, { logger, trackingDomains });
+  const services = createServices(db.prisma, { logger, trackingDomains: trackingDomains ?? hermeticTrackingDomains() });
   const app = createApp({
     db,
     logger,

@@ -82,3 +82,24 @@ export async function startDnsServer(): Promise<TestDnsServer> {
   server.close = () => dns.close();
   return server;
 }
+
+export interface HeldLookups {
+  /** Resolves at the first address look-up of the name: the CA is validating (its order exists, the challenge is published). */
+  caIsValidating: Promise<void>;
+  /** Answers the held look-ups and every later one. */
+  release(): void;
+}
+
+/** Holds every address (not CNAME) look-up of `name` until released: a way to stop time mid-validation. */
+export function holdAddressLookups(dns: TestDnsServer, name: string): HeldLookups {
+  let release!: () => void;
+  const released = new Promise<Verdict>((resolve) => (release = () => resolve("answer")));
+  let validating!: () => void;
+  const caIsValidating = new Promise<void>((resolve) => (validating = resolve));
+  dns.gate = (question) => {
+    if (question.name !== name || question.type === "CNAME") return "answer";
+    validating();
+    return released;
+  };
+  return { caIsValidating, release };
+}
