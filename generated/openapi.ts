@@ -423,6 +423,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/management/ctd": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read the state of a dataset's custom tracking domain
+         * @description Returns the dataset's custom tracking domain and its state: `provisioning`, `active`,
+         *     `pending_dns` or `failed` (see the Custom Tracking Domains tag), with a message saying
+         *     what is happening or what to do. Starts no work and checks nothing. No acting user: acts
+         *     with the account's authority.
+         *     - 404 `not_found`: the dataset is not in the account, or has no custom tracking domain.
+         */
+        get: operations["getCustomTrackingDomain"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/management/ctd/validate": {
         parameters: {
             query?: never;
@@ -435,7 +459,10 @@ export interface paths {
         /**
          * Validate a custom tracking domain
          * @description Checks whether the domain can serve as the dataset's custom tracking domain and reports
-         *     each check. Changes nothing. No acting user: acts with the account's authority.
+         *     each check (the host-name rules and the CNAME record, listed in the Custom Tracking
+         *     Domains tag) with a message saying what to do, and the DNS record to create. A name that
+         *     breaks the rules is not a 400 here: it is reported as a failed check. Changes nothing and
+         *     starts no work. No acting user: acts with the account's authority.
          *     - 404 `not_found`: the dataset is not in the account.
          */
         post: operations["validateCustomTrackingDomain"];
@@ -456,15 +483,25 @@ export interface paths {
         put?: never;
         /**
          * Add a custom tracking domain
-         * @description Adds the domain to the dataset and triggers certificate generation. The call answers when
-         *     the outcome is known, which may take several minutes: use a client timeout of at least 10
+         * @description Adds the domain to the dataset and triggers certificate generation, which first checks
+         *     the CNAME record. The call answers when the outcome is known or after the service's wait
+         *     limit (9 minutes by default), whichever comes first: use a client timeout of at least 10
          *     minutes. The outcome is in the 200 body: `responseCode` 0 when the domain is live
          *     (certificate issued); -1 when it is not, with `responseMessage` saying why: further DNS
-         *     configuration is needed (the message names the record to create) or an error occurred.
-         *     After -1 the entry is kept, pending; once the cause is fixed, `PUT
-         *     /v1/management/ctd/update` retries. No acting user: acts with the account's authority.
+         *     configuration is needed (the message names the record to create), an error occurred,
+         *     or generation is still running at the wait limit (it goes on; `GET
+         *     /v1/management/ctd` shows its state). After -1 the entry is kept; once the cause is
+         *     fixed, `PUT /v1/management/ctd/update` retries.
+         *
+         *     Adding the dataset's own domain again is not a conflict: while its certificate is being
+         *     generated the call joins that work (nothing is started twice) and waits for its outcome;
+         *     when the domain is live it answers 0 at once; after a -1 it tries again. No acting user:
+         *     acts with the account's authority.
+         *     - 400 `invalid_tracking_domain`: the name breaks a host-name rule; `details` has one
+         *       entry per broken rule, with its message.
          *     - 404 `not_found`: the dataset is not in the account.
-         *     - 409 `conflict`: the domain is already registered, to this or to any other dataset.
+         *     - 409 `conflict`: the domain is registered to another dataset (of any account), or the
+         *       dataset already has another domain (replace it with update).
          */
         post: operations["addCustomTrackingDomain"];
         delete?: never;
@@ -483,12 +520,21 @@ export interface paths {
         get?: never;
         /**
          * Update a custom tracking domain entry
-         * @description Updates the entry of the given dataset and domain: checks its DNS again and generates or
-         *     renews its certificate. Answers 204 when the domain is live. No acting user: acts with
-         *     the account's authority.
-         *     - 404 `not_found`: the dataset is not in the account, or has no entry for this domain.
-         *     - 409 `conflict`: the DNS is still not configured as required; the message names the
-         *       record to create.
+         * @description Replaces the dataset's custom tracking domain with the given one, or, when it is the same
+         *     domain, checks its DNS again and generates or renews its certificate (joining the work
+         *     when it is already running). A new domain goes through the host-name rules, the DNS check
+         *     and certificate generation like add; the previous domain and its certificate are removed.
+         *     Waits for the outcome like add (use a client timeout of at least 10 minutes) and answers
+         *     204 when the domain is live. No acting user: acts with the account's authority.
+         *     - 400 `invalid_tracking_domain`: the name breaks a host-name rule.
+         *     - 404 `not_found`: the dataset is not in the account, or has no custom tracking domain
+         *       (add one first).
+         *     - 409: the domain is not live; the entry is kept with the new domain and `message` says
+         *       what to do. `error` is `dns_not_configured` (the message names the record to create),
+         *       `certificate_failed` (generation failed; the message says why),
+         *       `certificate_pending` (still running at the wait limit; it goes on, see `GET
+         *       /v1/management/ctd`), or `conflict` (the domain is registered to another dataset, or
+         *       another request changed the entry meanwhile).
          */
         put: operations["updateCustomTrackingDomain"];
         post?: never;
@@ -941,15 +987,12 @@ export interface components {
         /**
          * @example {
          *       "datasetId": "ds_8f3k2m9q4w7x1z5c",
-         *       "ctd": "track.demo.example"
+         *       "ctd": "t.demo.example"
          *     }
          */
         CustomTrackingDomainRequest: {
             datasetId: components["schemas"]["DatasetId"];
-            /**
-             * Format: hostname
-             * @description The custom tracking domain (a host name).
-             */
+            /** @description The custom tracking domain, a host name such as `t.customer.com`. Internationalised names are accepted (converted to punycode); a trailing dot is ignored; case does not matter. The host-name rules are listed in the Custom Tracking Domains tag: the validation reports them as checks, add and update refuse a name that breaks them with 400. */
             ctd: string;
         };
         /**
@@ -1195,11 +1238,11 @@ export interface components {
             data: components["schemas"]["DatasetTypeExclusionResponse"][];
         };
         /**
-         * @description One check of a custom tracking domain. Current checks: `hostname` (a valid host name), `cname` (a CNAME record points at `expectedTarget`), `available` (not registered to another dataset). More may be added.
+         * @description One check of a custom tracking domain: `hostname`, `dataset_domain`, `reserved`, `available` and `cname`, in this order (described in the Custom Tracking Domains tag). More may be added. `message` says what was found and, when the check failed, what to do.
          * @example {
          *       "name": "cname",
          *       "ok": false,
-         *       "message": "No CNAME record found for track.demo.example."
+         *       "message": "No DNS record exists for t.demo.example. Create a CNAME record for t.demo.example pointing to track.leadintel.io."
          *     }
          */
         CustomTrackingDomainCheck: {
@@ -1208,42 +1251,75 @@ export interface components {
             message: string;
         };
         /**
+         * @description A DNS record the customer creates at their DNS provider.
          * @example {
-         *       "ctd": "track.demo.example",
+         *       "type": "CNAME",
+         *       "name": "t.demo.example",
+         *       "value": "track.leadintel.io"
+         *     }
+         */
+        DnsRecord: {
+            /** @enum {string} */
+            type: "CNAME";
+            /** @description The record's name (the custom tracking domain, ASCII form). */
+            name: string;
+            /** @description What it points to (our tracking host). */
+            value: string;
+        };
+        /**
+         * @example {
+         *       "ctd": "t.demo.example",
          *       "valid": false,
          *       "checks": [
          *         {
          *           "name": "hostname",
          *           "ok": true,
-         *           "message": "Valid host name."
+         *           "message": "t.demo.example is a valid host name."
          *         },
          *         {
-         *           "name": "cname",
-         *           "ok": false,
-         *           "message": "No CNAME record found for track.demo.example."
+         *           "name": "dataset_domain",
+         *           "ok": true,
+         *           "message": "t.demo.example is a sub-domain of the dataset's website domain demo.example."
+         *         },
+         *         {
+         *           "name": "reserved",
+         *           "ok": true,
+         *           "message": "t.demo.example is not one of our own domains."
          *         },
          *         {
          *           "name": "available",
          *           "ok": true,
-         *           "message": "Not registered to another dataset."
+         *           "message": "t.demo.example is not registered to another dataset."
+         *         },
+         *         {
+         *           "name": "cname",
+         *           "ok": false,
+         *           "message": "No DNS record exists for t.demo.example. Create a CNAME record for t.demo.example pointing to track.leadintel.io."
          *         }
          *       ],
-         *       "expectedTarget": "ctd.leadintel.io"
+         *       "expectedTarget": "track.leadintel.io",
+         *       "record": {
+         *         "type": "CNAME",
+         *         "name": "t.demo.example",
+         *         "value": "track.leadintel.io"
+         *       }
          *     }
          */
         CustomTrackingDomainValidationResponse: {
-            /** @description The domain that was checked. */
+            /** @description The domain that was checked: its ASCII (punycode), lower-case form when it is a valid host name, else as it was sent. */
             ctd: string;
             /** @description True when every check passed. */
             valid: boolean;
             checks: components["schemas"]["CustomTrackingDomainCheck"][];
             /** @description Host name the domain's CNAME record must point at. */
             expectedTarget: string;
+            /** @description The record to create; absent when the name is not a valid host name. */
+            record?: components["schemas"]["DnsRecord"];
         };
         /**
          * @example {
          *       "responseCode": -1,
-         *       "responseMessage": "Create a CNAME record for track.demo.example pointing to ctd.leadintel.io, then call the update operation."
+         *       "responseMessage": "No DNS record exists for t.demo.example. Create a CNAME record for t.demo.example pointing to track.leadintel.io. Then call PUT /v1/management/ctd/update to continue."
          *     }
          */
         CustomTrackingDomainAddResponse: {
@@ -1254,6 +1330,50 @@ export interface components {
             responseCode: 0 | -1;
             /** @description The detail; with -1 it names the DNS record to create, where one is needed. */
             responseMessage: string;
+        };
+        /**
+         * @example {
+         *       "datasetId": "ds_8f3k2m9q4w7x1z5c",
+         *       "ctd": "t.demo.example",
+         *       "state": "active",
+         *       "message": "t.demo.example is live; its certificate is valid until 2027-02-20T10:00:00.000Z.",
+         *       "expectedTarget": "track.leadintel.io",
+         *       "record": {
+         *         "type": "CNAME",
+         *         "name": "t.demo.example",
+         *         "value": "track.leadintel.io"
+         *       },
+         *       "attempts": 1,
+         *       "certificateExpiresAt": "2027-02-20T10:00:00.000Z",
+         *       "updatedAt": "2026-11-22T10:00:00.000Z"
+         *     }
+         */
+        CustomTrackingDomainStatus: {
+            datasetId: components["schemas"]["DatasetId"];
+            /** @description The domain, ASCII (punycode) form. */
+            ctd: string;
+            /**
+             * @description See the Custom Tracking Domains tag.
+             * @enum {string}
+             */
+            state: "provisioning" | "active" | "pending_dns" | "failed";
+            /** @description What is happening or what to do: the record to create (`pending_dns`), the reason (`failed`), the last error of a retried attempt (`provisioning`). */
+            message: string;
+            /** @description Host name the domain's CNAME record must point at. */
+            expectedTarget: string;
+            record: components["schemas"]["DnsRecord"];
+            /** @description Attempts of the current (or last) certificate generation. */
+            attempts: number;
+            /**
+             * Format: date-time
+             * @description End of validity of the issued certificate; present once one was issued.
+             */
+            certificateExpiresAt?: string;
+            /**
+             * Format: date-time
+             * @description Last change of the entry's state.
+             */
+            updatedAt: string;
         };
         /**
          * @example {
@@ -1469,7 +1589,7 @@ export interface components {
          *     }
          */
         V1BadRequestResponse: {
-            /** @description Machine-readable code, `validation_failed` (or `malformed_json`, `url_too_long`). */
+            /** @description Machine-readable code, `validation_failed` (or `malformed_json`, `url_too_long`; `invalid_tracking_domain` for a custom tracking domain that breaks a host-name rule). */
             error: string;
             message: string;
             details: components["schemas"]["ValidationErrorDetail"][];
@@ -1503,7 +1623,7 @@ export interface components {
          *     }
          */
         V1ConflictResponse: {
-            /** @description Machine-readable code, `conflict`. */
+            /** @description Machine-readable code, `conflict` (the update of a custom tracking domain also uses `dns_not_configured`, `certificate_failed` and `certificate_pending`). */
             error: string;
             message: string;
         };
@@ -2593,6 +2713,38 @@ export interface operations {
             501: components["responses"]["NotImplemented"];
         };
     };
+    getCustomTrackingDomain: {
+        parameters: {
+            query: {
+                /** @description Id of a dataset of the key's account. */
+                datasetId: components["parameters"]["DatasetIdQuery"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The domain and its state. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CustomTrackingDomainStatus"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            402: components["responses"]["PaymentRequired"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
     validateCustomTrackingDomain: {
         parameters: {
             query?: never;
@@ -2625,7 +2777,6 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     addCustomTrackingDomain: {
@@ -2660,7 +2811,6 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     updateCustomTrackingDomain: {
@@ -2686,7 +2836,6 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     lookupEmailByQuery: {

@@ -1,5 +1,5 @@
-// createApp: security headers -> operator endpoints -> request context and metrics -> HTTPS ->
-// rate limit -> API key -> URL length -> JSON body -> contract validation -> operations -> errors.
+// createApp: security headers -> operator endpoints -> request context and metrics -> ACME
+// challenges -> HTTPS -> rate limit -> API key -> URL length -> JSON body -> contract validation -> operations -> errors.
 // No listen here (server/listen.ts): tests drive the app directly.
 import express from "express";
 import * as OpenApiValidator from "express-openapi-validator";
@@ -17,8 +17,9 @@ import { requestContext, type ResponseObserver } from "./http/request-context.ts
 import { requireHttps, urlLengthLimit } from "./http/transport.ts";
 import { createLogger, type Logger } from "./logging.ts";
 import { memoryRateLimiter, type RateLimiter } from "./rate-limiter.ts";
+import { ACME_CHALLENGE_PATH, acmeChallenge } from "./routes/custom-tracking-domains.ts";
 import { createHandlers } from "./routes/index.ts";
-import { createServices } from "./services/index.ts";
+import { createServices, type Services } from "./services/index.ts";
 import { loadSpec } from "./spec.ts";
 
 export interface AppOptions {
@@ -36,6 +37,8 @@ export interface AppOptions {
   requireHttps?: boolean;
   /** Express's `trust proxy`. Default: off. */
   trustProxy?: Config["trustProxy"];
+  /** The services to serve (shared with the certificate worker); made from `db` when absent. */
+  services?: Services;
 }
 
 const defaults = loadConfig({});
@@ -49,9 +52,10 @@ export function createApp({
   limits = defaults.limits,
   requireHttps: httpsOnly = false,
   trustProxy = false,
+  services: given,
 }: AppOptions) {
   const spec = loadSpec();
-  const services = createServices(db.prisma);
+  const services = given ?? createServices(db.prisma, { logger });
   const app = express();
   app.disable("x-powered-by");
   app.set("trust proxy", trustProxy);
@@ -60,6 +64,8 @@ export function createApp({
   app.use(operatorRoutes(db));
   app.use(requestContext(logger, operationOf, observe));
   app.use(requestMetrics(operationOf));
+  // The certificate authority fetches HTTP-01 challenges over plain HTTP and without a key.
+  app.get(ACME_CHALLENGE_PATH, acmeChallenge(services));
   if (httpsOnly) app.use(requireHttps());
   app.use(rateLimit(rateLimiter));
   // The key is checked before the body is parsed: 401 and the licence's 403 win over a

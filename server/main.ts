@@ -1,6 +1,9 @@
-// config -> database (migrated) -> rate limiter -> app -> listen -> demo account; SIGTERM drains.
+// config -> database (migrated) -> rate limiter -> app -> listen -> certificate worker -> demo
+// account; SIGTERM drains.
 import { createApp } from "./app.ts";
 import { loadConfig } from "./config.ts";
+import { loadTrackingDomainConfig, resolveEncryptionKey } from "./ctd/config.ts";
+import { startCertificateWorker } from "./ctd/worker.ts";
 import { openDatabaseOrExit } from "./db/database.ts";
 import { ensureDemo } from "./demo.ts";
 import { listen } from "./listen.ts";
@@ -10,14 +13,28 @@ import { createServices } from "./services/index.ts";
 
 const config = loadConfig();
 const logger = createLogger(config.logLevel);
+const trackingDomains = trackingDomainSettings();
+
+/** Resolves the key now: production refuses to start without CTD_ENCRYPTION_KEY, development warns once. */
+function trackingDomainSettings() {
+  try {
+    const settings = loadTrackingDomainConfig();
+    return { ...settings, encryptionKey: resolveEncryptionKey(settings, logger) };
+  } catch (error) {
+    console.error(`configuration error: ${(error as Error).message}`);
+    process.exit(1);
+  }
+}
 
 const db = await openDatabaseOrExit(config.database);
 const applied = await db.migrate();
 logger.info("database ready", { kind: db.kind, migrationsApplied: applied });
 
+const services = createServices(db.prisma, { trackingDomains, logger });
 const rateLimiter = await createRateLimiter(config.rateLimit, logger);
 const app = createApp({
   db,
+  services,
   logger,
   validateResponses: config.validateResponses,
   rateLimiter,
@@ -33,6 +50,8 @@ logger.info("listening", {
   rateLimit: { requests: config.rateLimit.requests, windowSeconds: config.rateLimit.windowSeconds, shared: !!config.rateLimit.redis },
   requireHttps: config.requireHttps,
 });
+// Picks up the certificate jobs a previous process left unfinished, then those that are queued.
+const worker = startCertificateWorker(services.certificateJobs, trackingDomains.jobs, logger);
 process.on("SIGTERM", () => void stop("SIGTERM"));
 process.on("SIGINT", () => void stop("SIGINT"));
 if (config.seedDemo) {
@@ -41,7 +60,7 @@ if (config.seedDemo) {
 }
 
 async function printDemo(baseUrl: string): Promise<void> {
-  const demo = await ensureDemo(createServices(db.prisma));
+  const demo = await ensureDemo(services);
   // Shown on the console for the person who started the service, never through the logger.
   console.log(
     [
@@ -63,6 +82,7 @@ async function stop(signal: string): Promise<void> {
   stopping = true;
   logger.info("stopping", { signal, timeoutMs: config.timeouts.shutdownMs });
   await running.shutdown();
+  await worker.stop();
   await rateLimiter.close();
   await db.close();
   logger.info("stopped");

@@ -140,6 +140,10 @@ const implemented: Record<string, { status: number; why: string }> = {
   createDataset: { status: 200, why: "the example name is free" },
   renameDataset: { status: 204, why: "the example name is free" },
   updateFormTracking: { status: 204, why: "the admin configures datasets[0]" },
+  validateCustomTrackingDomain: { status: 200, why: "the checks are reported (DNS is not reachable here)" },
+  addCustomTrackingDomain: { status: 200, why: "-1: no certificate worker runs here, so generation is pending at the wait limit" },
+  updateCustomTrackingDomain: { status: 404, why: "datasets[0] has no custom tracking domain" },
+  getCustomTrackingDomain: { status: 404, why: "datasets[0] has no custom tracking domain" },
 };
 
 const pending = new Set<string>(pendingOperations);
@@ -153,7 +157,7 @@ describe("the spec's operations", () => {
 
   it("when the pending and implemented operations are listed, then together they are the spec's", () => {
     const specIds = routes.map((r) => r.operationId);
-    expect(pendingOperations).toHaveLength(20);
+    expect(pendingOperations).toHaveLength(17);
     for (const id of pendingOperations) expect(specIds).toContain(id);
     expect(specIds.filter((id) => !pending.has(id)).sort()).toEqual(Object.keys(implemented).sort());
   });

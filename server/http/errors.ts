@@ -109,11 +109,11 @@ export class NotFoundError extends ApiError {
   }
 }
 
-/** 409 V1ConflictResponse. */
+/** 409 V1ConflictResponse; `code` is `conflict` unless the operation documents a finer one. */
 export class ConflictError extends ApiError {
   readonly status = 409;
-  constructor(message: string) {
-    super("conflict", message);
+  constructor(message: string, code = "conflict") {
+    super(code, message);
   }
 }
 

@@ -1,6 +1,7 @@
 // Every operation of the spec, by operationId: the compiler refuses a missing one.
 import type { OperationHandlers } from "../http/operations.ts";
 import type { Services } from "../services/index.ts";
+import { trackingDomainRoutes } from "./custom-tracking-domains.ts";
 import { datasetRoutes } from "./datasets.ts";
 import { pendingRoutes } from "./pending.ts";
 import { userDatasetRoutes } from "./user-datasets.ts";
@@ -11,6 +12,7 @@ export function createHandlers(services: Services): OperationHandlers {
     ...userRoutes(services),
     ...userDatasetRoutes(services),
     ...datasetRoutes(services),
+    ...trackingDomainRoutes(services),
     ...pendingRoutes(),
   };
 }

@@ -1,19 +1,32 @@
 // The rules of each tag, built once per app around one database client.
+import { loadTrackingDomainConfig, type TrackingDomainConfig } from "../ctd/config.ts";
 import type { Db } from "../db/database.ts";
+import { createLogger, type Logger } from "../logging.ts";
 import { accessService } from "./access.ts";
 import { accountService } from "./accounts.ts";
+import { certificateJobService } from "./certificate-jobs.ts";
+import { trackingDomainService } from "./custom-tracking-domains.ts";
 import { datasetService } from "./datasets.ts";
 import { userDatasetService } from "./user-datasets.ts";
 import { userService } from "./users.ts";
 
-export function createServices(db: Db) {
+export interface ServiceOptions {
+  /** Custom tracking domains; from the environment when not given. */
+  trackingDomains?: TrackingDomainConfig;
+  logger?: Logger;
+}
+
+export function createServices(db: Db, { trackingDomains = loadTrackingDomainConfig(), logger = createLogger() }: ServiceOptions = {}) {
   const access = accessService(db);
+  const certificateJobs = certificateJobService(db, { config: trackingDomains, logger });
   return {
     accounts: accountService(db),
     access,
     users: userService(db, access),
     userDatasets: userDatasetService(db, access),
     datasets: datasetService(db, access),
+    trackingDomains: trackingDomainService(db, access, trackingDomains, certificateJobs),
+    certificateJobs,
   };
 }
 

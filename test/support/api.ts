@@ -3,12 +3,19 @@ import { appendFileSync } from "node:fs";
 import path from "node:path";
 import supertest from "supertest";
 import { type AppOptions, createApp } from "../../server/app.ts";
-import { createLogger } from "../../server/logging.ts";
+import { loadTrackingDomainConfig, type TrackingDomainConfig } from "../../server/ctd/config.ts";
+import { newEncryptionKey } from "../../server/ctd/secret-box.ts";
+import { createLogger, type Logger } from "../../server/logging.ts";
 import { memoryRateLimiter } from "../../server/rate-limiter.ts";
 import { createServices, type Services } from "../../server/services/index.ts";
 import { createTestDatabase, type TestDatabase } from "./database.ts";
 
-export type TestAppOptions = Omit<AppOptions, "db" | "logger" | "observe" | "validateResponses">;
+export type TestAppOptions = Omit<AppOptions, "db" | "logger" | "observe" | "validateResponses" | "services">;
+
+export interface TestApiOptions extends TestAppOptions {
+  /** Custom tracking domains (resolvers, ACME server, ...); hermetic defaults when absent. */
+  trackingDomains?: TrackingDomainConfig;
+}
 
 export interface TestApi {
   db: TestDatabase;
@@ -20,6 +27,8 @@ export interface TestApi {
   logs: string[];
   /** Another app on the same database, logs and report, with other options (limits, HTTPS, ...). */
   appWith(options: TestAppOptions): ReturnType<typeof createApp>;
+  /** The logger that writes them (for the certificate worker a test starts). */
+  logger: Logger;
   close(): Promise<void>;
 }
 
@@ -39,16 +48,30 @@ export function recordLogLine(line: string): void {
  * The rate limit of the in-process test app is on (every response carries the RateLimit headers)
  * but high enough never to throttle a test file; test/rate-limit.test.ts passes its own limiter.
  */
-export async function startTestApi(options: TestAppOptions = {}): Promise<TestApi> {
+/**
+ * Custom tracking domains for tests that do not care about them: DNS goes to a closed loopback
+ * port (look-ups fail at once instead of asking the network), and add/update wait one second.
+ */
+function hermeticTrackingDomains(): TrackingDomainConfig {
+  return loadTrackingDomainConfig({
+    CTD_DNS_SERVERS: "127.0.0.1:9",
+    CTD_ADD_WAIT_SECONDS: "1",
+    CTD_ENCRYPTION_KEY: newEncryptionKey().toString("hex"),
+  });
+}
+
+export async function startTestApi({ trackingDomains, ...options }: TestApiOptions = {}): Promise<TestApi> {
   const db = await createTestDatabase();
   const logs: string[] = [];
   const logger = createLogger("info", (line) => {
     logs.push(line);
     record("logs", line);
   });
+  const services = createServices(db.prisma, { logger, trackingDomains: trackingDomains ?? hermeticTrackingDomains() });
   const appWith = (variant: TestAppOptions) =>
     createApp({
       db,
+      services,
       logger,
       validateResponses: true,
       rateLimiter: memoryRateLimiter({ requests: 1_000_000, windowSeconds: 60 }),
@@ -59,10 +82,11 @@ export async function startTestApi(options: TestAppOptions = {}): Promise<TestAp
   return {
     db,
     app,
-    services: createServices(db.prisma),
+    services,
     request: () => supertest.agent(app),
     logs,
     appWith,
+    logger,
     close: () => db.close(),
   };
 }

@@ -1,0 +1,143 @@
+// A certificate job survives the death of the service: the service runs as a child process, is
+// killed (SIGKILL) while pebble is validating its challenge, and a new process on the same
+// database takes the job over once the dead one's lease has run out and finishes it. The test's
+// DNS server holds pebble's look-ups of the domain, which is how "midway" is made certain.
+import { mkdtempSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import * as acme from "acme-client";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type Database, openDatabase } from "../server/db/database.ts";
+import { responseChecker } from "../server/http/response-check.ts";
+import { createServices } from "../server/services/index.ts";
+import { loadSpec } from "../server/spec.ts";
+import { createTestDatabase } from "./support/database.ts";
+import { holdAddressLookups, startDnsServer, type TestDnsServer } from "./support/dns-server.ts";
+import { freePort, type Pebble, pebbleMissing, startPebble } from "./support/pebble.ts";
+import { type ServiceProcess, startServiceProcess } from "./support/service-process.ts";
+import { createTenant, type Tenant } from "./support/tenants.ts";
+import { ACME_CONTACT, datasetWithDomain, fresh, TARGET, trackingDomainConfig, trackingDomainEnv } from "./support/tracking-domains.ts";
+
+if (pebbleMissing) console.warn(`custom-tracking-domains-restart.test.ts skipped: ${pebbleMissing}`);
+
+/** The database the child processes share: a PGlite directory, or a fresh PostgreSQL database. */
+async function sharedDatabase(): Promise<{ env: Record<string, string>; open(): Promise<Database>; dispose(): Promise<void> }> {
+  if (process.env.TEST_DATABASE_URL) {
+    const db = await createTestDatabase();
+    return { env: { DATABASE_URL: db.url! }, open: async () => db, dispose: () => db.close() };
+  }
+  const dir = mkdtempSync(path.join(os.tmpdir(), "ctd-restart-"));
+  const dataDir = path.join(dir, "pglite");
+  const open = async () => {
+    const db = await openDatabase({ dataDir });
+    await db.migrate();
+    return db;
+  };
+  return { env: { DATA_DIR: dataDir }, open, dispose: async () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+describe.skipIf(!!pebbleMissing)("addCustomTrackingDomain", () => {
+  let dns: TestDnsServer;
+  let pebble: Pebble;
+  let shared: Awaited<ReturnType<typeof sharedDatabase>>;
+  let env: Record<string, string>;
+  let port: number;
+  let tenant: Tenant;
+  let datasetId: string;
+  const services: ServiceProcess[] = [];
+
+  beforeAll(async () => {
+    dns = await startDnsServer();
+    dns.zone.a.set(TARGET, "127.0.0.1");
+    port = await freePort();
+    pebble = await startPebble({ httpPort: port, dnsServer: dns.address });
+    shared = await sharedDatabase();
+    env = {
+      ...trackingDomainEnv(dns.address, {
+        CTD_ACME_DIRECTORY_URL: pebble.directoryUrl,
+        CTD_ACME_CA_FILE: pebble.caFile,
+        CTD_JOB_LEASE_SECONDS: "2",
+      }),
+      ...shared.env,
+      HOST: "127.0.0.1",
+      PORT: String(port),
+      SEED_DEMO: "0",
+      NODE_ENV: "development",
+    };
+    // The tenant is made before any service process opens the database.
+    const db = await shared.open();
+    const made = createServices(db.prisma, { trackingDomains: trackingDomainConfig(dns.address) });
+    tenant = await createTenant(made, "Acme");
+    datasetId = await datasetWithDomain(made, tenant, "customer.test");
+    if (!process.env.TEST_DATABASE_URL) await db.close(); // PGlite: one process at a time
+  });
+  afterAll(async () => {
+    for (const service of services) await service.stop("SIGKILL");
+    await pebble?.close();
+    await dns?.close();
+    await shared?.dispose();
+  });
+
+  const check = responseChecker(loadSpec());
+  /** A request to the running child, its body checked against the spec. */
+  async function request(operationId: string, method: string, url: string, body?: object) {
+    const res = await fetch(`http://127.0.0.1:${port}${url}`, {
+      method,
+      headers: { "x-api-key": tenant.key, "content-type": "application/json" },
+      body: body ? JSON.stringify(body) : undefined,
+    });
+    const json = (await res.json()) as Record<string, unknown>;
+    expect(check(operationId, res.status, "application/json", json)).toBeUndefined();
+    return { status: res.status, body: json };
+  }
+  const getState = () => request("getCustomTrackingDomain", "GET", `/v1/management/ctd?datasetId=${datasetId}`);
+
+  it("when the service is killed while the CA validates, then a restarted service resumes the job and the domain becomes live", async () => {
+    const ctd = `${fresh("t")}.customer.test`;
+    dns.zone.cname.set(ctd, TARGET);
+    // pebble's look-ups of the name wait: the order exists and its challenge is published
+    const { caIsValidating, release } = holdAddressLookups(dns, ctd);
+
+    const first = await startServiceProcess(env);
+    services.push(first);
+    const abandoned = fetch(`http://127.0.0.1:${port}/v1/management/ctd/add`, {
+      method: "POST",
+      headers: { "x-api-key": tenant.key, "content-type": "application/json" },
+      body: JSON.stringify({ datasetId, ctd }),
+    }).catch((error: Error) => error);
+    await caIsValidating;
+    const midway = await getState();
+    expect(midway).toEqual({
+      status: 200,
+      body: expect.objectContaining({ ctd, state: "provisioning", attempts: 1, message: `Certificate generation for ${ctd} is in progress.` }),
+    });
+    await first.stop("SIGKILL");
+    expect(await abandoned).toBeInstanceOf(Error); // the caller's connection died with the service
+
+    const second = await startServiceProcess(env);
+    services.push(second);
+    release();
+    // A repeated add joins the resumed job and waits for its outcome.
+    const added = await request("addCustomTrackingDomain", "POST", "/v1/management/ctd/add", { datasetId, ctd });
+    expect(added.status).toBe(200);
+    expect(added.body).toEqual({ responseCode: 0, responseMessage: expect.stringMatching(new RegExp(`^${ctd.replace(/\./g, "\\.")} is live`)) });
+    const live = await getState();
+    expect(live.body).toMatchObject({ ctd, state: "active", attempts: 2 });
+    expect(second.lines.filter((l) => l.includes('"msg":"certificate job started"') && l.includes('"attempt":2'))).toHaveLength(1);
+    expect(second.lines.filter((l) => l.includes('"msg":"certificate job started"') && l.includes('"attempt":1'))).toHaveLength(0);
+    await second.stop("SIGTERM");
+
+    const db = await shared.open();
+    try {
+      const entry = await db.prisma.trackingDomain.findFirstOrThrow({ where: { datasetId }, include: { job: true } });
+      expect(entry).toMatchObject({ domain: ctd, state: "active" });
+      expect(entry.job).toMatchObject({ state: "finished", attempts: 2, leaseToken: null });
+      expect(acme.crypto.readCertificateInfo(entry.certificatePem!).domains.altNames).toEqual([ctd]);
+      expect(entry.certificateKeyEnc).not.toContain("PRIVATE KEY");
+    } finally {
+      if (!process.env.TEST_DATABASE_URL) await db.close();
+    }
+    const everyLine = [...first.lines, ...second.lines];
+    expect(everyLine.filter((l) => l.includes(ACME_CONTACT) || l.includes("PRIVATE KEY"))).toEqual([]);
+  });
+});

@@ -1,0 +1,111 @@
+// pebble, the ACME test server (Debian package `pebble`), started per test file on loopback.
+// Its configuration is test/fixtures/pebble-config.json with free ports filled in: `httpPort` is
+// where the test's instance of this service answers HTTP-01 challenges, and `tlsPort` is a port
+// nothing listens on (TLS-ALPN-01 is not used). Its web front end gets a throw-away certificate
+// for 127.0.0.1, made with openssl, which is the CA the ACME client is told to trust.
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import https from "node:https";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+const fixture = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../fixtures/pebble-config.json");
+
+function installed(command: string): boolean {
+  try {
+    execFileSync("sh", ["-c", `command -v ${command}`], { stdio: "ignore" });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Why the ACME tests cannot run here, or undefined when they can. */
+export const pebbleMissing: string | undefined = !installed("pebble")
+  ? "pebble is not installed; install it with `apt-get install -y pebble` (Debian/Ubuntu; .ci/run does this) to run the ACME tests"
+  : !installed("openssl")
+    ? "openssl is not installed; install it with `apt-get install -y openssl` to run the ACME tests"
+    : undefined;
+
+/** A port that was free a moment ago on 127.0.0.1. */
+export async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+export interface Pebble {
+  directoryUrl: string;
+  /** The certificate of pebble's web front end: the CA to trust for the directory. */
+  caPem: string;
+  caFile: string;
+  /** pebble's own output, for diagnosing a failed test. */
+  output: string[];
+  close(): Promise<void>;
+}
+
+export async function startPebble({ httpPort, dnsServer }: { httpPort: number; dnsServer: string }): Promise<Pebble> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "pebble-"));
+  const cert = path.join(dir, "cert.pem");
+  const key = path.join(dir, "key.pem");
+  execFileSync("openssl", [
+    "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2",
+    "-keyout", key, "-out", cert, "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost",
+  ], { stdio: "ignore" });
+  const [listen, management, tls] = [await freePort(), await freePort(), await freePort()];
+  const config = JSON.parse(readFileSync(fixture, "utf8")) as { pebble: Record<string, unknown> };
+  Object.assign(config.pebble, {
+    listenAddress: `127.0.0.1:${listen}`,
+    managementListenAddress: `127.0.0.1:${management}`,
+    certificate: cert,
+    privateKey: key,
+    httpPort,
+    tlsPort: tls,
+  });
+  const configFile = path.join(dir, "pebble-config.json");
+  writeFileSync(configFile, JSON.stringify(config, null, 2));
+
+  const output: string[] = [];
+  const child: ChildProcess = spawn("pebble", ["-config", configFile, "-dnsserver", dnsServer], {
+    // No sleeps before validations, and no rejected nonces: a quick, deterministic CA.
+    env: { ...process.env, PEBBLE_VA_NOSLEEP: "1", PEBBLE_WFE_NONCEREJECT: "0" },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  for (const stream of [child.stdout!, child.stderr!]) stream.on("data", (chunk: Buffer) => output.push(chunk.toString()));
+  const caPem = readFileSync(cert, "utf8");
+  const directoryUrl = `https://127.0.0.1:${listen}/dir`;
+  await waitForDirectory(directoryUrl, caPem, child, output);
+  return {
+    directoryUrl,
+    caPem,
+    caFile: cert,
+    output,
+    close: async () => {
+      if (child.exitCode === null) {
+        const exited = new Promise((resolve) => child.once("exit", resolve));
+        child.kill("SIGTERM");
+        await exited;
+      }
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+async function waitForDirectory(url: string, ca: string, child: ChildProcess, output: string[]): Promise<void> {
+  for (let i = 0; i < 100; i++) {
+    if (child.exitCode !== null) throw new Error(`pebble exited: ${output.join("")}`);
+    const ok = await new Promise<boolean>((resolve) => {
+      https.get(url, { ca }, (res) => {
+        res.resume();
+        resolve(res.statusCode === 200);
+      }).on("error", () => resolve(false));
+    });
+    if (ok) return;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`pebble did not start: ${output.join("")}`);
+}
