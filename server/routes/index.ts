@@ -2,7 +2,11 @@
 import type { OperationHandlers } from "../http/operations.ts";
 import type { Services } from "../services/index.ts";
 import { datasetRoutes } from "./datasets.ts";
+import { leadOperationRoutes } from "./lead-operations.ts";
+import { leadRoutes } from "./leads.ts";
 import { pendingRoutes } from "./pending.ts";
+import { segmentPreferenceRoutes } from "./segment-preferences.ts";
+import { segmentRoutes } from "./segments.ts";
 import { userDatasetRoutes } from "./user-datasets.ts";
 import { userRoutes } from "./users.ts";
 
@@ -11,6 +15,10 @@ export function createHandlers(services: Services): OperationHandlers {
     ...userRoutes(services),
     ...userDatasetRoutes(services),
     ...datasetRoutes(services),
+    ...segmentRoutes(services),
+    ...segmentPreferenceRoutes(services),
+    ...leadOperationRoutes(services),
+    ...leadRoutes(services),
     ...pendingRoutes(),
   };
 }
