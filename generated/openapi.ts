@@ -401,8 +401,8 @@ export interface paths {
          * List a dataset's exclusion rules
          * @description Returns the dataset's exclusion rules grouped by type: one item per type that has rules
          *     (only `type` when given), in the order `use_id`, `organizationName`,
-         *     `organizationDomain`, each with its values (as first saved) in ascending order of their
-         *     characters' code points. No acting user: acts with the account's authority.
+         *     `organizationDomain`, each with its values (as first saved) in ascending order, compared by
+         *     character code (upper case before lower case). No acting user: acts with the account's authority.
          *     - 404 `not_found`: the dataset is not in the account.
          */
         get: operations["getDatasetExclusions"];
@@ -1230,7 +1230,7 @@ export interface components {
             /** Format: date-time */
             lastVisitAt: string;
             visitCount: number;
-            /** @description The lead's tags (normalised), in ascending order. */
+            /** @description The lead's tags (normalised), in ascending order of character codes. */
             tags: components["schemas"]["Tag"][];
             /**
              * Format: int64

@@ -109,13 +109,20 @@ interface LeadRow {
   assigneeUserId: bigint | null;
 }
 
-function toDto({ id, firstVisitAt, lastVisitAt, assigneeUserId, ...rest }: LeadRow): LeadDto {
+function toDto(row: LeadRow): LeadDto {
   return {
-    leadId: id,
-    ...rest,
-    firstVisitAt: firstVisitAt.toISOString(),
-    lastVisitAt: lastVisitAt.toISOString(),
-    assigneeUserId: assigneeUserId === null ? null : Number(assigneeUserId),
+    leadId: row.id,
+    organizationName: row.organizationName,
+    organizationDomain: row.organizationDomain,
+    industry: row.industry,
+    employeeCount: row.employeeCount,
+    country: row.country,
+    city: row.city,
+    firstVisitAt: row.firstVisitAt.toISOString(),
+    lastVisitAt: row.lastVisitAt.toISOString(),
+    visitCount: row.visitCount,
+    tags: row.tags,
+    assigneeUserId: row.assigneeUserId === null ? null : Number(row.assigneeUserId),
   };
 }
 

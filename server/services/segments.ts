@@ -40,13 +40,19 @@ const columns = {
 
 type SegmentRow = Awaited<ReturnType<Db["segment"]["findFirstOrThrow"]>>;
 
+/** The stored filter with its keys in the spec's order (jsonb keeps its own order of keys). */
+function storedFilter(json: unknown): SegmentFilter {
+  const { match, conditions } = json as SegmentFilter; // validated before it was written
+  return { match, conditions: conditions.map(({ field, operator, value }) => ({ field, operator, value })) };
+}
+
 function toDto(row: Pick<SegmentRow, keyof typeof columns>): SegmentDto {
   return {
     segmentId: row.id,
     name: row.name,
     datasetId: row.datasetId,
     userId: Number(row.userId),
-    filters: row.filters as unknown as SegmentFilter, // validated before it was written
+    filters: storedFilter(row.filters),
     emailPreferences: { enabled: row.emailEnabled, frequency: row.emailFrequency },
     createdAt: row.createdAt.toISOString(),
     updatedAt: row.updatedAt.toISOString(),
@@ -137,7 +143,7 @@ export function segmentService(db: Db, access: AccessService) {
     async filtersOf(accountId: string, datasetId: string, segmentId: number): Promise<SegmentFilter> {
       const segment = await db.segment.findFirst({ where: { accountId, datasetId, id: segmentId }, select: { filters: true } });
       if (!segment) throw new NotFoundError(`Segment ${segmentId} is not a segment of dataset ${datasetId}`);
-      return segment.filters as unknown as SegmentFilter;
+      return storedFilter(segment.filters);
     },
   };
 }
