@@ -21,12 +21,10 @@ describe("demo account", () => {
     expect(await api.db.prisma.lead.count({ where: { datasetId } })).toBe(302);
     const seen: { organizationDomain: string | null; lastVisitAt: string }[] = [];
     let cursor: string | null = null;
+    const page = (from: string | null) =>
+      api.request().get("/v1/leads").query({ email: demo.adminEmail, datasetId, limit: 500, ...(from ? { cursor: from } : {}) }).set(as());
     do {
-      const res = await api
-        .request()
-        .get("/v1/leads")
-        .query({ email: demo.adminEmail, datasetId, limit: 500, ...(cursor ? { cursor } : {}) })
-        .set(as());
+      const res = await page(cursor);
       expect(res.status).toBe(200);
       seen.push(...res.body.data);
       cursor = res.body.nextCursor;

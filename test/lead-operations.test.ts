@@ -1,21 +1,16 @@
 // LeadOperation: updateLeadTags, assignLead.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestApi, type TestApi } from "./support/api.ts";
+import type { TestApi } from "./support/api.ts";
 import { newLead } from "./support/leads.ts";
-import { createTenant, type Tenant, uniqueEmail } from "./support/tenants.ts";
+import { type Tenant, uniqueEmail } from "./support/tenants.ts";
+import { as, startWithTenants } from "./support/suite.ts";
 
 let api: TestApi;
 let tenant: Tenant;
 let other: Tenant;
 
-beforeAll(async () => {
-  api = await startTestApi();
-  tenant = await createTenant(api.services, "Acme");
-  other = await createTenant(api.services, "Globex");
-});
+beforeAll(async () => ({ api, tenant, other } = await startWithTenants()));
 afterAll(() => api?.close());
-
-const as = (key: string) => ({ "x-api-key": key });
 
 /** A lead inserted as tracking would; returns its id. */
 async function leadIn(t: Tenant, datasetId: string, fields: Parameters<typeof newLead>[0] = {}): Promise<string> {

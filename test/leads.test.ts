@@ -4,22 +4,17 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createPartnerClient } from "../client/index.ts";
 import type { SegmentFilter } from "../server/services/lead-filter.ts";
 import type { NewLead } from "../server/services/leads.ts";
-import { startTestApi, type TestApi } from "./support/api.ts";
+import type { TestApi } from "./support/api.ts";
 import { newLead, where } from "./support/leads.ts";
-import { createTenant, type Tenant } from "./support/tenants.ts";
+import type { Tenant } from "./support/tenants.ts";
+import { as, startWithTenants } from "./support/suite.ts";
 
 let api: TestApi;
 let tenant: Tenant;
 let other: Tenant;
 
-beforeAll(async () => {
-  api = await startTestApi();
-  tenant = await createTenant(api.services, "Acme");
-  other = await createTenant(api.services, "Globex");
-});
+beforeAll(async () => ({ api, tenant, other } = await startWithTenants()));
 afterAll(() => api?.close());
-
-const as = (key: string) => ({ "x-api-key": key });
 
 let counter = 0;
 /** A dataset of its own, so that rules and leads of one test do not meet another's. */

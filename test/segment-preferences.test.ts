@@ -1,22 +1,17 @@
 // Segment Preference: getSegmentPreference, setSegmentPreference, deleteSegmentPreference, and
 // the state rules held by the database.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestApi, type TestApi } from "./support/api.ts";
+import type { TestApi } from "./support/api.ts";
 import { where } from "./support/leads.ts";
-import { createTenant, type Person, type Tenant, uniqueEmail } from "./support/tenants.ts";
+import { type Person, type Tenant, uniqueEmail } from "./support/tenants.ts";
+import { as, startWithTenants } from "./support/suite.ts";
 
 let api: TestApi;
 let tenant: Tenant;
 let other: Tenant;
 
-beforeAll(async () => {
-  api = await startTestApi();
-  tenant = await createTenant(api.services, "Acme");
-  other = await createTenant(api.services, "Globex");
-});
+beforeAll(async () => ({ api, tenant, other } = await startWithTenants()));
 afterAll(() => api?.close());
-
-const as = (key: string) => ({ "x-api-key": key });
 
 let counter = 0;
 function newSegment(t: Tenant, datasetId = t.datasets[0]): Promise<number> {

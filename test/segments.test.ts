@@ -1,22 +1,17 @@
 // Segments: getSegments, createSegment, updateSegment, deleteSegment, updateSegmentUser.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SegmentFilter } from "../server/services/lead-filter.ts";
-import { startTestApi, type TestApi } from "./support/api.ts";
+import type { TestApi } from "./support/api.ts";
 import { where } from "./support/leads.ts";
 import { createTenant, type Tenant, uniqueEmail } from "./support/tenants.ts";
+import { as, startWithTenants } from "./support/suite.ts";
 
 let api: TestApi;
 let tenant: Tenant;
 let other: Tenant;
 
-beforeAll(async () => {
-  api = await startTestApi();
-  tenant = await createTenant(api.services, "Acme");
-  other = await createTenant(api.services, "Globex");
-});
+beforeAll(async () => ({ api, tenant, other } = await startWithTenants()));
 afterAll(() => api?.close());
-
-const as = (key: string) => ({ "x-api-key": key });
 
 const germany = where("country", "eq", "DE");
 const enterprise: SegmentFilter = {

@@ -1,7 +1,7 @@
 // Leads: the organisations that visited a dataset's website, their listing (filters, exclusion
 // rules and keyset paging, all evaluated by the database) and the dataset exclusion rules.
 import type { components } from "../../generated/openapi.ts";
-import { Prisma } from "../../generated/prisma/client.ts";
+import { type Lead, Prisma } from "../../generated/prisma/client.ts";
 import type { Db } from "../db/database.ts";
 import { ConflictError, NotFoundError } from "../http/errors.ts";
 import type { AccessService } from "./access.ts";
@@ -94,20 +94,8 @@ export function leadListingSql({ datasetId, filters, after, limit }: LeadListing
     LIMIT ${limit}`;
 }
 
-interface LeadRow {
-  id: string;
-  organizationName: string;
-  organizationDomain: string | null;
-  industry: string | null;
-  employeeCount: number | null;
-  country: string | null;
-  city: string | null;
-  firstVisitAt: Date;
-  lastVisitAt: Date;
-  visitCount: number;
-  tags: string[];
-  assigneeUserId: bigint | null;
-}
+/** The columns the listing selects: the stored lead without its tenancy columns. */
+type LeadRow = Omit<Lead, "accountId" | "datasetId">;
 
 function toDto(row: LeadRow): LeadDto {
   return {
