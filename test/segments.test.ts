@@ -385,6 +385,12 @@ describe("deleteSegment", () => {
     expect(res.status).toBe(404);
     expect(await stored(id)).not.toBeNull();
   });
+
+  it("when the segment id is not an integer, then 400 naming the path parameter", async () => {
+    const res = await api.request().delete("/v1/segments/seventeen").set(as(tenant.key));
+    expect(res.status).toBe(400);
+    expect(res.body.details).toContainEqual(expect.objectContaining({ location: "path", field: "segmentId" }));
+  });
 });
 
 describe("updateSegmentUser", () => {
