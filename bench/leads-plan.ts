@@ -64,7 +64,7 @@ await explain("Filtered, excluded, paged listing", [
     ],
   },
 ]);
-await explain("Selective tag filter (GIN index on tags)", [
+await explain("Selective tag filter (the planner picks the GIN index on tags or the keyset index)", [
   {
     match: "all",
     conditions: [
