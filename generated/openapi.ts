@@ -315,7 +315,9 @@ export interface paths {
          * @description Gives each listed user the segment as default segment under the dataset (added or
          *     updated), and removes the default-segment association of every user under that dataset
          *     who is not in the list. An empty `userIds` therefore removes every default segment under
-         *     the dataset.
+         *     the dataset. All of it happens in one transaction; concurrent calls for the same dataset
+         *     are applied one after the other, so the outcome is that of the last one, and a user never
+         *     has two default segments under a dataset (the database refuses it).
          *     - 403 `forbidden`: the acting user (query `email`) is not a member, or cannot reach the
          *       dataset.
          *     - 404 `not_found`: the dataset or the segment is not in the account, the segment does not
@@ -347,11 +349,14 @@ export interface paths {
         get?: never;
         /**
          * Add or remove tags of a lead
-         * @description Adds the tags in `add` to the lead and removes those in `remove`. Tags are compared
-         *     exactly (case-sensitive); adding a tag the lead has, or removing one it lacks, changes
-         *     nothing. No acting user: acts with the account's authority.
-         *     - 400 `validation_failed`: also when a tag is in both `add` and `remove`.
+         * @description Adds the tags in `add` to the lead and removes those in `remove`, in one step. Tags are
+         *     normalised first (see `Tag`: `Hot ` and `hot` are the same tag); adding a tag the lead
+         *     has, or removing one it lacks, changes nothing, so repeating a request is safe. A lead has
+         *     at most 100 tags. No acting user: acts with the account's authority.
+         *     - 400 `validation_failed`: also when a tag is in both `add` and `remove` (after
+         *       normalisation).
          *     - 404 `not_found`: the dataset is not in the account, or the lead is not in the dataset.
+         *     - 409 `conflict`: the lead would have more than 100 tags; nothing is changed.
          */
         put: operations["updateLeadTags"];
         post?: never;
@@ -395,16 +400,18 @@ export interface paths {
         /**
          * List a dataset's exclusion rules
          * @description Returns the dataset's exclusion rules grouped by type: one item per type that has rules
-         *     (only `type` when given), each with its values in ascending order. No acting user: acts
-         *     with the account's authority.
+         *     (only `type` when given), in the order `use_id`, `organizationName`,
+         *     `organizationDomain`, each with its values (as first saved) in ascending order, compared by
+         *     character code (upper case before lower case). No acting user: acts with the account's authority.
          *     - 404 `not_found`: the dataset is not in the account.
          */
         get: operations["getDatasetExclusions"];
         put?: never;
         /**
          * Create an exclusion rule (hide leads)
-         * @description Creates a rule that hides the dataset's leads matching it. No acting user: acts with the
-         *     account's authority.
+         * @description Creates a rule that hides the dataset's leads matching it from `GET /v1/leads`. Rules are
+         *     applied when leads are listed, so a rule also hides leads that arrive after it. No
+         *     acting user: acts with the account's authority.
          *     - 404 `not_found`: the dataset is not in the account.
          *     - 409 `conflict`: the dataset already has the same rule (values of `organizationName`
          *       and `organizationDomain` compared case-insensitively).
@@ -418,6 +425,46 @@ export interface paths {
          *       compared as when saving).
          */
         delete: operations["removeDatasetExclusion"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/leads": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a dataset's leads
+         * @description Returns the leads of a dataset, most recent visit first (leads with the same last visit
+         *     by `leadId`, descending), one page at a time. Leads hidden by an exclusion rule of the
+         *     dataset never appear; deleting the rule brings them back.
+         *
+         *     Filters: `segmentId` applies that segment's filters; `filter` carries an ad-hoc
+         *     `SegmentFilter` as URL-encoded JSON, for example
+         *     `filter={"match":"all","conditions":[{"field":"country","operator":"eq","value":"DE"}]}`
+         *     (with curl: `-G --data-urlencode 'filter=…'`). Given both, a lead must match both.
+         *
+         *     Paging: pass the previous page's `nextCursor` as `cursor`, with the same filters;
+         *     `nextCursor` is `null` on the last page. A cursor is a position in the order (last visit,
+         *     `leadId`), not an offset: leads that arrive while a client pages do not shift the pages,
+         *     so no lead appears twice and none that existed at the first page is skipped. A lead
+         *     whose last visit changes meanwhile moves in the order (a new visit moves it to the front).
+         *     - 400 `validation_failed`: also for an invalid `filter` condition (the detail's `field`
+         *       names it, e.g. `filter.conditions[0].value`) and for a `cursor` this API did not
+         *       return.
+         *     - 403 `forbidden`: the acting user (query `email`) is not a member, or cannot reach the
+         *       dataset.
+         *     - 404 `not_found`: the dataset is not in the account, or `segmentId` is not a segment of
+         *       the dataset.
+         */
+        get: operations["listLeads"];
+        put?: never;
+        post?: never;
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -680,7 +727,7 @@ export interface components {
          */
         LeadId: string;
         /**
-         * @description A lead tag, compared exactly.
+         * @description A lead tag. Tags are normalised before they are stored or compared: Unicode NFC, white space trimmed and inner runs of white space collapsed to one space, lower case (so `Hot ` and `hot` are the same tag). At most 64 characters after normalisation.
          * @example hot
          */
         Tag: string;
@@ -772,18 +819,19 @@ export interface components {
         /**
          * @description One condition on a lead field. The operator must fit the field's type:
          *     - text fields (`organizationName`, `organizationDomain`, `industry`, `country`, `city`):
-         *       `eq`, `neq`, `contains`, `in`, `exists`;
+         *       `eq`, `neq`, `contains` (substring), `in`, `exists`;
          *     - numeric fields (`employeeCount`, `visitCount`, `assigneeUserId`): `eq`, `neq`, `gte`,
-         *       `lte`, `in`, `exists`;
-         *     - date fields (`firstVisitAt`, `lastVisitAt`): `gte`, `lte`, `exists`, with ISO 8601
-         *       date-time values;
+         *       `lte`, `in`, `exists`, with integer values;
+         *     - date fields (`firstVisitAt`, `lastVisitAt`): `gte`, `lte`, `exists`, with RFC 3339
+         *       date-time values (`2025-06-01T00:00:00Z`) or dates (`2025-06-01`, midnight UTC);
          *     - `tags`: `contains` (the lead has this one tag), `in` (the lead has any of these tags),
-         *       `exists`.
+         *       `exists` (the lead has at least one tag); tag values are normalised like `Tag`.
          *
-         *     `value` is a string or number for `eq`, `neq`, `contains`, `gte` and `lte`, an array for
-         *     `in`, and a boolean for `exists` (true: the field has a value). Text is compared
-         *     case-insensitively. A combination that does not fit is a 400 whose detail names the
-         *     condition's index, e.g. `filters.conditions[2].value`.
+         *     `value` is a string or number for `eq`, `neq`, `contains`, `gte` and `lte`, a non-empty
+         *     array for `in`, and a boolean for `exists` (true: the field has a value). Text is compared
+         *     case-insensitively. `neq` also matches leads where the field has no value. A combination
+         *     that does not fit is a 400 whose detail names the condition's index, e.g.
+         *     `filters.conditions[2].value` (`filter.conditions[2].value` in `GET /v1/leads`).
          * @example {
          *       "field": "country",
          *       "operator": "in",
@@ -1188,6 +1236,76 @@ export interface components {
          */
         GetAllResponseSmartlistDTO: {
             data: components["schemas"]["SmartlistDTO"][];
+            /** @description Cursor of the next page; null on the last page. */
+            nextCursor: string | null;
+        };
+        /**
+         * @description A lead: an organisation that visited the dataset's website. A field whose value is not known is null.
+         * @example {
+         *       "leadId": "lead_5t2k8m1q9x",
+         *       "organizationName": "Acme Corporation",
+         *       "organizationDomain": "acme.example",
+         *       "industry": "Software",
+         *       "employeeCount": 1200,
+         *       "country": "DE",
+         *       "city": "Berlin",
+         *       "firstVisitAt": "2025-05-12T08:41:00Z",
+         *       "lastVisitAt": "2025-06-10T14:03:27Z",
+         *       "visitCount": 7,
+         *       "tags": [
+         *         "hot"
+         *       ],
+         *       "assigneeUserId": 1042
+         *     }
+         */
+        LeadDTO: {
+            leadId: components["schemas"]["LeadId"];
+            organizationName: string;
+            /** @description The organisation's website host name, lower case. */
+            organizationDomain: string | null;
+            industry: string | null;
+            employeeCount: number | null;
+            /** @description ISO 3166-1 alpha-2 country code, upper case. */
+            country: string | null;
+            city: string | null;
+            /** Format: date-time */
+            firstVisitAt: string;
+            /** Format: date-time */
+            lastVisitAt: string;
+            visitCount: number;
+            /** @description The lead's tags (normalised), in ascending order of character codes. */
+            tags: components["schemas"]["Tag"][];
+            /**
+             * Format: int64
+             * @description The user the lead is assigned to.
+             */
+            assigneeUserId: number | null;
+        };
+        /**
+         * @example {
+         *       "data": [
+         *         {
+         *           "leadId": "lead_5t2k8m1q9x",
+         *           "organizationName": "Acme Corporation",
+         *           "organizationDomain": "acme.example",
+         *           "industry": "Software",
+         *           "employeeCount": 1200,
+         *           "country": "DE",
+         *           "city": "Berlin",
+         *           "firstVisitAt": "2025-05-12T08:41:00Z",
+         *           "lastVisitAt": "2025-06-10T14:03:27Z",
+         *           "visitCount": 7,
+         *           "tags": [
+         *             "hot"
+         *           ],
+         *           "assigneeUserId": 1042
+         *         }
+         *       ],
+         *       "nextCursor": "eyJ0IjoxNzQ5NTY0MjA3MDAwLCJpZCI6ImxlYWRfNXQyazhtMXE5eCJ9"
+         *     }
+         */
+        GetAllResponseLeadDTO: {
+            data: components["schemas"]["LeadDTO"][];
             /** @description Cursor of the next page; null on the last page. */
             nextCursor: string | null;
         };
@@ -1972,6 +2090,10 @@ export interface components {
         DatasetIdCreditQuery: components["schemas"]["DatasetId"];
         /** @description Id of a segment of the dataset. */
         SegmentIdQuery: components["schemas"]["SegmentId"];
+        /** @description Only the leads that match this segment's filters; a segment of the dataset. */
+        SegmentIdFilterQuery: components["schemas"]["SegmentId"];
+        /** @description Only the leads that match this ad-hoc filter: a `SegmentFilter` as URL-encoded JSON. */
+        LeadFilterQuery: string;
         /** @description New human-readable name of the dataset, unique in the account (case-insensitive). */
         HumanName: string;
         /** @description Name of the segment, unique in its dataset (case-insensitive). */
@@ -2347,7 +2469,6 @@ export interface operations {
             409: components["responses"]["Conflict"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     createSegment: {
@@ -2388,7 +2509,6 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     updateSegment: {
@@ -2420,7 +2540,6 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     deleteSegment: {
@@ -2444,7 +2563,6 @@ export interface operations {
             409: components["responses"]["Conflict"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     updateSegmentUser: {
@@ -2470,7 +2588,6 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     getSegmentPreference: {
@@ -2510,7 +2627,6 @@ export interface operations {
             409: components["responses"]["Conflict"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     setSegmentPreference: {
@@ -2542,7 +2658,6 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     deleteSegmentPreference: {
@@ -2571,7 +2686,6 @@ export interface operations {
             409: components["responses"]["Conflict"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     updateLeadTags: {
@@ -2597,7 +2711,6 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     assignLead: {
@@ -2623,7 +2736,6 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     getDatasetExclusions: {
@@ -2658,7 +2770,6 @@ export interface operations {
             409: components["responses"]["Conflict"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     saveDatasetExclusion: {
@@ -2684,7 +2795,6 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     removeDatasetExclusion: {
@@ -2710,7 +2820,51 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
+        };
+    };
+    listLeads: {
+        parameters: {
+            query: {
+                /**
+                 * @description E-mail address of the acting user, a member of the key's account (else 403). Case-insensitive; a raw `@` and `%40` both work.
+                 * @example admin@demo.example
+                 */
+                email: components["parameters"]["EmailActingUser"];
+                /** @description Id of a dataset of the key's account. */
+                datasetId: components["parameters"]["DatasetIdQuery"];
+                /** @description Only the leads that match this segment's filters; a segment of the dataset. */
+                segmentId?: components["parameters"]["SegmentIdFilterQuery"];
+                /** @description Only the leads that match this ad-hoc filter: a `SegmentFilter` as URL-encoded JSON. */
+                filter?: components["parameters"]["LeadFilterQuery"];
+                /** @description Opaque cursor: the `nextCursor` of the previous page. Omit it for the first page. A cursor this API did not return: 400. */
+                cursor?: components["parameters"]["Cursor"];
+                /** @description Largest number of items on the page. */
+                limit?: components["parameters"]["Limit"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of the dataset's leads, most recent visit first. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetAllResponseLeadDTO"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            402: components["responses"]["PaymentRequired"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
         };
     };
     getCustomTrackingDomain: {

@@ -1,4 +1,5 @@
 // The demo account that `npm start` creates on first run, so a new user has something to call.
+import { generateLeads } from "./lead-generator.ts";
 import type { Services } from "./services/index.ts";
 
 export const DEMO_ADMIN_EMAIL = "admin@demo.example";
@@ -12,7 +13,8 @@ export interface Demo {
 }
 
 /**
- * Creates the demo account once (an admin, two members, two datasets); at every start it revokes
+ * Creates the demo account once (an admin, two members, two datasets, leads, segments and an
+ * exclusion rule in the first dataset); at every start it revokes
  * the previous demo key and issues a new one, since keys are stored hashed and cannot be shown again.
  */
 export async function ensureDemo(services: Services): Promise<Demo> {
@@ -33,7 +35,52 @@ async function createDemoAccount(services: Services): Promise<string> {
   });
   const website = await services.datasets.create(accountId, DEMO_ADMIN_EMAIL, { name: "demo.example website", domain: "demo.example" });
   await services.datasets.create(accountId, DEMO_ADMIN_EMAIL, { name: "Demo shop", domain: "shop.demo.example" });
-  await services.users.addMember(accountId, DEMO_ADMIN_EMAIL, { email: "maria@demo.example", name: "Maria Member", datasetIds: [website] });
+  const maria = await services.users.addMember(accountId, DEMO_ADMIN_EMAIL, { email: "maria@demo.example", name: "Maria Member", datasetIds: [website] });
   await services.users.addMember(accountId, DEMO_ADMIN_EMAIL, { email: "li@demo.example", name: "Li Analyst" });
+  await seedLeads(services, accountId, website, maria);
   return accountId;
+}
+
+/** A competitor that visits the demo website: the demo's exclusion rule hides it. */
+export const DEMO_COMPETITOR_DOMAIN = "rivalmetrics.example";
+
+/**
+ * 300 generated leads (seeded, so every demo has the same organisations), two visits from a
+ * competitor hidden by an exclusion rule, two segments, Maria's default segment, and a few leads
+ * assigned to her.
+ */
+async function seedLeads(services: Services, accountId: string, datasetId: string, mariaId: number): Promise<void> {
+  const now = new Date();
+  const leads = generateLeads({ count: 300, seed: 2026, end: now });
+  for (const [i, city] of ["Berlin", "Vienna"].entries()) {
+    leads.push({
+      leadId: `lead_rival_${i + 1}`,
+      organizationName: "Rival Metrics GmbH",
+      organizationDomain: DEMO_COMPETITOR_DOMAIN,
+      industry: "Software",
+      employeeCount: 850,
+      country: i ? "AT" : "DE",
+      city,
+      firstVisitAt: new Date(now.getTime() - (10 + i) * 86_400_000),
+      lastVisitAt: new Date(now.getTime() - i * 3_600_000),
+      visitCount: 14,
+    });
+  }
+  await services.leads.insertLeads(accountId, datasetId, leads);
+  await services.leads.addExclusion(accountId, { datasetId, type: "organizationDomain", data: DEMO_COMPETITOR_DOMAIN });
+  await services.segments.create(accountId, DEMO_ADMIN_EMAIL, {
+    datasetId,
+    name: "German enterprise visitors",
+    filters: { match: "all", conditions: [{ field: "country", operator: "eq", value: "DE" }, { field: "employeeCount", operator: "gte", value: 500 }] },
+    emailPreferences: { enabled: true, frequency: "weekly" },
+  });
+  const hot = await services.segments.create(accountId, DEMO_ADMIN_EMAIL, {
+    datasetId,
+    name: "Hot software leads",
+    filters: { match: "all", conditions: [{ field: "tags", operator: "contains", value: "hot" }, { field: "industry", operator: "eq", value: "Software" }] },
+  });
+  await services.segmentPreferences.set(accountId, DEMO_ADMIN_EMAIL, { segmentId: hot, datasetId, userIds: [mariaId] });
+  for (const lead of leads.slice(0, 5)) {
+    await services.leadOperations.assign(accountId, { datasetId, leadId: lead.leadId, assigneeUserId: mariaId });
+  }
 }

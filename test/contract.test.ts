@@ -144,6 +144,20 @@ const implemented: Record<string, { status: number; why: string }> = {
   addCustomTrackingDomain: { status: 200, why: "-1: no certificate worker runs here, so generation is pending at the wait limit" },
   updateCustomTrackingDomain: { status: 404, why: "datasets[0] has no custom tracking domain" },
   getCustomTrackingDomain: { status: 404, why: "datasets[0] has no custom tracking domain" },
+  getSegments: { status: 200, why: "the admin reaches datasets[0]" },
+  createSegment: { status: 200, why: "the example name is free" },
+  updateSegment: { status: 404, why: "the example segment is not in the fresh account" },
+  deleteSegment: { status: 404, why: "the example segment is not in the fresh account" },
+  updateSegmentUser: { status: 404, why: "the example segment is not in the fresh account" },
+  getSegmentPreference: { status: 404, why: "the example segment is not in datasets[0]" },
+  setSegmentPreference: { status: 404, why: "the example segment is not in datasets[0]" },
+  deleteSegmentPreference: { status: 404, why: "the admin has no default segment" },
+  updateLeadTags: { status: 404, why: "datasets[0] has no leads" },
+  assignLead: { status: 404, why: "datasets[0] has no leads" },
+  getDatasetExclusions: { status: 200, why: "datasets[0] is the account's" },
+  saveDatasetExclusion: { status: 204, why: "datasets[0] has no rules yet" },
+  removeDatasetExclusion: { status: 404, why: "datasets[0] has no such rule" },
+  listLeads: { status: 200, why: "the admin reaches datasets[0]" },
 };
 
 const pending = new Set<string>(pendingOperations);
@@ -157,7 +171,7 @@ describe("the spec's operations", () => {
 
   it("when the pending and implemented operations are listed, then together they are the spec's", () => {
     const specIds = routes.map((r) => r.operationId);
-    expect(pendingOperations).toHaveLength(17);
+    expect(pendingOperations).toHaveLength(4);
     for (const id of pendingOperations) expect(specIds).toContain(id);
     expect(specIds.filter((id) => !pending.has(id)).sort()).toEqual(Object.keys(implemented).sort());
   });
@@ -228,7 +242,7 @@ describe("X-Request-Id", () => {
       await api.request().get(`/v1/user-datasets?accountId=${tenant.accountId}&email=${admin()}`), // 401
       await api.request().post(`/v1/datasets?email=${encodeURIComponent(tenant.member.email)}`).set(as(tenant.key)).send({ name: "No" }), // 403
       await api.request().get("/v1/no-such-thing").set(as(tenant.key)), // 404
-      await api.request().delete(`/v1/segments/17`).set(as(tenant.key)), // 501
+      await api.request().get(`/v1/email-lookup?email=${admin()}`).set(as(tenant.key)), // 501
     ];
     expect(responses.map((r) => r.status)).toEqual([200, 204, 400, 401, 403, 404, 501]);
     const ids = responses.map((r) => r.headers["x-request-id"]);

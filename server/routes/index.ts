@@ -3,7 +3,11 @@ import type { OperationHandlers } from "../http/operations.ts";
 import type { Services } from "../services/index.ts";
 import { trackingDomainRoutes } from "./custom-tracking-domains.ts";
 import { datasetRoutes } from "./datasets.ts";
+import { leadOperationRoutes } from "./lead-operations.ts";
+import { leadRoutes } from "./leads.ts";
 import { pendingRoutes } from "./pending.ts";
+import { segmentPreferenceRoutes } from "./segment-preferences.ts";
+import { segmentRoutes } from "./segments.ts";
 import { userDatasetRoutes } from "./user-datasets.ts";
 import { userRoutes } from "./users.ts";
 
@@ -13,6 +17,10 @@ export function createHandlers(services: Services): OperationHandlers {
     ...userDatasetRoutes(services),
     ...datasetRoutes(services),
     ...trackingDomainRoutes(services),
+    ...segmentRoutes(services),
+    ...segmentPreferenceRoutes(services),
+    ...leadOperationRoutes(services),
+    ...leadRoutes(services),
     ...pendingRoutes(),
   };
 }

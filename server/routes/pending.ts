@@ -3,19 +3,6 @@ import { NotImplementedError } from "../http/errors.ts";
 import type { Handler, OperationId } from "../http/operations.ts";
 
 export const pendingOperations = [
-  "getSegments",
-  "createSegment",
-  "updateSegment",
-  "deleteSegment",
-  "updateSegmentUser",
-  "getSegmentPreference",
-  "setSegmentPreference",
-  "deleteSegmentPreference",
-  "updateLeadTags",
-  "assignLead",
-  "getDatasetExclusions",
-  "saveDatasetExclusion",
-  "removeDatasetExclusion",
   "lookupEmail",
   "lookupEmailByQuery",
   "getCreditUsageTimeSeries",

@@ -69,13 +69,34 @@ export function accessService(db: Db) {
       return found;
     },
 
-    /** The dataset, reachable by this member: admins reach all, members through an association. */
-    async reachableDataset(member: Member, datasetId: string) {
-      const dataset = await access.dataset(member.accountId, datasetId);
-      if (member.role === "admin") return dataset;
+    /** 403 unless `accountId` (a request parameter) is the key's own account. */
+    requireKeyAccount(keyAccountId: string, accountId: string): void {
+      if (accountId !== keyAccountId) throw new ForbiddenError("accountId is not the account of this API key");
+    },
+
+    /** 403 unless the acting member reaches the account's dataset: admins all, members through an association. */
+    async requireAccess(member: Member, datasetId: string): Promise<void> {
+      if (member.role === "admin") return;
       const link = await db.userDataset.findUnique({ where: { userId_datasetId: { userId: member.userId, datasetId } } });
       if (!link) throw new ForbiddenError(`The acting user has no access to dataset ${datasetId}`);
+    },
+
+    /** The dataset, reachable by this member (404 before 403, as the spec orders them). */
+    async reachableDataset(member: Member, datasetId: string) {
+      const dataset = await access.dataset(member.accountId, datasetId);
+      await access.requireAccess(member, datasetId);
       return dataset;
+    },
+
+    /** 409 naming the first of `ids` (members of the account) that cannot reach the dataset. */
+    async requireReach(accountId: string, datasetId: string, ids: readonly number[]): Promise<void> {
+      if (!ids.length) return;
+      const reaching = await db.membership.findMany({
+        where: { accountId, userId: { in: ids.map(BigInt) }, OR: [{ role: "admin" }, { datasets: { some: { datasetId } } }] },
+        select: { userId: true },
+      });
+      const blocked = ids.find((id) => !reaching.some((m) => m.userId === BigInt(id)));
+      if (blocked !== undefined) throw new ConflictError(`User ${blocked} has no access to dataset ${datasetId}`);
     },
 
     /** 404 naming the first of `ids` that is not a dataset of the account. */

@@ -7,6 +7,10 @@ import { accountService } from "./accounts.ts";
 import { certificateJobService } from "./certificate-jobs.ts";
 import { trackingDomainService } from "./custom-tracking-domains.ts";
 import { datasetService } from "./datasets.ts";
+import { leadOperationService } from "./lead-operations.ts";
+import { leadService } from "./leads.ts";
+import { segmentPreferenceService } from "./segment-preferences.ts";
+import { segmentService } from "./segments.ts";
 import { userDatasetService } from "./user-datasets.ts";
 import { userService } from "./users.ts";
 
@@ -19,6 +23,7 @@ export interface ServiceOptions {
 export function createServices(db: Db, { trackingDomains = loadTrackingDomainConfig(), logger = createLogger() }: ServiceOptions = {}) {
   const access = accessService(db);
   const certificateJobs = certificateJobService(db, { config: trackingDomains, logger });
+  const segments = segmentService(db, access);
   return {
     accounts: accountService(db),
     access,
@@ -27,6 +32,10 @@ export function createServices(db: Db, { trackingDomains = loadTrackingDomainCon
     datasets: datasetService(db, access),
     trackingDomains: trackingDomainService(db, access, trackingDomains, certificateJobs),
     certificateJobs,
+    segments,
+    segmentPreferences: segmentPreferenceService(db, access, segments),
+    leadOperations: leadOperationService(db, access),
+    leads: leadService(db, access, segments),
   };
 }
 

@@ -1,6 +1,6 @@
 // UserDatasets: which members reach which datasets.
 import type { Db } from "../db/database.ts";
-import { ForbiddenError, NotFoundError } from "../http/errors.ts";
+import { NotFoundError } from "../http/errors.ts";
 import { type AccessService, uniqueOr409 } from "./access.ts";
 
 export interface UserDatasetRow {
@@ -15,7 +15,7 @@ export function userDatasetService(db: Db, access: AccessService) {
   return {
     /** The datasets the named member reaches: all of the account's for an admin. */
     async list(keyAccountId: string, accountId: string, email: string): Promise<UserDatasetRow[]> {
-      if (accountId !== keyAccountId) throw new ForbiddenError("accountId is not the account of this API key");
+      access.requireKeyAccount(keyAccountId, accountId);
       const member = await access.memberByEmail(accountId, email);
       const datasets = await db.dataset.findMany({
         where: member.role === "admin" ? { accountId } : { accountId, users: { some: { userId: member.userId } } },

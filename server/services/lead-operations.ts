@@ -1,0 +1,64 @@
+// LeadOperation: tags and assignees of a dataset's leads.
+import type { components } from "../../generated/openapi.ts";
+import type { Db } from "../db/database.ts";
+import { BadRequestError, ConflictError, NotFoundError } from "../http/errors.ts";
+import type { AccessService } from "./access.ts";
+import { MAX_TAGS_PER_LEAD, normaliseTags } from "./tags.ts";
+
+type Schemas = components["schemas"];
+export type LeadTagsUpdate = Schemas["LeadTagsUpdateRequest"];
+export type LeadAssignment = Schemas["LeadAssignRequest"];
+
+const leadNotFound = (datasetId: string, leadId: string) => new NotFoundError(`Dataset ${datasetId} has no lead ${leadId}`);
+
+/** The tags to add and remove, normalised; 400 for bad tags or a tag in both lists. */
+function tagChanges(update: LeadTagsUpdate): { add: string[]; remove: string[] } {
+  const add = normaliseTags(update.add ?? [], { location: "body", field: "add" });
+  const remove = normaliseTags(update.remove ?? [], { location: "body", field: "remove" });
+  const problems = [...add.problems, ...remove.problems];
+  const both = add.tags.filter((tag) => remove.tags.includes(tag));
+  if (both.length) problems.push({ location: "body", field: "remove", message: `tags both added and removed: ${both.join(", ")}` });
+  if (problems.length) throw new BadRequestError("Invalid request: the tags cannot be applied", problems);
+  return { add: add.tags, remove: remove.tags };
+}
+
+/** The database's CHECK constraint on the number of tags, as a 409. */
+async function tagLimitOr409<T>(write: Promise<T>): Promise<T> {
+  try {
+    return await write;
+  } catch (error) {
+    const cause = (error as { meta?: { driverAdapterError?: { cause?: { code?: string } } } }).meta?.driverAdapterError?.cause;
+    if (cause?.code === "23514") throw new ConflictError(`A lead has at most ${MAX_TAGS_PER_LEAD} tags`);
+    throw error;
+  }
+}
+
+export function leadOperationService(db: Db, access: AccessService) {
+  return {
+    /**
+     * Adds and removes tags in one UPDATE, computed from the row it locks, so concurrent
+     * changes of one lead's tags do not overwrite each other; repeating a request changes nothing.
+     */
+    async updateTags(accountId: string, update: LeadTagsUpdate): Promise<void> {
+      const { add, remove } = tagChanges(update);
+      await access.dataset(accountId, update.datasetId);
+      const updated = await tagLimitOr409(db.$executeRaw`
+        UPDATE "Lead" SET "tags" = ARRAY(
+          SELECT t FROM unnest("tags" || ${add}::text[]) AS t
+          WHERE NOT (t = ANY (${remove}::text[]))
+          GROUP BY t ORDER BY t COLLATE "C")
+        WHERE "accountId" = ${accountId} AND "datasetId" = ${update.datasetId} AND "id" = ${update.leadId}`);
+      if (updated === 0) throw leadNotFound(update.datasetId, update.leadId);
+    },
+
+    /** Makes a member who reaches the dataset the lead's assignee. */
+    async assign(accountId: string, { datasetId, leadId, assigneeUserId }: LeadAssignment): Promise<void> {
+      await access.dataset(accountId, datasetId);
+      const lead = await db.lead.findFirst({ where: { accountId, datasetId, id: leadId }, select: { id: true } });
+      if (!lead) throw leadNotFound(datasetId, leadId);
+      await access.member(accountId, assigneeUserId);
+      await access.requireReach(accountId, datasetId, [assigneeUserId]);
+      await db.lead.updateMany({ where: { accountId, datasetId, id: leadId }, data: { assigneeUserId: BigInt(assigneeUserId) } });
+    },
+  };
+}

@@ -1,0 +1,203 @@
+// Leads: the organisations that visited a dataset's website, their listing (filters, exclusion
+// rules and keyset paging, all evaluated by the database) and the dataset exclusion rules.
+import type { components } from "../../generated/openapi.ts";
+import { type Lead, Prisma } from "../../generated/prisma/client.ts";
+import type { Db } from "../db/database.ts";
+import { ConflictError, NotFoundError } from "../http/errors.ts";
+import type { AccessService } from "./access.ts";
+import { checkFilter, filterSql, type SegmentFilter } from "./lead-filter.ts";
+import { DEFAULT_PAGE_SIZE, decodeCursor, type Page, toPage } from "./paging.ts";
+import type { SegmentService } from "./segments.ts";
+import { normaliseTag } from "./tags.ts";
+
+type Schemas = components["schemas"];
+export type LeadDto = Schemas["LeadDTO"];
+export type ExclusionType = Schemas["ExclusionType"];
+export type ExclusionRule = Schemas["SaveDatasetExclusion"];
+type ExclusionGroup = Schemas["DatasetTypeExclusionResponse"];
+
+/** A lead as tracking reports it. */
+export interface NewLead {
+  leadId: string;
+  organizationName: string;
+  organizationDomain?: string | null;
+  industry?: string | null;
+  employeeCount?: number | null;
+  country?: string | null;
+  city?: string | null;
+  firstVisitAt: Date;
+  lastVisitAt: Date;
+  visitCount?: number;
+  tags?: string[];
+  assigneeUserId?: number | null;
+}
+
+export interface LeadQuery {
+  email: string;
+  datasetId: string;
+  segmentId?: number;
+  filter?: SegmentFilter;
+  cursor?: string;
+  limit?: number;
+}
+
+/** Where a page ends in the listing's order (lastVisitAt desc, leadId desc). */
+export interface LeadPosition {
+  lastVisitAt: string;
+  leadId: string;
+}
+
+export interface LeadListing {
+  datasetId: string;
+  filters: SegmentFilter[];
+  after?: LeadPosition;
+  limit: number;
+}
+
+/** The order of the groups in an exclusion listing: the spec's enum order. */
+const exclusionTypes: readonly ExclusionType[] = ["use_id", "organizationName", "organizationDomain"];
+
+/** How a rule's value meets a lead: its compared form is lower(value), except for use_id. */
+const ruleKey = (type: ExclusionType, value: string) => (type === "use_id" ? Prisma.sql`${value}` : Prisma.sql`lower(${value})`);
+const hiddenBy: Record<ExclusionType, Prisma.Sql> = {
+  use_id: Prisma.sql`l."id"`,
+  organizationName: Prisma.sql`lower(l."organizationName")`,
+  organizationDomain: Prisma.sql`lower(l."organizationDomain")`,
+};
+
+/** One anti-join per rule type, each served by the rules' primary key (datasetId, type, valueKey). */
+const notExcluded = Prisma.join(
+  exclusionTypes.map(
+    (type) => Prisma.sql`NOT EXISTS (SELECT 1 FROM "DatasetExclusion" e
+      WHERE e."datasetId" = l."datasetId" AND e."type" = ${type}::"ExclusionType" AND e."valueKey" = ${hiddenBy[type]})`,
+  ),
+  " AND ",
+);
+
+/**
+ * The listing's query: the dataset's leads that match every filter and no exclusion rule, after
+ * the cursor's position, in the order of the index (datasetId, lastVisitAt desc, id desc). Also
+ * what bench/leads-plan.ts explains.
+ */
+export function leadListingSql({ datasetId, filters, after, limit }: LeadListing): Prisma.Sql {
+  const conditions = [
+    Prisma.sql`l."datasetId" = ${datasetId}`,
+    ...filters.map(filterSql),
+    notExcluded,
+    ...(after ? [Prisma.sql`(l."lastVisitAt", l."id") < (${after.lastVisitAt}::timestamptz, ${after.leadId})`] : []),
+  ];
+  return Prisma.sql`SELECT l."id", l."organizationName", l."organizationDomain", l."industry", l."employeeCount",
+      l."country", l."city", l."firstVisitAt", l."lastVisitAt", l."visitCount", l."tags", l."assigneeUserId"
+    FROM "Lead" l
+    WHERE ${Prisma.join(conditions, " AND ")}
+    ORDER BY l."lastVisitAt" DESC, l."id" DESC
+    LIMIT ${limit}`;
+}
+
+/** The columns the listing selects: the stored lead without its tenancy columns. */
+type LeadRow = Omit<Lead, "accountId" | "datasetId">;
+
+function toDto(row: LeadRow): LeadDto {
+  return {
+    leadId: row.id,
+    organizationName: row.organizationName,
+    organizationDomain: row.organizationDomain,
+    industry: row.industry,
+    employeeCount: row.employeeCount,
+    country: row.country,
+    city: row.city,
+    firstVisitAt: row.firstVisitAt.toISOString(),
+    lastVisitAt: row.lastVisitAt.toISOString(),
+    visitCount: row.visitCount,
+    tags: row.tags,
+    assigneeUserId: row.assigneeUserId === null ? null : Number(row.assigneeUserId),
+  };
+}
+
+function readPosition(value: unknown): LeadPosition | undefined {
+  const { t, id } = (value ?? {}) as { t?: unknown; id?: unknown };
+  if (typeof t !== "string" || Number.isNaN(Date.parse(t)) || typeof id !== "string" || !id) return undefined;
+  return { lastVisitAt: t, leadId: id };
+}
+
+/** Tags as stored: normalised, without duplicates, in code-unit order. */
+const storedTags = (tags: readonly string[] = []) => [...new Set(tags.map(normaliseTag))].sort();
+
+/** createMany sends one parameter per column and row; PostgreSQL takes at most 65,535 per statement. */
+const INSERT_BATCH = 2_000;
+
+export function leadService(db: Db, access: AccessService, segments: SegmentService) {
+  return {
+    /**
+     * Stores leads reported by tracking (also how tests and the demo get leads): there is no API
+     * that creates them. Returns how many were inserted.
+     */
+    async insertLeads(accountId: string, datasetId: string, leads: readonly NewLead[]): Promise<number> {
+      await access.dataset(accountId, datasetId);
+      const rows = leads.map((lead) => ({
+        accountId,
+        datasetId,
+        id: lead.leadId,
+        organizationName: lead.organizationName,
+        organizationDomain: lead.organizationDomain?.toLowerCase() ?? null,
+        industry: lead.industry ?? null,
+        employeeCount: lead.employeeCount ?? null,
+        country: lead.country?.toUpperCase() ?? null,
+        city: lead.city ?? null,
+        firstVisitAt: lead.firstVisitAt,
+        lastVisitAt: lead.lastVisitAt,
+        visitCount: lead.visitCount ?? 1,
+        tags: storedTags(lead.tags),
+        assigneeUserId: lead.assigneeUserId == null ? null : BigInt(lead.assigneeUserId),
+      }));
+      let inserted = 0;
+      for (let i = 0; i < rows.length; i += INSERT_BATCH) {
+        inserted += (await db.lead.createMany({ data: rows.slice(i, i + INSERT_BATCH) })).count;
+      }
+      return inserted;
+    },
+
+    /** One page of the dataset's visible leads; the acting user must reach the dataset. */
+    async list(accountId: string, query: LeadQuery): Promise<Page<LeadDto>> {
+      const after = decodeCursor(query.cursor, readPosition);
+      if (query.filter) checkFilter(query.filter, "query", "filter");
+      const actor = await access.actor(accountId, query.email);
+      await access.dataset(accountId, query.datasetId);
+      const segmentFilter = query.segmentId === undefined ? undefined : await segments.filtersOf(accountId, query.datasetId, query.segmentId);
+      await access.requireAccess(actor, query.datasetId);
+      const filters = [segmentFilter, query.filter].filter((f): f is SegmentFilter => f !== undefined);
+      const limit = query.limit ?? DEFAULT_PAGE_SIZE;
+      const rows = await db.$queryRaw<LeadRow[]>(leadListingSql({ datasetId: query.datasetId, filters, after, limit: limit + 1 }));
+      return toPage(rows.map(toDto), limit, (last) => ({ t: last.lastVisitAt, id: last.leadId }));
+    },
+
+    /** The dataset's rules grouped by type (in enum order), values in code-unit order. */
+    async exclusions(accountId: string, datasetId: string, type?: ExclusionType): Promise<ExclusionGroup[]> {
+      await access.dataset(accountId, datasetId);
+      const rules = await db.datasetExclusion.findMany({ where: { accountId, datasetId, ...(type && { type }) }, select: { type: true, value: true } });
+      return exclusionTypes
+        .map((t) => ({ type: t, data: rules.filter((r) => r.type === t).map((r) => r.value).sort() }))
+        .filter((group) => group.data.length > 0);
+    },
+
+    /** Adds a rule; the primary key on its compared form refuses a duplicate in one statement. */
+    async addExclusion(accountId: string, { datasetId, type, data }: ExclusionRule): Promise<void> {
+      await access.dataset(accountId, datasetId);
+      const inserted = await db.$executeRaw`
+        INSERT INTO "DatasetExclusion" ("accountId", "datasetId", "type", "value", "valueKey")
+        VALUES (${accountId}, ${datasetId}, ${type}::"ExclusionType", ${data}, ${ruleKey(type, data)})
+        ON CONFLICT DO NOTHING`;
+      if (inserted === 0) throw new ConflictError(`Dataset ${datasetId} already has the ${type} rule "${data}"`);
+    },
+
+    async removeExclusion(accountId: string, { datasetId, type, data }: ExclusionRule): Promise<void> {
+      await access.dataset(accountId, datasetId);
+      const removed = await db.$executeRaw`
+        DELETE FROM "DatasetExclusion"
+        WHERE "datasetId" = ${datasetId} AND "type" = ${type}::"ExclusionType" AND "valueKey" = ${ruleKey(type, data)}`;
+      if (removed === 0) throw new NotFoundError(`Dataset ${datasetId} has no ${type} rule "${data}"`);
+    },
+  };
+}
+
+export type LeadService = ReturnType<typeof leadService>;

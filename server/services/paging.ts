@@ -1,0 +1,35 @@
+// Cursor paging. A cursor is the position of a page's last item (never an offset), as base64url
+// JSON: items added while a client pages do not shift the pages.
+import { BadRequestError } from "../http/errors.ts";
+
+export const DEFAULT_PAGE_SIZE = 100; // the spec's default for `limit`
+
+export interface Page<T> {
+  data: T[];
+  nextCursor: string | null;
+}
+
+/** The position a cursor carries, checked by `read`; 400 for anything this API did not issue. */
+export function decodeCursor<P>(cursor: string | undefined, read: (value: unknown) => P | undefined): P | undefined {
+  if (cursor === undefined) return undefined;
+  let position: P | undefined;
+  try {
+    position = read(JSON.parse(Buffer.from(cursor, "base64url").toString("utf8")));
+  } catch {
+    position = undefined;
+  }
+  if (position === undefined) {
+    throw new BadRequestError("Invalid request: the cursor is not one this API returned", [
+      { location: "query", field: "cursor", message: "is not a cursor this API returned" },
+    ]);
+  }
+  return position;
+}
+
+/** A page from up to limit + 1 rows: the extra row only says that another page follows. */
+export function toPage<T>(rows: T[], limit: number, positionOf: (last: T) => unknown): Page<T> {
+  const data = rows.slice(0, limit);
+  const last = data[data.length - 1];
+  const more = rows.length > limit && last !== undefined;
+  return { data, nextCursor: more ? Buffer.from(JSON.stringify(positionOf(last))).toString("base64url") : null };
+}

@@ -1,0 +1,66 @@
+// Segment Preference: the default segment of users under a dataset. The database holds the state
+// rules: the primary key (userId, datasetId) allows one default per user and dataset, and the
+// foreign key (datasetId, segmentId) only a segment of that dataset.
+import type { components } from "../../generated/openapi.ts";
+import type { Db } from "../db/database.ts";
+import { NotFoundError } from "../http/errors.ts";
+import type { AccessService, Member } from "./access.ts";
+import type { SegmentService } from "./segments.ts";
+
+export type SegmentPreference = components["schemas"]["SegmentPreferenceRequest"];
+
+export function segmentPreferenceService(db: Db, access: AccessService, segments: SegmentService) {
+  /** The acting user, once the dataset and its segment are known to exist (404 before 403). */
+  async function actorOnSegment(accountId: string, actorEmail: string, datasetId: string, segmentId: number): Promise<Member> {
+    const actor = await access.actor(accountId, actorEmail);
+    await access.dataset(accountId, datasetId);
+    await segments.filtersOf(accountId, datasetId, segmentId);
+    return actor;
+  }
+
+  return {
+    /** Ids of the users whose default segment under the dataset this is, ascending. */
+    async usersOf(accountId: string, actorEmail: string, segmentId: number, datasetId: string): Promise<number[]> {
+      const actor = await actorOnSegment(accountId, actorEmail, datasetId, segmentId);
+      await access.requireAccess(actor, datasetId);
+      const rows = await db.segmentPreference.findMany({
+        where: { datasetId, segmentId },
+        select: { userId: true },
+        orderBy: { userId: "asc" },
+      });
+      return rows.map((r) => Number(r.userId));
+    },
+
+    /**
+     * State rule 1: the listed users get the segment as default (added or updated), every other
+     * user under the dataset loses theirs; in one transaction.
+     */
+    async set(accountId: string, actorEmail: string, { segmentId, datasetId, userIds }: SegmentPreference): Promise<void> {
+      const actor = await actorOnSegment(accountId, actorEmail, datasetId, segmentId);
+      await access.requireMembers(accountId, userIds);
+      await access.requireAccess(actor, datasetId);
+      await access.requireReach(accountId, datasetId, userIds);
+      const ids = userIds.map(BigInt);
+      await db.$transaction(async (tx) => {
+        // Concurrent calls for one dataset run one after the other, so the outcome is the last
+        // call's list rather than a mix of two. NO KEY UPDATE leaves inserts that merely
+        // reference the dataset (leads, segments) unblocked.
+        await tx.$queryRaw`SELECT 1 FROM "Dataset" WHERE "id" = ${datasetId} FOR NO KEY UPDATE`;
+        await tx.segmentPreference.deleteMany({ where: { datasetId, userId: { notIn: ids } } });
+        await tx.segmentPreference.updateMany({ where: { datasetId, userId: { in: ids }, NOT: { segmentId } }, data: { segmentId } });
+        await tx.segmentPreference.createMany({
+          data: ids.map((userId) => ({ accountId, datasetId, userId, segmentId })),
+          skipDuplicates: true,
+        });
+      });
+    },
+
+    /** Removes the default segment of the member named by e-mail under the dataset. */
+    async remove(accountId: string, userEmail: string, datasetId: string): Promise<void> {
+      await access.dataset(accountId, datasetId);
+      const member = await access.memberByEmail(accountId, userEmail);
+      const { count } = await db.segmentPreference.deleteMany({ where: { datasetId, userId: member.userId } });
+      if (count === 0) throw new NotFoundError(`The user has no default segment under dataset ${datasetId}`);
+    },
+  };
+}

@@ -1,0 +1,151 @@
+// Segments: saved lead filters of a dataset with e-mail notification settings, each belonging
+// to one user of the account.
+import type { components } from "../../generated/openapi.ts";
+import type { Db } from "../db/database.ts";
+import { NotFoundError } from "../http/errors.ts";
+import { type AccessService, uniqueOr409 } from "./access.ts";
+import { checkFilter, type SegmentFilter } from "./lead-filter.ts";
+import { DEFAULT_PAGE_SIZE, decodeCursor, type Page, toPage } from "./paging.ts";
+
+type Schemas = components["schemas"];
+export type SegmentDto = Schemas["SmartlistDTO"];
+export type NewSegment = Schemas["CreateSegmentRequest"];
+export type SegmentChanges = Schemas["UpdateSegmentRequest"];
+type EmailPreferences = Schemas["EmailPreferences"];
+
+export interface SegmentQuery {
+  accountId: string;
+  email: string;
+  datasetId: string;
+  cursor?: string;
+  limit?: number;
+}
+
+const defaultEmailPreferences: EmailPreferences = { enabled: false, frequency: "daily" };
+
+const nameTaken = (name: string) => `A segment named "${name}" already exists in this dataset`;
+const segmentNotFound = (segmentId: number) => new NotFoundError(`Segment ${segmentId} does not exist`);
+
+const columns = {
+  id: true,
+  datasetId: true,
+  name: true,
+  userId: true,
+  filters: true,
+  emailEnabled: true,
+  emailFrequency: true,
+  createdAt: true,
+  updatedAt: true,
+} as const;
+
+type SegmentRow = Awaited<ReturnType<Db["segment"]["findFirstOrThrow"]>>;
+
+/** The stored filter with its keys in the spec's order (jsonb keeps its own order of keys). */
+function storedFilter(json: unknown): SegmentFilter {
+  const { match, conditions } = json as SegmentFilter; // validated before it was written
+  return { match, conditions: conditions.map(({ field, operator, value }) => ({ field, operator, value })) };
+}
+
+function toDto(row: Pick<SegmentRow, keyof typeof columns>): SegmentDto {
+  return {
+    segmentId: row.id,
+    name: row.name,
+    datasetId: row.datasetId,
+    userId: Number(row.userId),
+    filters: storedFilter(row.filters),
+    emailPreferences: { enabled: row.emailEnabled, frequency: row.emailFrequency },
+    createdAt: row.createdAt.toISOString(),
+    updatedAt: row.updatedAt.toISOString(),
+  };
+}
+
+/** The stored columns of e-mail preferences (all of them, or none when not given). */
+function emailColumns(preferences: EmailPreferences | undefined) {
+  return preferences ? { emailEnabled: preferences.enabled, emailFrequency: preferences.frequency } : {};
+}
+
+/** A segment cursor carries the last segment id of the page. */
+function readPosition(value: unknown): number | undefined {
+  const after = (value as { after?: unknown } | null)?.after;
+  return Number.isSafeInteger(after) && (after as number) > 0 ? (after as number) : undefined;
+}
+
+export function segmentService(db: Db, access: AccessService) {
+  return {
+    /** One page of a dataset's segments, by id; the acting user must reach the dataset. */
+    async list(keyAccountId: string, query: SegmentQuery): Promise<Page<SegmentDto>> {
+      const after = decodeCursor(query.cursor, readPosition);
+      access.requireKeyAccount(keyAccountId, query.accountId);
+      const actor = await access.actor(query.accountId, query.email);
+      await access.reachableDataset(actor, query.datasetId);
+      const limit = query.limit ?? DEFAULT_PAGE_SIZE;
+      const rows = await db.segment.findMany({
+        where: { accountId: query.accountId, datasetId: query.datasetId, ...(after === undefined ? {} : { id: { gt: after } }) },
+        orderBy: { id: "asc" },
+        take: limit + 1,
+        select: columns,
+      });
+      return toPage(rows.map(toDto), limit, (last) => ({ after: last.segmentId }));
+    },
+
+    /** Creates the segment with the acting user as its user; returns its id. */
+    async create(accountId: string, actorEmail: string, input: NewSegment): Promise<number> {
+      checkFilter(input.filters, "body", "filters");
+      const actor = await access.actor(accountId, actorEmail);
+      await access.reachableDataset(actor, input.datasetId);
+      const created = await uniqueOr409(
+        db.segment.create({
+          data: {
+            accountId,
+            datasetId: input.datasetId,
+            name: input.name,
+            nameKey: input.name.toLowerCase(),
+            userId: actor.userId,
+            filters: input.filters,
+            ...emailColumns(input.emailPreferences ?? defaultEmailPreferences),
+          },
+          select: { id: true },
+        }),
+        nameTaken(input.name),
+      );
+      return created.id;
+    },
+
+    /** Renames the segment and replaces the filters and e-mail preferences that are given. */
+    async update(accountId: string, segmentId: number, name: string, changes: SegmentChanges): Promise<void> {
+      if (changes.filters) checkFilter(changes.filters, "body", "filters");
+      const { count } = await uniqueOr409(
+        db.segment.updateMany({
+          where: { accountId, id: segmentId },
+          data: { name, nameKey: name.toLowerCase(), ...(changes.filters && { filters: changes.filters }), ...emailColumns(changes.emailPreferences) },
+        }),
+        nameTaken(name),
+      );
+      if (count === 0) throw segmentNotFound(segmentId);
+    },
+
+    /** Deletes the segment; the foreign key removes the default-segment preferences that name it. */
+    async remove(accountId: string, segmentId: number): Promise<void> {
+      const { count } = await db.segment.deleteMany({ where: { accountId, id: segmentId } });
+      if (count === 0) throw segmentNotFound(segmentId);
+    },
+
+    /** Makes a member who reaches the segment's dataset the segment's user. */
+    async setUser(accountId: string, segmentId: number, userId: number): Promise<void> {
+      const segment = await db.segment.findFirst({ where: { accountId, id: segmentId }, select: { datasetId: true } });
+      if (!segment) throw segmentNotFound(segmentId);
+      await access.member(accountId, userId);
+      await access.requireReach(accountId, segment.datasetId, [userId]);
+      await db.segment.updateMany({ where: { accountId, id: segmentId }, data: { userId: BigInt(userId) } });
+    },
+
+    /** The filters of a segment of the dataset; 404 when the dataset has no such segment. */
+    async filtersOf(accountId: string, datasetId: string, segmentId: number): Promise<SegmentFilter> {
+      const segment = await db.segment.findFirst({ where: { accountId, datasetId, id: segmentId }, select: { filters: true } });
+      if (!segment) throw new NotFoundError(`Segment ${segmentId} is not a segment of dataset ${datasetId}`);
+      return storedFilter(segment.filters);
+    },
+  };
+}
+
+export type SegmentService = ReturnType<typeof segmentService>;

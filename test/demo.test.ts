@@ -1,0 +1,66 @@
+// The demo account of `npm start`: leads, segments and an exclusion rule that work out of the box.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type Demo, DEMO_COMPETITOR_DOMAIN, ensureDemo } from "../server/demo.ts";
+import { generateLeads } from "../server/lead-generator.ts";
+import { startTestApi, type TestApi } from "./support/api.ts";
+
+let api: TestApi;
+let demo: Demo;
+
+beforeAll(async () => {
+  api = await startTestApi();
+  demo = await ensureDemo(api.services);
+});
+afterAll(() => api?.close());
+
+const as = () => ({ "x-api-key": demo.key });
+
+describe("demo account", () => {
+  it("when the demo is created, then its first dataset lists its leads, newest first, without the excluded competitor", async () => {
+    const datasetId = demo.datasetIds[0]!;
+    expect(await api.db.prisma.lead.count({ where: { datasetId } })).toBe(302);
+    const seen: { organizationDomain: string | null; lastVisitAt: string }[] = [];
+    let cursor: string | null = null;
+    const page = (from: string | null) =>
+      api.request().get("/v1/leads").query({ email: demo.adminEmail, datasetId, limit: 500, ...(from ? { cursor: from } : {}) }).set(as());
+    do {
+      const res = await page(cursor);
+      expect(res.status).toBe(200);
+      seen.push(...res.body.data);
+      cursor = res.body.nextCursor;
+    } while (cursor);
+    expect(seen).toHaveLength(300);
+    expect(seen.some((l) => l.organizationDomain === DEMO_COMPETITOR_DOMAIN)).toBe(false);
+    const times = seen.map((l) => Date.parse(l.lastVisitAt));
+    expect(times).toEqual([...times].sort((a, b) => b - a));
+  });
+
+  it("when the demo's segments are listed and applied, then each selects the leads its filter describes", async () => {
+    const datasetId = demo.datasetIds[0]!;
+    const segments = await api
+      .request()
+      .get("/v1/segments")
+      .query({ email: demo.adminEmail, accountId: demo.accountId, datasetId })
+      .set(as());
+    expect(segments.body.data.map((s: { name: string }) => s.name)).toEqual(["German enterprise visitors", "Hot software leads"]);
+    const german = segments.body.data[0].segmentId as number;
+    const res = await api.request().get("/v1/leads").query({ email: demo.adminEmail, datasetId, segmentId: german, limit: 500 }).set(as());
+    expect(res.body.data.length).toBeGreaterThan(0);
+    for (const lead of res.body.data) {
+      expect(lead.country).toBe("DE");
+      expect(lead.employeeCount).toBeGreaterThanOrEqual(500);
+    }
+  });
+
+  it("when the demo is ensured again, then no second account or second set of leads is made", async () => {
+    const again = await ensureDemo(api.services);
+    expect(again.accountId).toBe(demo.accountId);
+    expect(await api.db.prisma.lead.count({ where: { accountId: demo.accountId } })).toBe(302);
+  });
+
+  it("when leads are generated twice from one seed and end, then they are identical", () => {
+    const end = new Date("2026-01-01T00:00:00Z");
+    expect(generateLeads({ count: 50, seed: 9, end })).toEqual(generateLeads({ count: 50, seed: 9, end }));
+    expect(generateLeads({ count: 50, seed: 9, end })).not.toEqual(generateLeads({ count: 50, seed: 10, end }));
+  });
+});
