@@ -1,20 +1,15 @@
 // Dataset Management: createDataset, renameDataset, updateFormTracking.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestApi, type TestApi } from "./support/api.ts";
-import { createTenant, type Tenant, uniqueEmail } from "./support/tenants.ts";
+import type { TestApi } from "./support/api.ts";
+import { as, startWithTenants } from "./support/suite.ts";
+import { type Tenant, uniqueEmail } from "./support/tenants.ts";
 
 let api: TestApi;
 let tenant: Tenant;
 let other: Tenant;
 
-beforeAll(async () => {
-  api = await startTestApi();
-  tenant = await createTenant(api.services, "Acme");
-  other = await createTenant(api.services, "Globex");
-});
+beforeAll(async () => ({ api, tenant, other } = await startWithTenants()));
 afterAll(() => api?.close());
-
-const as = (key: string) => ({ "x-api-key": key });
 const q = (email: string) => `email=${encodeURIComponent(email)}`;
 
 let counter = 0;

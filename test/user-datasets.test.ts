@@ -1,20 +1,15 @@
 // UserDatasets: getUserDatasets, addUserDataset, removeUserDataset.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestApi, type TestApi } from "./support/api.ts";
-import { createTenant, type Tenant, uniqueEmail } from "./support/tenants.ts";
+import type { TestApi } from "./support/api.ts";
+import { as, startWithTenants } from "./support/suite.ts";
+import { type Tenant, uniqueEmail } from "./support/tenants.ts";
 
 let api: TestApi;
 let tenant: Tenant;
 let other: Tenant;
 
-beforeAll(async () => {
-  api = await startTestApi();
-  tenant = await createTenant(api.services, "Acme");
-  other = await createTenant(api.services, "Globex");
-});
+beforeAll(async () => ({ api, tenant, other } = await startWithTenants()));
 afterAll(() => api?.close());
-
-const as = (key: string) => ({ "x-api-key": key });
 
 /** A new member of the tenant's account with access to the given datasets. */
 async function newMember(t: Tenant, datasetIds: string[] = []): Promise<{ id: number; email: string }> {

@@ -1,20 +1,15 @@
 // User Management: updateUserName, addUser, resendInvite.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestApi, type TestApi } from "./support/api.ts";
-import { createTenant, type Tenant, uniqueEmail } from "./support/tenants.ts";
+import type { TestApi } from "./support/api.ts";
+import { as, startWithTenants } from "./support/suite.ts";
+import { type Tenant, uniqueEmail } from "./support/tenants.ts";
 
 let api: TestApi;
 let tenant: Tenant;
 let other: Tenant;
 
-beforeAll(async () => {
-  api = await startTestApi();
-  tenant = await createTenant(api.services, "Acme");
-  other = await createTenant(api.services, "Globex");
-});
+beforeAll(async () => ({ api, tenant, other } = await startWithTenants()));
 afterAll(() => api?.close());
-
-const as = (key: string) => ({ "x-api-key": key });
 
 describe("addUser", () => {
   it("when an admin adds a new e-mail with datasets, then the user is a member with access to them", async () => {
