@@ -20,11 +20,13 @@ export interface AppOptions {
   validateResponses?: boolean;
   /** Called with each finished request's operationId and status (the contract-coverage report). */
   observe?: ResponseObserver;
+  /** The clock of charges and idempotency keys (tests move it across a month's end). */
+  now?: () => Date;
 }
 
-export function createApp({ db, logger = createLogger(), validateResponses = true, observe }: AppOptions) {
+export function createApp({ db, logger = createLogger(), validateResponses = true, observe, now }: AppOptions) {
   const spec = loadSpec();
-  const services = createServices(db.prisma);
+  const services = createServices(db.prisma, { now });
   const app = express();
   app.disable("x-powered-by");
   const operationOf = operationMatcher(spec);

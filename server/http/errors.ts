@@ -77,16 +77,16 @@ export class MethodNotAllowedError extends ApiError {
 /** 404 V1NotFoundResponse: also for another account's ids, so that existence is not revealed. */
 export class NotFoundError extends ApiError {
   readonly status = 404;
-  constructor(message: string) {
-    super("not_found", message);
+  constructor(message: string, code = "not_found") {
+    super(code, message);
   }
 }
 
 /** 409 V1ConflictResponse. */
 export class ConflictError extends ApiError {
   readonly status = 409;
-  constructor(message: string) {
-    super("conflict", message);
+  constructor(message: string, code = "conflict") {
+    super(code, message);
   }
 }
 

@@ -19,10 +19,6 @@ export const pendingOperations = [
   "validateCustomTrackingDomain",
   "addCustomTrackingDomain",
   "updateCustomTrackingDomain",
-  "lookupEmail",
-  "lookupEmailByQuery",
-  "getCreditUsageTimeSeries",
-  "getCreditUsageSummary",
 ] as const satisfies readonly OperationId[];
 
 type Pending = (typeof pendingOperations)[number];

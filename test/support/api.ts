@@ -25,7 +25,8 @@ function record(file: string, line: string): void {
   if (reportDir) appendFileSync(path.join(reportDir, `${file}-${process.pid}.log`), line + "\n");
 }
 
-export async function startTestApi(): Promise<TestApi> {
+/** `now`: the clock of charges and idempotency keys, for the app and `services` alike. */
+export async function startTestApi({ now }: { now?: () => Date } = {}): Promise<TestApi> {
   const db = await createTestDatabase();
   const logs: string[] = [];
   const logger = createLogger("info", (line) => {
@@ -37,11 +38,12 @@ export async function startTestApi(): Promise<TestApi> {
     logger,
     validateResponses: true,
     observe: (operationId, status) => record("coverage", `${operationId ?? "-"} ${status}`),
+    now,
   });
   return {
     db,
     app,
-    services: createServices(db.prisma),
+    services: createServices(db.prisma, { now }),
     request: () => supertest.agent(app),
     logs,
     close: () => db.close(),
