@@ -413,7 +413,7 @@ describe("lookupEmailByQuery", () => {
     expect(res.status).toBe(200);
     expect(res.body).toEqual(jane);
     expect((await ledger(t.accountId)).map((e) => e.operation)).toEqual(["lookupEmailByQuery"]);
-    const lines = api.logs.filter((l) => l.includes(res.headers["x-request-id"]));
+    const lines = api.logs.filter((l) => l.includes(res.headers["x-request-id"]!));
     expect(lines.length).toBeGreaterThan(0);
     for (const line of lines) {
       expect(line).not.toContain("jane");
