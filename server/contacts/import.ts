@@ -157,7 +157,9 @@ export function formatOf(file: string): ImportFormat {
 
 export async function importContacts(options: ImportOptions): Promise<ImportSummary> {
   const started = Date.now();
-  const { size } = await stat(options.file);
+  const { size } = await stat(options.file).catch((error: Error) => {
+    throw new ImportFileError(`cannot read ${options.file}: ${error.message}`);
+  });
   const stream = createReadStream(options.file);
   const source = (options.format ?? formatOf(options.file)) === "csv" ? csvRecords(stream) : ndjsonRecords(stream);
   const writer = new BatchWriter(options.store, options.batchSize);

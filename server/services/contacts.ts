@@ -12,22 +12,36 @@ export interface UpsertResult {
   unchanged: number;
 }
 
-const optional = ["headline", "linkedinUrl", "seniority", "jobFunction", "location"] as const;
+type Row = NonNullable<Awaited<ReturnType<Db["contact"]["findUnique"]>>>;
+
+/** Absent, not null, when unknown (the spec's ContactProfile); fields in the spec's order (jsonb keeps its own). */
+function toProfile(row: Row): ContactProfile {
+  const present = <T>(value: T | null | undefined) => (value === null ? undefined : value);
+  const profile: ContactProfile = {
+    email: row.email,
+    fullName: row.fullName,
+    headline: present(row.headline),
+    linkedinUrl: present(row.linkedinUrl),
+    seniority: present(row.seniority),
+    jobFunction: present(row.jobFunction),
+    location: present(row.location),
+    languages: (row.languages as ContactProfile["languages"]).map(({ name, proficiency }) => ({ name, proficiency })),
+    experience: (row.experience as ContactProfile["experience"]).map(({ title, companyName, startYear, endYear, current }) => ({
+      title,
+      companyName,
+      startYear,
+      endYear,
+      current,
+    })),
+  };
+  return JSON.parse(JSON.stringify(profile)) as ContactProfile; // drops the undefined fields
+}
 
 export function contactService(db: Db) {
   return {
     async find(email: string): Promise<ContactProfile | undefined> {
       const row = await db.contact.findUnique({ where: { email: normaliseEmail(email) } });
-      if (!row) return undefined;
-      const profile: ContactProfile = {
-        email: row.email,
-        fullName: row.fullName,
-        languages: row.languages as ContactProfile["languages"],
-        experience: row.experience as ContactProfile["experience"],
-      };
-      // absent, not null, when unknown (the spec's ContactProfile)
-      for (const field of optional) if (row[field] !== null) profile[field] = row[field];
-      return profile;
+      return row ? toProfile(row) : undefined;
     },
 
     /**
