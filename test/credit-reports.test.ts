@@ -105,18 +105,6 @@ describe("getCreditUsageTimeSeries", () => {
     expect(res.body.data.reduce((sum: number, d: { credits: number }) => sum + d.credits, 0)).toBe(13);
   });
 
-  it("when from is after to, then 400 ParameterizedErrorVM naming from", async () => {
-    const res = await timeseries(tenant, { from: "2026-02-02", to: "2026-02-01" });
-    expect(res.status).toBe(400);
-    expect(res.body).toEqual({ message: "error.validation_failed", params: { from: expect.any(String) } });
-  });
-
-  it("when the period spans more than 366 days, then 400 naming to", async () => {
-    const res = await timeseries(tenant, { from: "2025-03-01", to: "2026-03-02" });
-    expect(res.status).toBe(400);
-    expect(res.body).toEqual({ message: "error.validation_failed", params: { to: expect.stringContaining("367 days") } });
-  });
-
   it.each([
     ["a date that does not exist", { from: "2026-02-30", to: "2026-03-01" }, "from"],
     ["an unknown granularity", { ...period, granularity: "hour" }, "granularity"],
@@ -126,20 +114,6 @@ describe("getCreditUsageTimeSeries", () => {
     expect(res.status).toBe(400);
     expect(res.body.message).toBe("error.validation_failed");
     expect(Object.keys(res.body.params).join(" ")).toContain(field);
-  });
-
-  it("when the dataset is another account's, then 404 ErrorVM", async () => {
-    const res = await timeseries(tenant, { ...period, datasetId: other.datasets[0] });
-    expect(res.status).toBe(404);
-    expect(res.body).toEqual({ message: "error.not_found", description: expect.any(String) });
-  });
-
-  it("when the licence has lapsed, then 403 ErrorVM", async () => {
-    const lapsed = await createTenant(api.services, "Lapsed");
-    await api.services.accounts.setLicence(lapsed.accountId, new Date(Date.now() - 86_400_000));
-    const res = await timeseries(lapsed, period);
-    expect(res.status).toBe(403);
-    expect(res.body).toEqual({ message: "error.no_valid_licence", description: expect.any(String) });
   });
 });
 
@@ -174,32 +148,41 @@ describe("getCreditUsageSummary", () => {
     expect(res.body.datasets[0]).toMatchObject({ limit: 2, used: 3, remaining: 0 });
   });
 
-  it("when from is after to, then 400 naming from", async () => {
-    const res = await summary(tenant, { from: "2026-02-02", to: "2026-02-01" });
-    expect(res.status).toBe(400);
-    expect(res.body).toEqual({ message: "error.validation_failed", params: { from: expect.any(String) } });
-  });
-
-  it("when the period spans more than 366 days, then 400 naming to", async () => {
-    const res = await summary(tenant, { from: "2024-01-01", to: "2025-12-31" });
-    expect(res.status).toBe(400);
-    expect(res.body.params).toEqual({ to: expect.any(String) });
-  });
-
-  it("when the dataset is another account's, then 404 ErrorVM", async () => {
-    const res = await summary(tenant, { ...period, datasetId: other.datasets[1] });
-    expect(res.status).toBe(404);
-    expect(res.body).toEqual({ message: "error.not_found", description: expect.any(String) });
-  });
-
-  it("when the licence has lapsed, then 403 ErrorVM", async () => {
-    const lapsed = await createTenant(api.services, "Lapsed summary");
-    await api.services.accounts.setLicence(lapsed.accountId, new Date(Date.now() - 86_400_000));
-    const res = await summary(lapsed, period);
-    expect(res.status).toBe(403);
-    expect(res.body).toEqual({ message: "error.no_valid_licence", description: expect.any(String) });
-  });
 });
+
+// The errors both operations share: ParameterizedErrorVM for a 400 (naming the parameter), ErrorVM otherwise.
+for (const [operationId, send] of [
+  ["getCreditUsageTimeSeries", timeseries],
+  ["getCreditUsageSummary", summary],
+] as const) {
+  describe(operationId, () => {
+    it("when from is after to, then 400 ParameterizedErrorVM naming from", async () => {
+      const res = await send(tenant, { from: "2026-02-02", to: "2026-02-01" });
+      expect(res.status).toBe(400);
+      expect(res.body).toEqual({ message: "error.validation_failed", params: { from: "must not be after to" } });
+    });
+
+    it("when the period spans more than 366 days, then 400 naming to", async () => {
+      const res = await send(tenant, { from: "2025-03-01", to: "2026-03-02" });
+      expect(res.status).toBe(400);
+      expect(res.body).toEqual({ message: "error.validation_failed", params: { to: expect.stringContaining("367 days") } });
+    });
+
+    it("when the dataset is another account's, then 404 ErrorVM", async () => {
+      const res = await send(tenant, { ...period, datasetId: other.datasets[0] });
+      expect(res.status).toBe(404);
+      expect(res.body).toEqual({ message: "error.not_found", description: expect.any(String) });
+    });
+
+    it("when the licence has lapsed, then 403 ErrorVM", async () => {
+      const lapsed = await createTenant(api.services, `Lapsed ${operationId}`);
+      await api.services.accounts.setLicence(lapsed.accountId, new Date(Date.now() - 86_400_000));
+      const res = await send(lapsed, period);
+      expect(res.status).toBe(403);
+      expect(res.body).toEqual({ message: "error.no_valid_licence", description: expect.any(String) });
+    });
+  });
+}
 
 describe("the reports and the ledger", () => {
   it("when many charges are spread over three months and two datasets, then every report adds up to the ledger exactly", async () => {
