@@ -320,10 +320,8 @@ describe("lookupEmail under concurrency", () => {
     `when ${N} found lookups arrive at once with ${K} credits left (PGlite: one connection, so serial), then exactly ${K} are charged and the rest get 402`,
     exactlyKSucceed,
   );
-  it.skipIf(!onPostgres)(
-    `when ${N} found lookups race for ${K} credits on PostgreSQL (all released at once from the locked usage row), then exactly ${K} are charged and the rest get 402 [skipped: TEST_DATABASE_URL is not set]`,
-    exactlyKSucceed,
-  );
+  const onPostgresTitle = `when ${N} found lookups race for ${K} credits on PostgreSQL (all released at once from the locked usage row), then exactly ${K} are charged and the rest get 402`;
+  it.skipIf(!onPostgres)(onPostgres ? onPostgresTitle : `${onPostgresTitle} [skipped: TEST_DATABASE_URL is not set]`, exactlyKSucceed);
 });
 
 describe("lookupEmail with Idempotency-Key", () => {
