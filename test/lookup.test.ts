@@ -333,7 +333,7 @@ describe("lookupEmail with Idempotency-Key", () => {
     const first = await withKey(t, "retry-1", { email: jane.email, firstName: "Jane" });
     const again = await withKey(t, "retry-1", { firstName: "Jane", email: jane.email });
     expect([first.status, again.status]).toEqual([200, 200]);
-    expect(again.body).toEqual(first.body);
+    expect(again.text).toBe(first.text);
     expect((await ledger(t.accountId)).length).toBe(1);
   });
 

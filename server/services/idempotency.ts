@@ -69,7 +69,7 @@ export function idempotencyService(db: Db, now: () => Date) {
         if (held.fingerprint !== print) {
           throw new ConflictError("This Idempotency-Key was used with a different request", "idempotency_key_reused");
         }
-        if (held.status !== null) return { replay: { status: held.status, body: held.body } };
+        if (held.status !== null) return { replay: { status: held.status, body: JSON.parse(held.body ?? "null") } };
         if (Date.now() > deadline) {
           throw new ConflictError("A request with this Idempotency-Key is still being answered; retry later", "idempotency_key_in_progress");
         }
@@ -80,7 +80,7 @@ export function idempotencyService(db: Db, now: () => Date) {
     /** Stores the answer of a request that charged nothing (a miss, no credit). */
     async store(claim: KeyClaim, answer: StoredAnswer): Promise<void> {
       await db.$executeRaw`
-        UPDATE "IdempotencyKey" SET status = ${answer.status}, body = ${JSON.stringify(answer.body)}::jsonb WHERE ${where(claim)}`;
+        UPDATE "IdempotencyKey" SET status = ${answer.status}, body = ${JSON.stringify(answer.body)} WHERE ${where(claim)}`;
     },
 
     /**
@@ -91,7 +91,7 @@ export function idempotencyService(db: Db, now: () => Date) {
       return {
         guard: Prisma.sql`guard AS (SELECT 1 FROM "IdempotencyKey" WHERE ${where(claim)} FOR UPDATE),`,
         after: Prisma.sql`, stored AS (
-          UPDATE "IdempotencyKey" SET status = ${answer.status}, body = ${JSON.stringify(answer.body)}::jsonb
+          UPDATE "IdempotencyKey" SET status = ${answer.status}, body = ${JSON.stringify(answer.body)}
           WHERE ${where(claim)} AND EXISTS (SELECT 1 FROM entry) RETURNING 1)`,
       };
     },

@@ -46,7 +46,7 @@ CREATE TABLE "IdempotencyKey" (
     "owner" TEXT NOT NULL,
     "createdAt" TIMESTAMPTZ(3) NOT NULL,
     "status" INTEGER,
-    "body" JSONB,
+    "body" TEXT,
 
     CONSTRAINT "IdempotencyKey_pkey" PRIMARY KEY ("accountId","key")
 );
