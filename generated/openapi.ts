@@ -600,13 +600,16 @@ export interface paths {
         };
         /**
          * Look up a contact's profile by e-mail (query form)
-         * @description Same lookup, charging and errors as `POST /v1/email-lookup`, with the e-mail address and
-         *     the hints in the query. Prefer the POST form: this one puts the e-mail address into URLs
-         *     and logs. Here `email` is the contact looked up, not an acting user.
+         * @description Same lookup, matching, charging and errors as `POST /v1/email-lookup`, with the e-mail
+         *     address and the hints in the query. Prefer the POST form: this one puts the e-mail
+         *     address into URLs, and so into the logs of every proxy on the way (this service logs
+         *     only the path). It takes no `Idempotency-Key`. Here `email` is the contact looked up,
+         *     not an acting user.
          *     - 402 `credit_limit_exceeded`: the paying dataset has no credit left this month; nothing
          *       is charged.
          *     - 404 `not_found`: `datasetId` is not a dataset of the account.
-         *     - 404 `profile_not_found`: no profile was found; nothing is charged.
+         *     - 404 `profile_not_found`: no profile was found, or a hint contradicts it; nothing is
+         *       charged.
          */
         get: operations["lookupEmailByQuery"];
         put?: never;
@@ -617,13 +620,32 @@ export interface paths {
          *     the recommended form: `GET /v1/email-lookup` puts the e-mail address into URLs and logs.
          *     Available on every plan. No acting user: acts with the account's authority.
          *
-         *     Credits: a found profile costs 1 credit, charged (as a ledger entry) to the dataset
-         *     `datasetId`, or, when it is omitted, to the account's oldest dataset that has credit left
-         *     this month. A miss is free. Credit is checked before the lookup.
+         *     Matching: the e-mail address (case-insensitive, surrounding blanks ignored) selects at
+         *     most one profile; the hints then have to confirm it (rules in `ContactEnrichmentRequest`).
+         *     A hint the profile does not confirm makes the lookup a miss, so you never pay for the
+         *     profile of someone else (a recycled or shared address): hints make a lookup stricter,
+         *     never looser.
+         *
+         *     Credits: a found profile costs exactly 1 credit, charged (as a ledger entry) to the
+         *     dataset `datasetId`, or, when it is omitted, to the account's oldest dataset that has
+         *     credit left this month (UTC). A miss is free. Credit is checked before the lookup, and
+         *     the charge is atomic: with K credits left, of any number of simultaneous lookups exactly
+         *     K are answered 200 and the others 402.
+         *
+         *     Retries: send an `Idempotency-Key` header to retry safely. A retry with the same key and
+         *     the same request (query and body) gets the first answer again, with its status (200, 402
+         *     or 404), and charges nothing more; concurrent requests with one key are answered once and
+         *     charged at most once (the others wait for the first one's answer). Keys belong to the
+         *     account and are kept for 24 hours after first use; after that a key is new again.
          *     - 402 `credit_limit_exceeded`: the paying dataset (without `datasetId`: every dataset of
          *       the account) has no credit left this month; nothing is charged.
-         *     - 404 `not_found`: `datasetId` is not a dataset of the account.
-         *     - 404 `profile_not_found`: no profile was found; nothing is charged.
+         *     - 404 `not_found`: `datasetId` is not a dataset of the account (also another account's).
+         *     - 404 `profile_not_found`: no profile was found, or a hint contradicts it; nothing is
+         *       charged.
+         *     - 409 `idempotency_key_reused`: the `Idempotency-Key` was used with a different request
+         *       in the last 24 hours; nothing is charged.
+         *     - 409 `idempotency_key_in_progress`: a request with this key is still being answered
+         *       after a 10-second wait; retry later.
          */
         post: operations["lookupEmail"];
         delete?: never;
@@ -674,10 +696,11 @@ export interface paths {
          * Credit usage summary
          * @description Summarises the credits of the period from `from` to `to` (inclusive, UTC dates) per
          *     dataset (the dataset `datasetId`, or every dataset of the account, oldest first), with
-         *     totals over them, computed from the credit ledger. For a dataset, `limit` is the sum of
-         *     its monthly limits over the calendar months the period touches, `used` the credits
-         *     charged within the period, and `remaining` is `limit - used`, never below 0. No acting
-         *     user: acts with the account's authority.
+         *     totals over them, computed from the credit ledger. For a dataset, `limit` is its current
+         *     monthly limit times the number of calendar months the period touches (a period within
+         *     one month: the monthly limit), `used` the credits charged within the period, and
+         *     `remaining` is `limit - used`, never below 0. For the current month alone, `remaining`
+         *     is what the dataset can still spend. No acting user: acts with the account's authority.
          *     - 400: `from` is after `to`, or the period is longer than 366 days.
          *     - 403: the account holds no valid API licence.
          *     - 404: `datasetId` is not a dataset of the account.
@@ -1044,6 +1067,20 @@ export interface components {
             ctd: string;
         };
         /**
+         * @description The contact to look up: the e-mail address selects the profile; each hint given must
+         *     agree with it, else the lookup is a miss (404 `profile_not_found`, nothing charged).
+         *     Names and companies are compared without case, accents and punctuation ("Müller-Lüdenscheidt"
+         *     is the words `muller ludenscheidt`).
+         *     - `firstName`: the profile's full name begins with its words (`Jane`, `Jane Marie`), or
+         *       it is an initial (`J`, `J.`) of the first name.
+         *     - `lastName`: the profile's full name ends with its words (`Doe`, `van der Berg`).
+         *     - `companyName`: the company of one of the profile's positions (current or past), with
+         *       legal forms such as Inc, Ltd, GmbH, Corporation ignored (`ACME, Inc.` agrees with
+         *       `Acme Corporation`).
+         *     - `companyDomain`: the e-mail address is at this domain or a subdomain of it, or a label
+         *       of the domain other than the top-level one is the company of one of the positions
+         *       (`acme.example` agrees with a position at `Acme Corporation`); a leading `www.` is
+         *       ignored.
          * @example {
          *       "email": "jane.doe@acme.example",
          *       "firstName": "Jane",
@@ -1741,7 +1778,7 @@ export interface components {
          *     }
          */
         V1ConflictResponse: {
-            /** @description Machine-readable code, `conflict` (the update of a custom tracking domain also uses `dns_not_configured`, `certificate_failed` and `certificate_pending`). */
+            /** @description Machine-readable code: `conflict`; the update of a custom tracking domain also uses `dns_not_configured`, `certificate_failed` and `certificate_pending`, the e-mail lookup `idempotency_key_reused` and `idempotency_key_in_progress`. */
             error: string;
             message: string;
         };
@@ -1757,7 +1794,7 @@ export interface components {
             message: string;
         };
         /**
-         * @description Body of 500 (`internal_error`), of 402 (`credit_limit_exceeded`) and of 501 (`not_implemented`).
+         * @description Body of 500 (`internal_error`) and of 402 (`credit_limit_exceeded`).
          * @example {
          *       "error": "internal_error",
          *       "message": "Unexpected server error; quote the X-Request-Id when reporting it."
@@ -1950,24 +1987,6 @@ export interface components {
                 "application/json": components["schemas"]["V1InternalServerError"];
             };
         };
-        /** @description The operation is in the contract but not implemented in this release. */
-        NotImplemented: {
-            headers: {
-                "X-Request-Id": components["headers"]["RequestId"];
-                RateLimit: components["headers"]["RateLimit"];
-                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                [name: string]: unknown;
-            };
-            content: {
-                /**
-                 * @example {
-                 *       "error": "not_implemented",
-                 *       "message": "This operation is not implemented in this release."
-                 *     }
-                 */
-                "application/json": components["schemas"]["V1InternalServerError"];
-            };
-        };
         /** @description Parameterized error: the request is invalid. `ParameterizedErrorVM` for `application/json`, `ErrorVM` for other content types. */
         CreditBadRequest: {
             headers: {
@@ -2088,6 +2107,11 @@ export interface components {
         DatasetIdQuery: components["schemas"]["DatasetId"];
         /** @description Dataset whose credit pays for the lookup. When omitted, the account's oldest dataset with credit left this month pays. */
         DatasetIdCreditQuery: components["schemas"]["DatasetId"];
+        /**
+         * @description A key you choose per logical request (a UUID is a good choice), 1 to 255 printable ASCII characters without spaces. A retry with the same key and the same request replays the first answer and charges nothing more; the same key with a different request is 409 `idempotency_key_reused`. Keys are kept for 24 hours after first use, per account.
+         * @example 5f0c2b1e-8a4d-4c3b-9f57-2d1e0a6b7c88
+         */
+        IdempotencyKey: string;
         /** @description Id of a segment of the dataset. */
         SegmentIdQuery: components["schemas"]["SegmentId"];
         /** @description Only the leads that match this segment's filters; a segment of the dataset. */
@@ -3035,7 +3059,6 @@ export interface operations {
             409: components["responses"]["Conflict"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     lookupEmail: {
@@ -3044,7 +3067,13 @@ export interface operations {
                 /** @description Dataset whose credit pays for the lookup. When omitted, the account's oldest dataset with credit left this month pays. */
                 datasetId?: components["parameters"]["DatasetIdCreditQuery"];
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description A key you choose per logical request (a UUID is a good choice), 1 to 255 printable ASCII characters without spaces. A retry with the same key and the same request replays the first answer and charges nothing more; the same key with a different request is 409 `idempotency_key_reused`. Keys are kept for 24 hours after first use, per account.
+                 * @example 5f0c2b1e-8a4d-4c3b-9f57-2d1e0a6b7c88
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3073,7 +3102,6 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     getCreditUsageTimeSeries: {
@@ -3106,7 +3134,6 @@ export interface operations {
             413: components["responses"]["CreditPayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["CreditInternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     getCreditUsageSummary: {
@@ -3139,7 +3166,6 @@ export interface operations {
             413: components["responses"]["CreditPayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["CreditInternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
 }

@@ -4,12 +4,17 @@
 //   npm run admin -- keys create --account ID --label L [--expires-days N]
 //   npm run admin -- keys list --account ID
 //   npm run admin -- keys revoke --key ID
+//   npm run admin -- contacts import FILE [--format ndjson|csv] [--batch-size 1000] [--progress]
+//   npm run admin -- contacts generate --count N [--seed 1] --out FILE   (no database needed)
+//   npm run admin -- credits set-limit --dataset ID --limit N
 // Add --json for machine-readable output. Works on DATABASE_URL or the embedded database
 // (which one process at a time may open: stop `npm start` first, or use PostgreSQL).
 import { parseArgs } from "node:util";
 import { loadConfig } from "../server/config.ts";
 import { openDatabaseOrExit } from "../server/db/database.ts";
 import { createServices, type Services } from "../server/services/index.ts";
+import { writeProfiles } from "../server/contacts/generate.ts";
+import { ImportFileError, importContacts, type ImportFormat } from "../server/contacts/import.ts";
 
 const DAY_MS = 86_400_000;
 
@@ -25,6 +30,14 @@ const { positionals, values } = parseArgs({
     label: { type: "string" },
     "expires-days": { type: "string" },
     key: { type: "string" },
+    format: { type: "string" },
+    "batch-size": { type: "string", default: "1000" },
+    progress: { type: "boolean", default: false },
+    count: { type: "string" },
+    seed: { type: "string", default: "1" },
+    out: { type: "string" },
+    dataset: { type: "string" },
+    limit: { type: "string" },
     json: { type: "boolean", default: false },
   },
 });
@@ -43,10 +56,25 @@ function days(name: keyof typeof values): number {
   return n;
 }
 
+function whole(name: keyof typeof values, min = 0): number {
+  const n = Number(required(name));
+  if (!Number.isSafeInteger(n) || n < min) throw new UsageError(`--${name} must be a whole number of at least ${min}`);
+  return n;
+}
+
 /** Prints `data` as JSON with --json, else as the human text. */
 function out(data: unknown, text: string): void {
   console.log(values.json ? JSON.stringify(data, null, 2) : text);
 }
+
+/** Commands that need no database (the embedded one may stay open in `npm start`). */
+const offline: Record<string, () => Promise<void>> = {
+  async "contacts generate"() {
+    const [count, seed, out] = [whole("count", 1), whole("seed"), required("out")];
+    await writeProfiles(out, seed, count);
+    console.error(`wrote ${count} profiles (seed ${seed}) to ${out}`);
+  },
+};
 
 const commands: Record<string, (s: Services) => Promise<void>> = {
   async "account create"(s) {
@@ -82,25 +110,54 @@ const commands: Record<string, (s: Services) => Promise<void>> = {
     if (!(await s.accounts.revokeApiKey(keyId))) throw new UsageError(`no key ${keyId}`);
     out({ id: keyId, revoked: true }, `key ${keyId} revoked`);
   },
+  async "contacts import"(s) {
+    const file = positionals[2];
+    if (!file) throw new UsageError("name the file: contacts import FILE");
+    const format = values.format as ImportFormat | undefined;
+    if (format && format !== "ndjson" && format !== "csv") throw new UsageError("--format must be ndjson or csv");
+    const summary = await importContacts({
+      file,
+      format,
+      store: s.contacts,
+      batchSize: whole("batch-size", 1),
+      progress: values.progress || !!process.stderr.isTTY,
+    });
+    const { records, inserted, updated, unchanged, superseded, rejected, seconds } = summary;
+    out(summary, `${records} records in ${seconds.toFixed(1)} s: ${inserted} inserted, ${updated} updated, ${unchanged} unchanged, ` +
+      `${superseded} superseded by a later line, ${rejected} rejected`);
+  },
+  async "credits set-limit"(s) {
+    const [datasetId, limit] = [required("dataset"), whole("limit")];
+    if (!(await s.credits.setMonthlyLimit(datasetId, limit))) throw new UsageError(`no dataset ${datasetId}`);
+    out({ datasetId, monthlyCreditLimit: limit }, `dataset ${datasetId}: ${limit} credits per calendar month (UTC)`);
+  },
 };
 
 async function main(): Promise<number> {
-  const command = commands[positionals.slice(0, 2).join(" ")];
-  if (!command) {
-    console.error(`usage: npm run admin -- <${Object.keys(commands).join(" | ")}> [options] [--json]`);
+  const name = positionals.slice(0, 2).join(" ");
+  const command = commands[name];
+  if (!command && !offline[name]) {
+    console.error(`usage: npm run admin -- <${[...Object.keys(commands), ...Object.keys(offline)].join(" | ")}> [options] [--json]`);
     return 2;
   }
-  const db = await openDatabaseOrExit(loadConfig().database);
   try {
-    await db.migrate();
-    await command(createServices(db.prisma));
+    if (offline[name]) await offline[name]();
+    else await withDatabase(command!);
     return 0;
   } catch (error) {
-    if (error instanceof UsageError) {
+    if (error instanceof UsageError || error instanceof ImportFileError) {
       console.error(error.message);
       return 2;
     }
     throw error;
+  }
+}
+
+async function withDatabase(command: (s: Services) => Promise<void>): Promise<void> {
+  const db = await openDatabaseOrExit(loadConfig().database);
+  try {
+    await db.migrate();
+    await command(createServices(db.prisma));
   } finally {
     await db.close();
   }

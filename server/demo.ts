@@ -1,20 +1,27 @@
 // The demo account that `npm start` creates on first run, so a new user has something to call.
+import { generateProfile, generateProfiles } from "./contacts/generate.ts";
 import { generateLeads } from "./lead-generator.ts";
 import type { Services } from "./services/index.ts";
 
 export const DEMO_ADMIN_EMAIL = "admin@demo.example";
 const DEMO_KEY_LABEL = "demo key (npm start)";
+/** The demo's contact profiles: profiles 0..499 of this generator seed. */
+const DEMO_CONTACT_SEED = 2026;
+const DEMO_CONTACTS = 500;
 
 export interface Demo {
   accountId: string;
   adminEmail: string;
   key: string;
   datasetIds: string[];
+  /** An e-mail address whose lookup finds a profile. */
+  contactEmail: string;
 }
 
 /**
  * Creates the demo account once (an admin, two members, two datasets, leads, segments and an
- * exclusion rule in the first dataset); at every start it revokes
+ * exclusion rule in the first dataset) and the demo's contact profiles (for the e-mail lookup);
+ * at every start it revokes
  * the previous demo key and issues a new one, since keys are stored hashed and cannot be shown again.
  */
 export async function ensureDemo(services: Services): Promise<Demo> {
@@ -24,7 +31,9 @@ export async function ensureDemo(services: Services): Promise<Demo> {
   }
   const { key } = await services.accounts.createApiKey(accountId, DEMO_KEY_LABEL);
   const datasetIds = (await services.datasets.list(accountId)).map((d) => d.id);
-  return { accountId, adminEmail: DEMO_ADMIN_EMAIL, key, datasetIds };
+  // an upsert: a restart leaves them as they are
+  await services.contacts.upsertMany([...generateProfiles(DEMO_CONTACT_SEED, DEMO_CONTACTS)]);
+  return { accountId, adminEmail: DEMO_ADMIN_EMAIL, key, datasetIds, contactEmail: generateProfile(DEMO_CONTACT_SEED, 0).email };
 }
 
 async function createDemoAccount(services: Services): Promise<string> {

@@ -70,6 +70,8 @@ async function printDemo(baseUrl: string): Promise<void> {
       `  API key:    ${demo.key}`,
       "Try it:",
       `  curl -s "${baseUrl}/v1/user-datasets?accountId=${demo.accountId}&email=${demo.adminEmail}" -H "x-api-key: ${demo.key}"`,
+      "Look up a contact (costs 1 credit of the oldest demo dataset; an unknown address is free):",
+      `  curl -s -X POST "${baseUrl}/v1/email-lookup" -H "x-api-key: ${demo.key}" -H "content-type: application/json" -d '{"email":"${demo.contactEmail}"}'`,
       "",
     ].join("\n"),
   );

@@ -104,8 +104,8 @@ export class MethodNotAllowedError extends ApiError {
 /** 404 V1NotFoundResponse: also for another account's ids, so that existence is not revealed. */
 export class NotFoundError extends ApiError {
   readonly status = 404;
-  constructor(message: string) {
-    super("not_found", message);
+  constructor(message: string, code = "not_found") {
+    super(code, message);
   }
 }
 
@@ -114,14 +114,6 @@ export class ConflictError extends ApiError {
   readonly status = 409;
   constructor(message: string, code = "conflict") {
     super(code, message);
-  }
-}
-
-/** 501: the operation is in the contract but not built yet. */
-export class NotImplementedError extends ApiError {
-  readonly status = 501;
-  constructor(operationId: string) {
-    super("not_implemented", `${operationId} is specified but not implemented in this release`);
   }
 }
 
@@ -185,7 +177,7 @@ export function toApiError(error: unknown): ApiError {
 /**
  * The credit-reporting operations (`/api/...`) have their own error bodies (Part 7):
  * ParameterizedErrorVM for a JSON 400 (ErrorVM when the client does not accept JSON) and ErrorVM
- * for 403, 404, 413 and 500. 401, 429 and 501 look the same everywhere.
+ * for 403, 404, 413 and 500. 401 and 429 look the same everywhere.
  */
 function creditErrorBody(error: ApiError, acceptsJson: boolean): { mediaType: string; body: object } | undefined {
   if (error instanceof BadRequestError && acceptsJson) {
@@ -209,7 +201,7 @@ export function errorHandler({ logger, operationOf, check }: ErrorHandlerOptions
   return (error, req, res, _next) => {
     const apiError = toApiError(error);
     const requestId = res.locals.requestId as string;
-    if (apiError.status >= 500 && apiError.status !== 501) {
+    if (apiError.status >= 500) {
       const violation = (error as HttpLikeError).errors?.some((d) => d.path === "/response");
       const msg = violation ? "response does not match the spec" : "request failed";
       logger.error(msg, { requestId, error: describe(error) });

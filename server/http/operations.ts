@@ -10,6 +10,7 @@ type Parameters<K extends OperationId> = operations[K]["parameters"];
 type Defined<T> = Exclude<T, undefined>;
 export type QueryOf<K extends OperationId> = Defined<Parameters<K>["query"]>;
 export type PathOf<K extends OperationId> = Defined<Parameters<K>["path"]>;
+export type HeaderOf<K extends OperationId> = Defined<Parameters<K>["header"]>;
 export type BodyOf<K extends OperationId> = operations[K] extends {
   requestBody: { content: { "application/json": infer B } };
 }
@@ -31,6 +32,8 @@ export interface OperationContext<K extends OperationId> {
   query: QueryOf<K>;
   path: PathOf<K>;
   body: BodyOf<K>;
+  /** A header parameter the spec declares for the operation (validated). */
+  header: (name: keyof HeaderOf<K> & string) => string | undefined;
   auth: Auth;
   requestId: string;
 }
@@ -87,6 +90,7 @@ export function registerOperations(router: Router, spec: SpecPaths, handlers: Op
         // the validator has coerced path parameters to their schema types
         path: (req.openapi?.pathParams ?? req.params) as never,
         body: req.body,
+        header: (name: string) => req.get(name),
         auth: res.locals.auth as Auth,
         requestId: res.locals.requestId as string,
       });

@@ -5,7 +5,8 @@ import { trackingDomainRoutes } from "./custom-tracking-domains.ts";
 import { datasetRoutes } from "./datasets.ts";
 import { leadOperationRoutes } from "./lead-operations.ts";
 import { leadRoutes } from "./leads.ts";
-import { pendingRoutes } from "./pending.ts";
+import { creditReportRoutes } from "./credit-reports.ts";
+import { lookupRoutes } from "./lookup.ts";
 import { segmentPreferenceRoutes } from "./segment-preferences.ts";
 import { segmentRoutes } from "./segments.ts";
 import { userDatasetRoutes } from "./user-datasets.ts";
@@ -21,6 +22,7 @@ export function createHandlers(services: Services): OperationHandlers {
     ...segmentPreferenceRoutes(services),
     ...leadOperationRoutes(services),
     ...leadRoutes(services),
-    ...pendingRoutes(),
+    ...lookupRoutes(services),
+    ...creditReportRoutes(services),
   };
 }

@@ -5,10 +5,15 @@ import { createLogger, type Logger } from "../logging.ts";
 import { accessService } from "./access.ts";
 import { accountService } from "./accounts.ts";
 import { certificateJobService } from "./certificate-jobs.ts";
+import { contactService } from "./contacts.ts";
+import { creditReportService } from "./credit-reports.ts";
+import { creditService } from "./credits.ts";
 import { trackingDomainService } from "./custom-tracking-domains.ts";
 import { datasetService } from "./datasets.ts";
+import { idempotencyService } from "./idempotency.ts";
 import { leadOperationService } from "./lead-operations.ts";
 import { leadService } from "./leads.ts";
+import { lookupService } from "./lookup.ts";
 import { segmentPreferenceService } from "./segment-preferences.ts";
 import { segmentService } from "./segments.ts";
 import { userDatasetService } from "./user-datasets.ts";
@@ -18,12 +23,20 @@ export interface ServiceOptions {
   /** Custom tracking domains; from the environment when not given. */
   trackingDomains?: TrackingDomainConfig;
   logger?: Logger;
+  /** The time charges, ledger entries and idempotency keys are written at (tests move it). */
+  now?: () => Date;
 }
 
-export function createServices(db: Db, { trackingDomains = loadTrackingDomainConfig(), logger = createLogger() }: ServiceOptions = {}) {
+export function createServices(
+  db: Db,
+  { trackingDomains = loadTrackingDomainConfig(), logger = createLogger(), now = () => new Date() }: ServiceOptions = {},
+) {
   const access = accessService(db);
   const certificateJobs = certificateJobService(db, { config: trackingDomains, logger });
   const segments = segmentService(db, access);
+  const contacts = contactService(db);
+  const credits = creditService(db);
+  const idempotency = idempotencyService(db, now);
   return {
     accounts: accountService(db),
     access,
@@ -36,6 +49,10 @@ export function createServices(db: Db, { trackingDomains = loadTrackingDomainCon
     segmentPreferences: segmentPreferenceService(db, access, segments),
     leadOperations: leadOperationService(db, access),
     leads: leadService(db, access, segments),
+    contacts,
+    credits,
+    lookup: lookupService({ contacts, credits, idempotency, now }),
+    creditReports: creditReportService(db, access),
   };
 }
 

@@ -15,6 +15,8 @@ export type TestAppOptions = Omit<AppOptions, "db" | "logger" | "observe" | "val
 export interface TestApiOptions extends TestAppOptions {
   /** Custom tracking domains (resolvers, ACME server, ...); hermetic defaults when absent. */
   trackingDomains?: TrackingDomainConfig;
+  /** The clock of charges and idempotency keys, for the app and `services` alike. */
+  now?: () => Date;
 }
 
 export interface TestApi {
@@ -45,10 +47,6 @@ export function recordLogLine(line: string): void {
 }
 
 /**
- * The rate limit of the in-process test app is on (every response carries the RateLimit headers)
- * but high enough never to throttle a test file; test/rate-limit.test.ts passes its own limiter.
- */
-/**
  * Custom tracking domains for tests that do not care about them: DNS goes to a closed loopback
  * port (look-ups fail at once instead of asking the network), and add/update wait one second.
  */
@@ -60,14 +58,18 @@ function hermeticTrackingDomains(): TrackingDomainConfig {
   });
 }
 
-export async function startTestApi({ trackingDomains, ...options }: TestApiOptions = {}): Promise<TestApi> {
+/**
+ * The rate limit of the in-process test app is on (every response carries the RateLimit headers)
+ * but high enough never to throttle a test file; test/rate-limit.test.ts passes its own limiter.
+ */
+export async function startTestApi({ trackingDomains, now, ...options }: TestApiOptions = {}): Promise<TestApi> {
   const db = await createTestDatabase();
   const logs: string[] = [];
   const logger = createLogger("info", (line) => {
     logs.push(line);
     record("logs", line);
   });
-  const services = createServices(db.prisma, { logger, trackingDomains: trackingDomains ?? hermeticTrackingDomains() });
+  const services = createServices(db.prisma, { logger, now, trackingDomains: trackingDomains ?? hermeticTrackingDomains() });
   const appWith = (variant: TestAppOptions) =>
     createApp({
       db,

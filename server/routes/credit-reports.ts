@@ -1,0 +1,20 @@
+// credit-reporting-controller: HTTP in, service call, HTTP out. Errors are shaped as
+// ParameterizedErrorVM / ErrorVM by the error handler (server/http/errors.ts) for /api paths.
+import type { Handler } from "../http/operations.ts";
+import type { Services } from "../services/index.ts";
+
+export function creditReportRoutes({ creditReports }: Services): {
+  getCreditUsageTimeSeries: Handler<"getCreditUsageTimeSeries">;
+  getCreditUsageSummary: Handler<"getCreditUsageSummary">;
+} {
+  return {
+    getCreditUsageTimeSeries: async ({ auth, body: { granularity = "day", ...period } }) => ({
+      status: 200,
+      body: await creditReports.timeSeries(auth.accountId, period, granularity),
+    }),
+    getCreditUsageSummary: async ({ auth, body }) => ({
+      status: 200,
+      body: await creditReports.summary(auth.accountId, body),
+    }),
+  };
+}

@@ -1,0 +1,22 @@
+// Lookup API: HTTP in, service call, HTTP out. The e-mail looked up is never logged.
+import type { Handler } from "../http/operations.ts";
+import type { Services } from "../services/index.ts";
+
+export function lookupRoutes({ lookup }: Services): {
+  lookupEmail: Handler<"lookupEmail">;
+  lookupEmailByQuery: Handler<"lookupEmailByQuery">;
+} {
+  return {
+    lookupEmail: async ({ auth, query, body, header }) => {
+      const caller = { ...auth, operation: "lookupEmail" };
+      const request = { ...body, datasetId: query.datasetId };
+      const key = header("Idempotency-Key");
+      const profile = key ? await lookup.lookupIdempotent(caller, request, key) : await lookup.lookup(caller, request);
+      return { status: 200, body: profile };
+    },
+    lookupEmailByQuery: async ({ auth, query }) => ({
+      status: 200,
+      body: await lookup.lookup({ ...auth, operation: "lookupEmailByQuery" }, query),
+    }),
+  };
+}

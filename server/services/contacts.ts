@@ -1,0 +1,87 @@
+// The contact store: professional profiles keyed by normalised e-mail address.
+import type { Db } from "../db/database.ts";
+import type { ContactProfile } from "../contacts/profile.ts";
+import { normaliseEmail } from "../ids.ts";
+
+export interface UpsertResult {
+  /** New profiles. */
+  inserted: number;
+  /** Existing profiles whose fields changed. */
+  updated: number;
+  /** Existing profiles that were already the same (a re-run of an import). */
+  unchanged: number;
+}
+
+type Row = NonNullable<Awaited<ReturnType<Db["contact"]["findUnique"]>>>;
+
+/** Absent, not null, when unknown (the spec's ContactProfile); fields in the spec's order (jsonb keeps its own). */
+function toProfile(row: Row): ContactProfile {
+  const present = <T>(value: T | null | undefined) => (value === null ? undefined : value);
+  const profile: ContactProfile = {
+    email: row.email,
+    fullName: row.fullName,
+    headline: present(row.headline),
+    linkedinUrl: present(row.linkedinUrl),
+    seniority: present(row.seniority),
+    jobFunction: present(row.jobFunction),
+    location: present(row.location),
+    languages: (row.languages as ContactProfile["languages"]).map(({ name, proficiency }) => ({ name, proficiency })),
+    experience: (row.experience as ContactProfile["experience"]).map(({ title, companyName, startYear, endYear, current }) => ({
+      title,
+      companyName,
+      startYear,
+      endYear,
+      current,
+    })),
+  };
+  return JSON.parse(JSON.stringify(profile)) as ContactProfile; // drops the undefined fields
+}
+
+export function contactService(db: Db) {
+  return {
+    async find(email: string): Promise<ContactProfile | undefined> {
+      const row = await db.contact.findUnique({ where: { email: normaliseEmail(email) } });
+      return row ? toProfile(row) : undefined;
+    },
+
+    /**
+     * Inserts or updates a batch in one statement (the whole batch travels as one JSON
+     * parameter). E-mails must be normalised and unique within the batch: a statement cannot
+     * update one row twice.
+     */
+    async upsertMany(profiles: readonly ContactProfile[]): Promise<UpsertResult> {
+      if (!profiles.length) return { inserted: 0, updated: 0, unchanged: 0 };
+      const [counts] = await db.$queryRaw<{ inserted: number; updated: number }[]>`
+        WITH incoming AS (
+          SELECT * FROM jsonb_to_recordset(${JSON.stringify(profiles)}::jsonb) AS r(
+            email text, "fullName" text, headline text, "linkedinUrl" text, seniority text,
+            "jobFunction" text, location text, languages jsonb, experience jsonb)
+        ), written AS (
+          INSERT INTO "Contact" (email, "fullName", headline, "linkedinUrl", seniority, "jobFunction", location, languages, experience)
+          SELECT email, "fullName", headline, "linkedinUrl", seniority, "jobFunction", location, languages, experience FROM incoming
+          ON CONFLICT (email) DO UPDATE SET
+            "fullName" = EXCLUDED."fullName", headline = EXCLUDED.headline, "linkedinUrl" = EXCLUDED."linkedinUrl",
+            seniority = EXCLUDED.seniority, "jobFunction" = EXCLUDED."jobFunction", location = EXCLUDED.location,
+            languages = EXCLUDED.languages, experience = EXCLUDED.experience
+          WHERE ("Contact"."fullName", "Contact".headline, "Contact"."linkedinUrl", "Contact".seniority,
+                 "Contact"."jobFunction", "Contact".location, "Contact".languages, "Contact".experience)
+                IS DISTINCT FROM
+                (EXCLUDED."fullName", EXCLUDED.headline, EXCLUDED."linkedinUrl", EXCLUDED.seniority,
+                 EXCLUDED."jobFunction", EXCLUDED.location, EXCLUDED.languages, EXCLUDED.experience)
+          -- xmax is 0 on a row this statement inserted, set on one it updated
+          RETURNING (xmax = 0) AS inserted
+        )
+        SELECT count(*) FILTER (WHERE inserted)::int AS inserted, count(*) FILTER (WHERE NOT inserted)::int AS updated
+        FROM written`;
+      const inserted = counts?.inserted ?? 0;
+      const updated = counts?.updated ?? 0;
+      return { inserted, updated, unchanged: profiles.length - inserted - updated };
+    },
+
+    count(): Promise<number> {
+      return db.contact.count();
+    },
+  };
+}
+
+export type ContactService = ReturnType<typeof contactService>;

@@ -1,0 +1,112 @@
+// Idempotency-Key: the first request with a key runs; retries with the same key and request get
+// its stored answer. The primary key (account, key) decides which of concurrent requests runs.
+import { createHash, randomUUID } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
+import type { Db } from "../db/database.ts";
+import { Prisma } from "../../generated/prisma/client.ts";
+import { ConflictError } from "../http/errors.ts";
+import type { ChargeHook } from "./credits.ts";
+
+/** How long a key and its answer are kept. */
+export const KEY_TTL_MS = 24 * 3_600_000;
+/** A request still unanswered after this long has died (requests take milliseconds): a retry takes over. */
+const ABANDONED_AFTER_MS = 30_000;
+/** How long a concurrent retry waits for the first request's answer before answering 409. */
+const WAIT_MS = 10_000;
+const POLL_MS = 20;
+
+export interface StoredAnswer {
+  status: number;
+  body: unknown;
+}
+
+/** The request that owns a key until it stores its answer. */
+export interface KeyClaim {
+  accountId: string;
+  key: string;
+  owner: string;
+}
+
+export type ClaimResult = { claim: KeyClaim } | { replay: StoredAnswer };
+
+/** SHA-256 of the request: the operation, the query and the body with its keys sorted. */
+export function fingerprint(operation: string, query: object, body: object): string {
+  const sorted = (o: object) => Object.fromEntries(Object.entries(o).sort(([a], [b]) => a.localeCompare(b)));
+  return createHash("sha256").update(JSON.stringify([operation, sorted(query), sorted(body)])).digest("hex");
+}
+
+export function idempotencyService(db: Db, now: () => Date) {
+  const where = (c: KeyClaim) => Prisma.sql`"accountId" = ${c.accountId} AND key = ${c.key} AND owner = ${c.owner} AND status IS NULL`;
+
+  /** Takes the key when it is new, expired, or abandoned by a request that died; returns whether we own it. */
+  async function tryClaim(claim: KeyClaim, print: string): Promise<boolean> {
+    const at = now();
+    const rows = await db.$queryRaw<unknown[]>`
+      INSERT INTO "IdempotencyKey" ("accountId", key, fingerprint, owner, "createdAt")
+      VALUES (${claim.accountId}, ${claim.key}, ${print}, ${claim.owner}, ${at}::timestamptz)
+      ON CONFLICT ("accountId", key) DO UPDATE
+        SET fingerprint = EXCLUDED.fingerprint, owner = EXCLUDED.owner, "createdAt" = EXCLUDED."createdAt", status = NULL, body = NULL
+        WHERE "IdempotencyKey"."createdAt" <= ${new Date(at.getTime() - KEY_TTL_MS)}::timestamptz
+           OR ("IdempotencyKey".status IS NULL AND "IdempotencyKey".fingerprint = EXCLUDED.fingerprint
+               AND "IdempotencyKey"."createdAt" <= ${new Date(at.getTime() - ABANDONED_AFTER_MS)}::timestamptz)
+      RETURNING owner`;
+    return rows.length > 0;
+  }
+
+  return {
+    /**
+     * Claims the key for this request, or returns the stored answer of the first request with
+     * it (waiting for it while it runs). 409 when the key came with another request, or when
+     * the first request is still running after the wait.
+     */
+    async claim(accountId: string, key: string, print: string): Promise<ClaimResult> {
+      const claim: KeyClaim = { accountId, key, owner: randomUUID() };
+      const deadline = Date.now() + WAIT_MS;
+      for (;;) {
+        if (await tryClaim(claim, print)) return { claim };
+        const held = await db.idempotencyKey.findUnique({ where: { accountId_key: { accountId, key } } });
+        if (!held) continue; // expired and removed in between: claim again
+        if (held.fingerprint !== print) {
+          throw new ConflictError("This Idempotency-Key was used with a different request", "idempotency_key_reused");
+        }
+        if (held.status !== null) return { replay: { status: held.status, body: JSON.parse(held.body ?? "null") } };
+        if (Date.now() > deadline) {
+          throw new ConflictError("A request with this Idempotency-Key is still being answered; retry later", "idempotency_key_in_progress");
+        }
+        await sleep(POLL_MS);
+      }
+    },
+
+    /** Stores the answer of a request that charged nothing (a miss, no credit). */
+    async store(claim: KeyClaim, answer: StoredAnswer): Promise<void> {
+      await db.$executeRaw`
+        UPDATE "IdempotencyKey" SET status = ${answer.status}, body = ${JSON.stringify(answer.body)} WHERE ${where(claim)}`;
+    },
+
+    /**
+     * Stores a charged answer inside the charge's statement: the charge goes ahead only while
+     * this request still owns the key (locked), and the answer commits with it.
+     */
+    storeWithCharge(claim: KeyClaim, answer: StoredAnswer): ChargeHook {
+      return {
+        guard: Prisma.sql`guard AS (SELECT 1 FROM "IdempotencyKey" WHERE ${where(claim)} FOR UPDATE),`,
+        after: Prisma.sql`, stored AS (
+          UPDATE "IdempotencyKey" SET status = ${answer.status}, body = ${JSON.stringify(answer.body)}
+          WHERE ${where(claim)} AND EXISTS (SELECT 1 FROM entry) RETURNING 1)`,
+      };
+    },
+
+    /** Gives the key up after an unexpected failure (nothing was charged), so that a retry runs. */
+    async release(claim: KeyClaim): Promise<void> {
+      await db.$executeRaw`DELETE FROM "IdempotencyKey" WHERE ${where(claim)}`;
+    },
+
+    /** Removes keys older than 24 hours. */
+    async purgeExpired(): Promise<number> {
+      const { count } = await db.idempotencyKey.deleteMany({ where: { createdAt: { lte: new Date(now().getTime() - KEY_TTL_MS) } } });
+      return count;
+    },
+  };
+}
+
+export type IdempotencyService = ReturnType<typeof idempotencyService>;
