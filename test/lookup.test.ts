@@ -6,6 +6,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ContactProfile } from "../server/contacts/profile.ts";
+import { metrics } from "../server/metrics.ts";
 import { startTestApi, type TestApi } from "./support/api.ts";
 import { createTenant, type Tenant } from "./support/tenants.ts";
 
@@ -117,6 +118,15 @@ describe("lookupEmail", () => {
     expect(res.body).toEqual(missed);
     expect(await ledger(t.accountId)).toEqual([]);
     expect(await usage(t.datasets[0])).toEqual([]);
+  });
+
+  it("when one look-up finds a profile and another misses, then the credits_charged_total metric grows by one", async () => {
+    const charged = async () => (await metrics.creditsCharged.get()).values[0]?.value ?? 0;
+    const t = await freshTenant("Metric");
+    const before = await charged();
+    expect((await lookup(t, { email: jane.email })).status).toBe(200);
+    expect((await lookup(t, { email: "nobody@acme.example" })).status).toBe(404);
+    expect(await charged()).toBe(before + 1);
   });
 
   it.each([

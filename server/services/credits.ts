@@ -3,6 +3,7 @@
 import type { Db } from "../db/database.ts";
 import { Prisma } from "../../generated/prisma/client.ts";
 import { NotFoundError, PaymentRequiredError } from "../http/errors.ts";
+import { metrics } from "../metrics.ts";
 
 /** First day of the UTC month of `at`, as `YYYY-MM-DD`. */
 export function monthOf(at: Date): string {
@@ -104,7 +105,10 @@ export function creditService(db: Db) {
     async charge(charge: Charge): Promise<string> {
       for (;;) {
         const { candidate, charged, guarded } = await attempt(charge);
-        if (charged) return charged;
+        if (charged) {
+          metrics.creditsCharged.inc();
+          return charged;
+        }
         if (!guarded) throw new ChargeGuardFailed("the charge's guard did not hold; nothing was charged");
         if (!candidate) throw noCredit(charge.datasetId);
       }
