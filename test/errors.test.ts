@@ -1,4 +1,5 @@
 // Error bodies: each specified body type where Part 7 names it, and the check that keeps them so.
+import supertest from "supertest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { responseChecker } from "../server/http/response-check.ts";
 import { loadSpec } from "../server/spec.ts";
@@ -79,5 +80,18 @@ describe("user ids beyond 2^53-1", () => {
     const res = await api.request().put("/v1/users/99999999999999999999/name").set("x-api-key", tenant.key).send({ name: "x" });
     expect(res.status).toBe(400);
     expect(res.body.details).toContainEqual(expect.objectContaining({ location: "path", field: "userId" }));
+  });
+});
+
+describe("unexpected failures", () => {
+  it("when a service fails unexpectedly, then 500 internal_error that reveals nothing of the failure, and the log has it", async () => {
+    const users = { ...api.services.users, rename: () => Promise.reject(new Error("database exploded near secret-table")) };
+    const app = api.appWith({ services: { ...api.services, users } });
+    const res = await supertest(app).put(`/v1/users/${tenant.member.id}/name`).set("x-api-key", tenant.key).send({ name: "Boom" });
+    expect(res.status).toBe(500);
+    expect(res.body).toEqual({ error: "internal_error", message: expect.any(String) });
+    expect(JSON.stringify(res.body)).not.toContain("secret-table");
+    const logged = api.logs.find((line) => line.includes(String(res.headers["x-request-id"])) && line.includes('"level":"error"'));
+    expect(logged).toContain("secret-table");
   });
 });

@@ -10,7 +10,7 @@ import { memoryRateLimiter } from "../../server/rate-limiter.ts";
 import { createServices, type Services } from "../../server/services/index.ts";
 import { createTestDatabase, type TestDatabase } from "./database.ts";
 
-export type TestAppOptions = Omit<AppOptions, "db" | "logger" | "observe" | "validateResponses" | "services">;
+export type TestAppOptions = Omit<AppOptions, "db" | "logger" | "observe" | "validateResponses">;
 
 export interface TestApiOptions extends TestAppOptions {
   /** Custom tracking domains (resolvers, ACME server, ...); hermetic defaults when absent. */
