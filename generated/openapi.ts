@@ -113,8 +113,10 @@ export interface paths {
         /**
          * Remove a user's access to a dataset
          * @description Deletes the association of a user with a dataset, which takes away the user's access to
-         *     it (an admin keeps reaching every dataset of the account). This DELETE carries a JSON
-         *     body. No acting user: acts with the account's authority.
+         *     it (an admin keeps reaching every dataset of the account). A member's default segment
+         *     under the dataset goes with the access; segments the member owns and leads assigned to
+         *     the member stay (admins still see them). This DELETE carries a JSON body. No acting user:
+         *     acts with the account's authority.
          *     - 404 `not_found`: the user or the dataset is not in the account, or there is no such
          *       association.
          */

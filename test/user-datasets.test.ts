@@ -272,6 +272,24 @@ describe("removeUserDataset", () => {
     expect(await links(m.id)).toEqual([{ accountId: tenant.accountId, datasetId: tenant.datasets[1] }]);
   });
 
+  it("when a member loses access, then their default segment under that dataset goes too; an admin's stays", async () => {
+    const m = await newMember(tenant, [tenant.datasets[0]]);
+    await api.services.userDatasets.grant(tenant.accountId, tenant.admin.id, tenant.datasets[0]);
+    const segmentId = await api.services.segments.create(tenant.accountId, tenant.admin.email, {
+      datasetId: tenant.datasets[0],
+      name: `Default ${m.id}`,
+      filters: { match: "all", conditions: [{ field: "country", operator: "eq", value: "DE" }] },
+    });
+    const preference = { segmentId, datasetId: tenant.datasets[0], userIds: [m.id, tenant.admin.id] };
+    await api.services.segmentPreferences.set(tenant.accountId, tenant.admin.email, preference);
+    for (const userId of [m.id, tenant.admin.id]) {
+      const res = await api.request().delete("/v1/user-datasets").set(as(tenant.key)).send({ userId, datasetId: tenant.datasets[0] });
+      expect(res.status).toBe(204);
+    }
+    const defaults = await api.services.segmentPreferences.usersOf(tenant.accountId, tenant.admin.email, segmentId, tenant.datasets[0]);
+    expect(defaults).toEqual([tenant.admin.id]);
+  });
+
   it("when there is no such association, then 404", async () => {
     const m = await newMember(tenant, [tenant.datasets[0]]);
     const res = await api

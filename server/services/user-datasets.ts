@@ -40,9 +40,18 @@ export function userDatasetService(db: Db, access: AccessService) {
       );
     },
 
+    /**
+     * Takes the access away, and with it a member's default segment under the dataset: a default
+     * the member can no longer reach would be a dangling preference. (An admin keeps reaching the
+     * dataset, so an admin's default stays.)
+     */
     async revoke(accountId: string, userId: number, datasetId: string): Promise<void> {
-      const { count } = await db.userDataset.deleteMany({ where: { accountId, userId: BigInt(userId), datasetId } });
-      if (count === 0) throw new NotFoundError(`User ${userId} has no access to dataset ${datasetId} to remove`);
+      const where = { accountId, userId: BigInt(userId), datasetId };
+      await db.$transaction(async (tx) => {
+        const { count } = await tx.userDataset.deleteMany({ where });
+        if (count === 0) throw new NotFoundError(`User ${userId} has no access to dataset ${datasetId} to remove`);
+        await tx.segmentPreference.deleteMany({ where: { ...where, member: { role: "member" } } });
+      });
     },
   };
 }
