@@ -1,16 +1,14 @@
 // Authentication and licence, through one implemented operation (getUserDatasets): 401 for a
 // missing, invalid, revoked or expired key, 403 `no_valid_licence`, and lastUsedAt.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestApi, type TestApi } from "./support/api.ts";
+import type { TestApi } from "./support/api.ts";
+import { startWithTenants } from "./support/suite.ts";
 import { createTenant, type Tenant } from "./support/tenants.ts";
 
 let api: TestApi;
 let tenant: Tenant;
 
-beforeAll(async () => {
-  api = await startTestApi();
-  tenant = await createTenant(api.services, "Acme");
-});
+beforeAll(async () => ({ api, tenant } = await startWithTenants()));
 afterAll(() => api?.close());
 
 const DAY_MS = 86_400_000;

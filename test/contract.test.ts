@@ -5,7 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { routesOf, type OperationId, type SpecRoute } from "../server/http/operations.ts";
 import { createHandlers } from "../server/routes/index.ts";
 import { loadSpec } from "../server/spec.ts";
-import { startTestApi, type TestApi } from "./support/api.ts";
+import type { TestApi } from "./support/api.ts";
+import { as, startWithTenants } from "./support/suite.ts";
 import { createTenant, type Tenant, uniqueEmail } from "./support/tenants.ts";
 
 type Node = Record<string, unknown>;
@@ -16,13 +17,9 @@ const routes = routesOf(loadSpec());
 let api: TestApi;
 let tenant: Tenant;
 
-beforeAll(async () => {
-  api = await startTestApi();
-  tenant = await createTenant(api.services, "Acme");
-});
+beforeAll(async () => ({ api, tenant } = await startWithTenants()));
 afterAll(() => api?.close());
 
-const as = (key: string) => ({ "x-api-key": key });
 
 /** Follows local `#/components/...` references to the node they name. */
 function resolve(node: unknown): Node {

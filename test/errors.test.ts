@@ -3,16 +3,14 @@ import supertest from "supertest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { responseChecker } from "../server/http/response-check.ts";
 import { loadSpec } from "../server/spec.ts";
-import { startTestApi, type TestApi } from "./support/api.ts";
+import type { TestApi } from "./support/api.ts";
+import { startWithTenants } from "./support/suite.ts";
 import { createTenant, type Tenant } from "./support/tenants.ts";
 
 let api: TestApi;
 let tenant: Tenant;
 
-beforeAll(async () => {
-  api = await startTestApi();
-  tenant = await createTenant(api.services, "Errors Inc");
-});
+beforeAll(async () => ({ api, tenant } = await startWithTenants()));
 afterAll(() => api?.close());
 
 describe("responseChecker", () => {
