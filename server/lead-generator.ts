@@ -1,6 +1,7 @@
 // Realistic made-up leads from a seed: the same seed and end time give the same leads. Feeds the
 // demo account and bench/leads-plan.ts (tracking is what fills real datasets).
 import type { NewLead } from "./services/leads.ts";
+import { seededRandom } from "./seeded-random.ts";
 
 export interface LeadGeneration {
   count: number;
@@ -11,17 +12,6 @@ export interface LeadGeneration {
   idPrefix?: string;
 }
 
-/** mulberry32: a small, fast, seedable PRNG (Math.random cannot be seeded). */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const names = ["Acme", "Globex", "Initech", "Umbrella", "Stark", "Wayne", "Hooli", "Vandelay", "Soylent", "Tyrell",
   "Cyberdyne", "Wonka", "Oscorp", "Nakatomi", "Gringotts", "Monarch", "Aperture", "Black Mesa", "Pied Piper", "Dunder",
@@ -52,7 +42,7 @@ const tagPool: [string, number][] = [["hot", 0.15], ["customer", 0.08], ["newsle
 const DAY_MS = 86_400_000;
 
 export function generateLeads({ count, seed, end, idPrefix = "lead" }: LeadGeneration): NewLead[] {
-  const next = random(seed);
+  const next = seededRandom(seed);
   const pick = <T>(items: readonly T[]): T => items[Math.floor(next() * items.length)]!;
   const totalShare = countries.reduce((sum, c) => sum + c[1], 0);
   const pickCountry = () => {

@@ -14,7 +14,7 @@ import { loadSpec } from "../server/spec.ts";
 import { createTestDatabase } from "./support/database.ts";
 import { holdAddressLookups, startDnsServer, type TestDnsServer } from "./support/dns-server.ts";
 import { freePort, type Pebble, pebbleMissing, startPebble } from "./support/pebble.ts";
-import { type ServiceProcess, startServiceProcess } from "./support/service-process.ts";
+import { type ServerProcess, startServerProcess } from "./support/server-process.ts";
 import { createTenant, type Tenant } from "./support/tenants.ts";
 import { ACME_CONTACT, datasetWithDomain, fresh, TARGET, trackingDomainConfig, trackingDomainEnv } from "./support/tracking-domains.ts";
 
@@ -44,7 +44,7 @@ describe.skipIf(!!pebbleMissing)("addCustomTrackingDomain", () => {
   let port: number;
   let tenant: Tenant;
   let datasetId: string;
-  const services: ServiceProcess[] = [];
+  const services: ServerProcess[] = [];
 
   beforeAll(async () => {
     dns = await startDnsServer();
@@ -98,7 +98,7 @@ describe.skipIf(!!pebbleMissing)("addCustomTrackingDomain", () => {
     // pebble's look-ups of the name wait: the order exists and its challenge is published
     const { caIsValidating, release } = holdAddressLookups(dns, ctd);
 
-    const first = await startServiceProcess(env);
+    const first = await startServerProcess(env);
     services.push(first);
     const abandoned = fetch(`http://127.0.0.1:${port}/v1/management/ctd/add`, {
       method: "POST",
@@ -114,7 +114,7 @@ describe.skipIf(!!pebbleMissing)("addCustomTrackingDomain", () => {
     await first.stop("SIGKILL");
     expect(await abandoned).toBeInstanceOf(Error); // the caller's connection died with the service
 
-    const second = await startServiceProcess(env);
+    const second = await startServerProcess(env);
     services.push(second);
     release();
     // A repeated add joins the resumed job and waits for its outcome.

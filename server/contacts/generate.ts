@@ -5,18 +5,8 @@ import { once } from "node:events";
 import { createWriteStream } from "node:fs";
 import type { ContactExperience, ContactProfile } from "./profile.ts";
 import { csvColumns, formatOf } from "./import.ts";
+import { seededRandom } from "../seeded-random.ts";
 
-/** mulberry32: a small, fast PRNG; good enough for demo data, not for secrets. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** A 32-bit seed from the generator seed and the index. */
 function mix(seed: number, index: number): number {
@@ -84,7 +74,7 @@ function career(pick: Pick, rnd: () => number, role: string[], level: number, cu
 }
 
 export function generateProfile(seed: number, index: number): ContactProfile {
-  const rnd = random(mix(seed, index));
+  const rnd = seededRandom(mix(seed, index));
   const pick: Pick = (list) => list[Math.floor(rnd() * list.length)]!;
   const first = pick(firstNames);
   const last = pick(lastNames);

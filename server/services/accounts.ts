@@ -91,18 +91,26 @@ export function accountService(db: Db) {
     async checkApiKey(key: string, now = new Date()): Promise<KeyCheck> {
       const found = await db.apiKey.findUnique({
         where: { hash: hashApiKey(key) },
-        select: { id: true, accountId: true, expiresAt: true, revokedAt: true, account: { select: { licenceValidUntil: true } } },
+        select: {
+          id: true,
+          accountId: true,
+          expiresAt: true,
+          revokedAt: true,
+          lastUsedAt: true,
+          account: { select: { licenceValidUntil: true } },
+        },
       });
       if (!found) return { ok: false, reason: "invalid" };
       if (found.revokedAt) return { ok: false, reason: "revoked" };
       if (found.expiresAt && found.expiresAt <= now) return { ok: false, reason: "expired" };
-      await db.apiKey.updateMany({
-        where: {
-          id: found.id,
-          OR: [{ lastUsedAt: null }, { lastUsedAt: { lt: new Date(now.getTime() - LAST_USED_RESOLUTION_MS) } }],
-        },
-        data: { lastUsedAt: now },
-      });
+      const staleBefore = new Date(now.getTime() - LAST_USED_RESOLUTION_MS);
+      // Most requests skip this write; the condition keeps concurrent requests from writing twice.
+      if (!found.lastUsedAt || found.lastUsedAt < staleBefore) {
+        await db.apiKey.updateMany({
+          where: { id: found.id, OR: [{ lastUsedAt: null }, { lastUsedAt: { lt: staleBefore } }] },
+          data: { lastUsedAt: now },
+        });
+      }
       const licenceValidUntil = found.account.licenceValidUntil;
       return { ok: true, accountId: found.accountId, keyId: found.id, licensed: !!licenceValidUntil && licenceValidUntil > now };
     },

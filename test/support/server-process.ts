@@ -1,5 +1,5 @@
-// server/main.ts as a child process, the way operators run it: for the tests of shutdown and of
-// several instances sharing one rate limit. Its log lines join the run's e-mail/key check.
+// server/main.ts as a child process, the way operators run it: for the tests of shutdown, of
+// several instances sharing one rate limit and of a restart during certificate provisioning. Its log lines join the run's e-mail/key check.
 import { type ChildProcess, spawn } from "node:child_process";
 import { cpSync, mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
@@ -16,12 +16,16 @@ const root = path.resolve(import.meta.dirname, "../..");
 export interface ServerProcess {
   child: ChildProcess;
   port: number;
-  /** Every stdout line so far, parsed (the logger writes JSON lines). */
+  /** Every stdout JSON line so far, parsed (the logger writes JSON lines). */
   logs: Record<string, unknown>[];
+  /** Every line so far as printed, stdout and stderr. */
+  lines: string[];
   /** Resolves with the first log line (present or future) whose `msg` is `msg`. */
   logged(msg: string): Promise<Record<string, unknown>>;
   /** The exit code. */
   exited: Promise<number | null>;
+  /** Sends the signal (unless it has exited) and resolves with the exit code. */
+  stop(signal: NodeJS.Signals): Promise<number | null>;
 }
 
 export async function startServerProcess(env: Record<string, string>): Promise<ServerProcess> {
@@ -39,9 +43,12 @@ export async function startServerProcess(env: Record<string, string>): Promise<S
     stdio: ["ignore", "pipe", "pipe"],
   });
   const logs: Record<string, unknown>[] = [];
+  const lines: string[] = [];
   const waiters: { msg: string; resolve: (line: Record<string, unknown>) => void }[] = [];
   createInterface({ input: child.stdout! }).on("line", (line) => {
     recordLogLine(line);
+    lines.push(line);
+    if (!line.startsWith("{")) return; // a console message, not a log line
     const parsed = JSON.parse(line) as Record<string, unknown>;
     logs.push(parsed);
     for (const w of waiters.filter((w) => w.msg === parsed.msg)) w.resolve(parsed);
@@ -49,6 +56,7 @@ export async function startServerProcess(env: Record<string, string>): Promise<S
   const stderr: string[] = [];
   createInterface({ input: child.stderr! }).on("line", (line) => {
     recordLogLine(line);
+    lines.push(line);
     stderr.push(line);
   });
   const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
@@ -64,7 +72,11 @@ export async function startServerProcess(env: Record<string, string>): Promise<S
       throw new Error(`server/main.ts exited with ${code} before listening:\n${stderr.join("\n")}`);
     }),
   ]);
-  return { child, port: listening.port as number, logs, logged, exited };
+  const stop = (signal: NodeJS.Signals) => {
+    if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+    return exited;
+  };
+  return { child, port: listening.port as number, logs, lines, logged, exited, stop };
 }
 
 /**
