@@ -33,6 +33,8 @@ declare module "autocannon" {
     connections?: number;
     duration?: number;
     amount?: number;
+    /** Requests per second over all connections (default: as fast as the server answers). */
+    overallRate?: number;
     requests?: RequestStep[];
   }
   function autocannon(options: Options): Promise<Result>;

@@ -34,7 +34,18 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * List the users of the account
+         * @description Returns the members of the key's account, ordered by `userId`, one page at a time: each
+         *     with e-mail address, display name, role, invitation state and the datasets it is
+         *     associated with (`datasetIds`, oldest association first; an admin reaches every dataset
+         *     of the account whatever this list holds). This is where a partner learns the `userId`
+         *     of every member, including those without datasets. Pass the previous page's
+         *     `nextCursor` as `cursor` to get the next page; `nextCursor` is `null` on the last page.
+         *     - 400 `validation_failed`: also for a `cursor` that is not one this API returned.
+         *     - 403 `forbidden`: the acting user (query `email`) is not a member, or not an admin.
+         */
+        get: operations["listUsers"];
         put?: never;
         /**
          * Add a user to the account
@@ -44,7 +55,7 @@ export interface paths {
          *     this account (each account keeps its own). The membership gets the
          *     body's `role` and starts `invited`, and an invitation e-mail is queued. Each entry of
          *     `datasetIds` becomes a user-dataset association. Answers 204 without a body: the new
-         *     user's `userId` appears in the items of `GET /v1/user-datasets`.
+         *     user's `userId` appears in `GET /v1/users` and in the items of `GET /v1/user-datasets`.
          *     - 403 `forbidden`: the acting user (query `email`) is not a member, or not an admin.
          *     - 404 `not_found`: a `datasetIds` entry is not a dataset of the account.
          *     - 409 `conflict`: the user is already a member of the account (in either invitation
@@ -714,6 +725,126 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/leads/{leadId}/visits": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a lead's visits
+         * @description The page views (visits) of one lead, newest first, one page at a time (keyset paging as
+         *     in `GET /v1/leads`: pass `nextCursor` as `cursor`). Each visit is one page view the
+         *     tracking collector accepted from the lead's organisation network (see the collector's
+         *     own document, `spec/collector.yaml`), with the visitor's identity: the e-mail address a
+         *     form submission made it known by, and its contact profile once that address was
+         *     enriched.
+         *
+         *     **Enrichment** (`visitor.enrichment`): with the dataset's `contactEnrichment` on, a
+         *     visitor's form e-mail address is looked up in the contact store; a found profile costs
+         *     1 credit of the dataset, charged to the credit ledger as operation `formEnrichment`
+         *     (key id `tracking`: no API key makes these charges), exactly once per visitor and
+         *     address. `pending`: not yet looked up; `enriched`: found and charged (`contact` holds
+         *     the profile); `not_found`: no profile, nothing charged; `no_credit`: the dataset had no
+         *     credit left this month, skipped and nothing charged (the visits are recorded all the
+         *     same). `null`: no e-mail address, or enrichment off when it was submitted.
+         *
+         *     **Exclusions.** A lead hidden by an exclusion rule (`organizationName`,
+         *     `organizationDomain`, or `use_id` with its `leadId`) is answered 404 like an unknown one:
+         *     its visits are still recorded (deleting the rule shows them again), never listed. A
+         *     `use_id` rule whose value is a visitor id hides that visitor's visits here (the lead
+         *     and its `visitCount` stay).
+         *     - 403 `forbidden`: the acting user is not a member, or cannot reach the dataset.
+         *     - 404 `not_found`: the dataset is not in the account; `lead_not_found`: no such lead
+         *       in the dataset, or it is hidden by an exclusion rule.
+         */
+        get: operations["listLeadVisits"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/ip-lookup": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Look up the network of an IP address
+         * @description What the service knows of the network that holds an IPv4 or IPv6 address: its
+         *     autonomous system (ASN) and organisation, the organisation's domain when known, the
+         *     network type, and country and city. Free: no credit is charged (the answer is open
+         *     network data about an address, not about a person); the key's rate limit applies. No
+         *     acting user.
+         *
+         *     **Data.** ASN and organisation name: the IP-to-ASN data set of ip-location-db
+         *     (RouteViews and DB-IP, CC BY 4.0). Country and city: the DB-IP lite city database
+         *     (CC BY 4.0); IPv6 addresses get no country or city unless the service loads the IPv6
+         *     city database (`TRACKING_IPV6_GEO=1`). `organizationDomain` comes only from a small
+         *     curated list of organisations (the data sets hold names, not domains): it is never
+         *     guessed from a name, and is `null` for everyone else.
+         *
+         *     **Network type** (first rule that applies): `unknown` when no announced network holds
+         *     the address; then a curated list of ASNs (the large clouds, CDNs and hosters are
+         *     `hosting`; large residential and transit ISPs `isp`; mobile carriers `mobile`;
+         *     universities and research networks `education`); then keywords of the organisation
+         *     name, tried in this order: `mobile` (mobile, mobil, mobility, wireless, cellular,
+         *     cellco, gsm, lte), `hosting` (hosting, hoster, host, cloud, data center/centre,
+         *     datacenter, server(s), vps, colo, colocation, cdn, dedicated, vpn), `education`
+         *     (university and its forms in other languages, college, school, academy, polytechnic,
+         *     hochschule, education(al), academic, research network, edu), `isp` (telecom, telekom,
+         *     telecommunication(s), telefonica, telco, broadband, cable, communication(s), isp,
+         *     internet, dsl, fiber/fibre, network(s), telephone, telephony, carrier, backbone,
+         *     transit); any other named network is `business`. Only `business` and `education`
+         *     networks become leads; the tracking collector counts and drops the others. The rule errs
+         *     towards dropping: a company whose name reads like a telecom is lost rather than an ISP's
+         *     subscriber shown as a company.
+         *     - 400 `validation_failed`: `ip` is not an IPv4 or IPv6 address.
+         *     - 404 `network_not_found`: no announced network holds the address (private, reserved or
+         *       unrouted).
+         */
+        get: operations["lookupIp"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/domain-lookup": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Look up what the service knows of an organisation's domain
+         * @description The organisation of a domain as far as the service knows it: its name, headquarters
+         *     country and ASNs when it is on the curated list of organisations (see
+         *     `GET /v1/ip-lookup`), and the account's leads whose `organizationDomain` is the domain
+         *     (all datasets of the account, those hidden by an exclusion rule left out; the 100 most
+         *     recently visiting). Free: no credit is charged. No acting user.
+         *     - 400 `validation_failed`: `domain` is not a host name.
+         *     - 404 `domain_not_found`: the domain is neither on the curated list nor the domain of a
+         *       visible lead of the account.
+         */
+        get: operations["lookupDomain"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -757,7 +888,7 @@ export interface components {
          */
         Tag: string;
         /**
-         * @description Type of an exclusion rule: `use_id` hides the lead whose `leadId` equals the value (compared exactly); `organizationName` and `organizationDomain` hide the leads whose organisation name or domain equals the value (compared case-insensitively).
+         * @description Type of an exclusion rule: `use_id` hides the lead whose `leadId` equals the value (compared exactly), and the visits of the visitor whose visitor id (the tracking script's first-party id) equals it from `GET /v1/leads/{leadId}/visits` (the lead itself and its `visitCount` stay); `organizationName` and `organizationDomain` hide the leads whose organisation name or domain equals the value (compared case-insensitively), in every listing, look-up and visit listing. Hidden is not dropped: tracking keeps recording the visits, and deleting the rule shows them again.
          * @example organizationDomain
          * @enum {string}
          */
@@ -1184,6 +1315,43 @@ export interface components {
          */
         GetAllResponseAccountUserDatasetDTO: {
             data: components["schemas"]["AccountUserDatasetDTO"][];
+        };
+        /**
+         * @description A member of the account.
+         * @example {
+         *       "userId": 1042,
+         *       "email": "sam.lee@demo.example",
+         *       "name": "Sam Lee",
+         *       "role": "member",
+         *       "invitationState": "invited",
+         *       "datasetIds": [
+         *         "ds_8f3k2m9q4w7x1z5c"
+         *       ]
+         *     }
+         */
+        AccountUserDTO: {
+            userId: components["schemas"]["UserId"];
+            /** @description The user's e-mail address (lower case). */
+            email: components["schemas"]["Email"];
+            /** @description The user's display name in this account. */
+            name: string;
+            /**
+             * @description Role of the membership.
+             * @enum {string}
+             */
+            role: "admin" | "member";
+            /**
+             * @description `invited` until the user accepts the invitation, then `active`.
+             * @enum {string}
+             */
+            invitationState: "invited" | "active";
+            /** @description Datasets the user is associated with (user-dataset associations), oldest first. An admin reaches every dataset of the account regardless. */
+            datasetIds: components["schemas"]["DatasetId"][];
+        };
+        GetAllResponseAccountUserDTO: {
+            data: components["schemas"]["AccountUserDTO"][];
+            /** @description Cursor of the next page; null on the last page. */
+            nextCursor: string | null;
         };
         /**
          * @example {
@@ -1862,6 +2030,155 @@ export interface components {
             /** @description Explanation for people. */
             description: string;
         };
+        /**
+         * @description Kind of network an address belongs to, by the rule in `GET /v1/ip-lookup`. Only `business` and `education` networks become leads.
+         * @example business
+         * @enum {string}
+         */
+        NetworkType: "business" | "isp" | "hosting" | "mobile" | "education" | "unknown";
+        /**
+         * @example {
+         *       "ip": "17.253.144.10",
+         *       "asn": 714,
+         *       "organizationName": "Apple Inc.",
+         *       "organizationDomain": "apple.com",
+         *       "networkType": "business",
+         *       "country": "US",
+         *       "city": "Cupertino"
+         *     }
+         */
+        IpLookupResponse: {
+            /** @description The address looked up. */
+            ip: string;
+            /** @description The autonomous system that announces the address. */
+            asn: number | null;
+            /** @description The AS organisation's name as the data set gives it. */
+            organizationName: string | null;
+            /** @description Only for organisations on the curated list; never guessed. */
+            organizationDomain: string | null;
+            networkType: components["schemas"]["NetworkType"];
+            /** @description ISO 3166-1 alpha-2. */
+            country: string | null;
+            city: string | null;
+        };
+        /**
+         * @example {
+         *       "domain": "apple.com",
+         *       "organizationName": "Apple Inc.",
+         *       "country": "US",
+         *       "asns": [
+         *         714
+         *       ],
+         *       "leads": []
+         *     }
+         */
+        DomainLookupResponse: {
+            /** @description The domain, lower case. */
+            domain: string;
+            /** @description The curated organisation's name, else the name of its most recent lead. */
+            organizationName: string | null;
+            /** @description Headquarters country (ISO 3166-1 alpha-2), curated organisations only. */
+            country: string | null;
+            /** @description The organisation's ASNs (curated organisations only). */
+            asns: number[];
+            /** @description The account's visible leads of this domain, most recent visit first. */
+            leads: {
+                datasetId: components["schemas"]["DatasetId"];
+                leadId: components["schemas"]["LeadId"];
+                organizationName: string;
+                visitCount: number;
+                /** Format: date-time */
+                lastVisitAt: string;
+            }[];
+        };
+        /**
+         * @example {
+         *       "visitId": "1042",
+         *       "visitorId": "9f2c4b1e7a0d4c3b8e6f1a2b3c4d5e6f",
+         *       "at": "2026-11-23T09:15:02.120Z",
+         *       "url": "https://www.customer.example/pricing",
+         *       "referrer": "https://www.google.com/",
+         *       "title": "Pricing",
+         *       "utm": {
+         *         "source": "newsletter"
+         *       },
+         *       "networkType": "business",
+         *       "country": "US",
+         *       "city": "Cupertino",
+         *       "visitor": {
+         *         "email": null,
+         *         "enrichment": null,
+         *         "contact": null
+         *       }
+         *     }
+         */
+        VisitDTO: {
+            /** @description Id of the visit (a decimal number). */
+            visitId: string;
+            /** @description The visitor's first-party id (the tracking script's cookie). */
+            visitorId: string;
+            /**
+             * Format: date-time
+             * @description When the collector received the page view.
+             */
+            at: string;
+            url: string;
+            referrer: string | null;
+            title: string | null;
+            /** @description The page's `utm_*` parameters that were present. */
+            utm: {
+                source?: string;
+                medium?: string;
+                campaign?: string;
+                term?: string;
+                content?: string;
+            };
+            networkType: components["schemas"]["NetworkType"];
+            country: string | null;
+            city: string | null;
+            visitor: {
+                /** @description The address of the visitor's latest form submission (lower case). */
+                email: string | null;
+                /**
+                 * @description The state of the address's enrichment (see the operation).
+                 * @enum {string|null}
+                 */
+                enrichment: "pending" | "enriched" | "not_found" | "no_credit" | null;
+                /** @description The contact profile, when enriched. */
+                contact: components["schemas"]["ContactProfile"] | null;
+            };
+        };
+        /**
+         * @example {
+         *       "data": [
+         *         {
+         *           "visitId": "1042",
+         *           "visitorId": "9f2c4b1e7a0d4c3b8e6f1a2b3c4d5e6f",
+         *           "at": "2026-11-23T09:15:02.120Z",
+         *           "url": "https://www.customer.example/pricing",
+         *           "referrer": "https://www.google.com/",
+         *           "title": "Pricing",
+         *           "utm": {
+         *             "source": "newsletter"
+         *           },
+         *           "networkType": "business",
+         *           "country": "US",
+         *           "city": "Cupertino",
+         *           "visitor": {
+         *             "email": null,
+         *             "enrichment": null,
+         *             "contact": null
+         *           }
+         *         }
+         *       ],
+         *       "nextCursor": null
+         *     }
+         */
+        GetAllResponseVisitDTO: {
+            data: components["schemas"]["VisitDTO"][];
+            /** @description Cursor of the next page; null on the last page. */
+            nextCursor: string | null;
+        };
     };
     responses: {
         /** @description Success, no body. */
@@ -2077,11 +2394,25 @@ export interface components {
         };
     };
     parameters: {
-        /** @description Id of a user who is a member of the key's account. */
+        /**
+         * @description Id of a user who is a member of the key's account.
+         * @example 1042
+         */
         UserIdPath: components["schemas"]["UserId"];
-        /** @description Id of a dataset of the key's account. */
+        /**
+         * @description Id of a dataset of the key's account.
+         * @example ds_8f3k2m9q4w7x1z5c
+         */
         DatasetIdPath: components["schemas"]["DatasetId"];
-        /** @description Id of a segment of the key's account. */
+        /**
+         * @description Id of a lead of the dataset.
+         * @example lead_000000
+         */
+        LeadIdPath: components["schemas"]["LeadId"];
+        /**
+         * @description Id of a segment of the key's account.
+         * @example 17
+         */
         SegmentIdPath: components["schemas"]["SegmentId"];
         /**
          * @description E-mail address of the acting user, a member of the key's account (else 403). Case-insensitive; a raw `@` and `%40` both work.
@@ -2103,52 +2434,112 @@ export interface components {
          * @example jane.doe@acme.example
          */
         EmailLookupContact: components["schemas"]["Email"];
-        /** @description Id of the key's account; any other account's id gives 403. */
+        /**
+         * @description Id of the key's account; any other account's id gives 403.
+         * @example acc_2n7d4k9s1x3v8b6m
+         */
         AccountIdQuery: components["schemas"]["AccountId"];
-        /** @description Id of a dataset of the key's account. */
+        /**
+         * @description Id of a dataset of the key's account.
+         * @example ds_8f3k2m9q4w7x1z5c
+         */
         DatasetIdQuery: components["schemas"]["DatasetId"];
-        /** @description Dataset whose credit pays for the lookup. When omitted, the account's oldest dataset with credit left this month pays. */
+        /**
+         * @description Dataset whose credit pays for the lookup. When omitted, the account's oldest dataset with credit left this month pays.
+         * @example ds_8f3k2m9q4w7x1z5c
+         */
         DatasetIdCreditQuery: components["schemas"]["DatasetId"];
         /**
          * @description A key you choose per logical request (a UUID is a good choice), 1 to 255 printable ASCII characters without spaces. A retry with the same key and the same request replays the first answer and charges nothing more; the same key with a different request is 409 `idempotency_key_reused`. Keys are kept for 24 hours after first use, per account.
          * @example 5f0c2b1e-8a4d-4c3b-9f57-2d1e0a6b7c88
          */
         IdempotencyKey: string;
-        /** @description Id of a segment of the dataset. */
+        /**
+         * @description Id of a segment of the dataset.
+         * @example 17
+         */
         SegmentIdQuery: components["schemas"]["SegmentId"];
-        /** @description Only the leads that match this segment's filters; a segment of the dataset. */
+        /**
+         * @description Only the leads that match this segment's filters; a segment of the dataset.
+         * @example 17
+         */
         SegmentIdFilterQuery: components["schemas"]["SegmentId"];
         /** @description Only the leads that match this ad-hoc filter: a `SegmentFilter` as URL-encoded JSON. */
         LeadFilterQuery: string;
-        /** @description New human-readable name of the dataset, unique in the account (case-insensitive). */
+        /**
+         * @description New human-readable name of the dataset, unique in the account (case-insensitive).
+         * @example Main website
+         */
         HumanName: string;
-        /** @description Name of the segment, unique in its dataset (case-insensitive). */
+        /**
+         * @description Name of the segment, unique in its dataset (case-insensitive).
+         * @example Enterprise visitors in Germany
+         */
         SegmentName: string;
-        /** @description Whether forms on the dataset's website are tracked. */
+        /**
+         * @description Whether forms on the dataset's website are tracked.
+         * @example true
+         */
         FormTracking: boolean;
-        /** @description Whether partly filled, unsubmitted forms are tracked too. */
+        /**
+         * @description Whether partly filled, unsubmitted forms are tracked too.
+         * @example false
+         */
         PartialFormTracking: boolean;
-        /** @description Whether contacts captured by forms are enriched. */
+        /**
+         * @description Whether contacts captured by forms are enriched.
+         * @example false
+         */
         ContactEnrichment: boolean;
-        /** @description Whether visitors' IP addresses may be masked. */
+        /**
+         * @description Whether visitors' IP addresses may be masked.
+         * @example true
+         */
         AllowIpMasking: boolean;
-        /** @description Attribute of the form inputs that identifies them (for example `name`). */
+        /**
+         * @description Attribute of the form inputs that identifies them (for example `name`).
+         * @example name
+         */
         FormInputAttribute: string;
-        /** @description The API key, listed for this operation by the interface specification. It is the same header as the ApiKeyAuth security scheme, so one header serves both. */
+        /**
+         * @description The API key, listed for this operation by the interface specification. It is the same header as the ApiKeyAuth security scheme, so one header serves both.
+         * @example lik_live_3f9a7c2e1b8d4f6a
+         */
         ApiKeyHeader: string;
-        /** @description Only rules of this type. When omitted, rules of every type. */
+        /**
+         * @description Only rules of this type. When omitted, rules of every type.
+         * @example organizationDomain
+         */
         ExclusionTypeQuery: components["schemas"]["ExclusionType"];
-        /** @description Opaque cursor: the `nextCursor` of the previous page. Omit it for the first page. A cursor this API did not return: 400. */
+        /**
+         * @description Opaque cursor: the `nextCursor` of the previous page. Omit it for the first page. A cursor this API did not return: 400.
+         * @example eyJhZnRlciI6MTd9
+         */
         Cursor: string;
-        /** @description Largest number of items on the page. */
+        /**
+         * @description Largest number of items on the page.
+         * @example 100
+         */
         Limit: number;
-        /** @description The contact's first name (hint). */
+        /**
+         * @description The contact's first name (hint).
+         * @example Jane
+         */
         FirstName: string;
-        /** @description The contact's last name (hint). */
+        /**
+         * @description The contact's last name (hint).
+         * @example Doe
+         */
         LastName: string;
-        /** @description Name of the contact's company (hint). */
+        /**
+         * @description Name of the contact's company (hint).
+         * @example Acme Corporation
+         */
         CompanyName: string;
-        /** @description Website host name of the contact's company (hint). */
+        /**
+         * @description Website host name of the contact's company (hint).
+         * @example acme.example
+         */
         CompanyDomain: string;
     };
     requestBodies: never;
@@ -2171,7 +2562,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description Id of a user who is a member of the key's account. */
+                /**
+                 * @description Id of a user who is a member of the key's account.
+                 * @example 1042
+                 */
                 userId: components["parameters"]["UserIdPath"];
             };
             cookie?: never;
@@ -2190,6 +2584,76 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listUsers: {
+        parameters: {
+            query: {
+                /**
+                 * @description E-mail address of the acting user, a member of the key's account (else 403). Case-insensitive; a raw `@` and `%40` both work.
+                 * @example admin@demo.example
+                 */
+                email: components["parameters"]["EmailActingUser"];
+                /**
+                 * @description Opaque cursor: the `nextCursor` of the previous page. Omit it for the first page. A cursor this API did not return: 400.
+                 * @example eyJhZnRlciI6MTd9
+                 */
+                cursor?: components["parameters"]["Cursor"];
+                /**
+                 * @description Largest number of items on the page.
+                 * @example 100
+                 */
+                limit?: components["parameters"]["Limit"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of the account's users. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "userId": 1041,
+                     *           "email": "admin@demo.example",
+                     *           "name": "Alex Admin",
+                     *           "role": "admin",
+                     *           "invitationState": "active",
+                     *           "datasetIds": []
+                     *         },
+                     *         {
+                     *           "userId": 1042,
+                     *           "email": "sam.lee@demo.example",
+                     *           "name": "Sam Lee",
+                     *           "role": "member",
+                     *           "invitationState": "invited",
+                     *           "datasetIds": [
+                     *             "ds_8f3k2m9q4w7x1z5c"
+                     *           ]
+                     *         }
+                     *       ],
+                     *       "nextCursor": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["GetAllResponseAccountUserDTO"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            402: components["responses"]["PaymentRequired"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
@@ -2236,7 +2700,10 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description Id of a user who is a member of the key's account. */
+                /**
+                 * @description Id of a user who is a member of the key's account.
+                 * @example 1042
+                 */
                 userId: components["parameters"]["UserIdPath"];
             };
             cookie?: never;
@@ -2257,7 +2724,10 @@ export interface operations {
     getUserDatasets: {
         parameters: {
             query: {
-                /** @description Id of the key's account; any other account's id gives 403. */
+                /**
+                 * @description Id of the key's account; any other account's id gives 403.
+                 * @example acc_2n7d4k9s1x3v8b6m
+                 */
                 accountId: components["parameters"]["AccountIdQuery"];
                 /**
                  * @description E-mail address of the user whose datasets are fetched (not an acting user); not a member of the account: 404. Case-insensitive; a raw `@` and `%40` both work.
@@ -2384,7 +2854,10 @@ export interface operations {
     renameDataset: {
         parameters: {
             query: {
-                /** @description New human-readable name of the dataset, unique in the account (case-insensitive). */
+                /**
+                 * @description New human-readable name of the dataset, unique in the account (case-insensitive).
+                 * @example Main website
+                 */
                 humanName: components["parameters"]["HumanName"];
                 /**
                  * @description E-mail address of the acting user, a member of the key's account (else 403). Case-insensitive; a raw `@` and `%40` both work.
@@ -2394,7 +2867,10 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description Id of a dataset of the key's account. */
+                /**
+                 * @description Id of a dataset of the key's account.
+                 * @example ds_8f3k2m9q4w7x1z5c
+                 */
                 datasetId: components["parameters"]["DatasetIdPath"];
             };
             cookie?: never;
@@ -2415,15 +2891,30 @@ export interface operations {
     updateFormTracking: {
         parameters: {
             query: {
-                /** @description Whether forms on the dataset's website are tracked. */
+                /**
+                 * @description Whether forms on the dataset's website are tracked.
+                 * @example true
+                 */
                 formTracking: components["parameters"]["FormTracking"];
-                /** @description Whether partly filled, unsubmitted forms are tracked too. */
+                /**
+                 * @description Whether partly filled, unsubmitted forms are tracked too.
+                 * @example false
+                 */
                 partialFormTracking?: components["parameters"]["PartialFormTracking"];
-                /** @description Whether contacts captured by forms are enriched. */
+                /**
+                 * @description Whether contacts captured by forms are enriched.
+                 * @example false
+                 */
                 contactEnrichment?: components["parameters"]["ContactEnrichment"];
-                /** @description Whether visitors' IP addresses may be masked. */
+                /**
+                 * @description Whether visitors' IP addresses may be masked.
+                 * @example true
+                 */
                 allowIpMasking: components["parameters"]["AllowIpMasking"];
-                /** @description Attribute of the form inputs that identifies them (for example `name`). */
+                /**
+                 * @description Attribute of the form inputs that identifies them (for example `name`).
+                 * @example name
+                 */
                 formInputAttribute: components["parameters"]["FormInputAttribute"];
                 /**
                  * @description E-mail address of the acting user, a member of the key's account (else 403). Case-insensitive; a raw `@` and `%40` both work.
@@ -2432,11 +2923,17 @@ export interface operations {
                 email: components["parameters"]["EmailActingUser"];
             };
             header: {
-                /** @description The API key, listed for this operation by the interface specification. It is the same header as the ApiKeyAuth security scheme, so one header serves both. */
+                /**
+                 * @description The API key, listed for this operation by the interface specification. It is the same header as the ApiKeyAuth security scheme, so one header serves both.
+                 * @example lik_live_3f9a7c2e1b8d4f6a
+                 */
                 "x-api-key": components["parameters"]["ApiKeyHeader"];
             };
             path: {
-                /** @description Id of a dataset of the key's account. */
+                /**
+                 * @description Id of a dataset of the key's account.
+                 * @example ds_8f3k2m9q4w7x1z5c
+                 */
                 datasetId: components["parameters"]["DatasetIdPath"];
             };
             cookie?: never;
@@ -2462,13 +2959,25 @@ export interface operations {
                  * @example admin@demo.example
                  */
                 email: components["parameters"]["EmailActingUser"];
-                /** @description Id of the key's account; any other account's id gives 403. */
+                /**
+                 * @description Id of the key's account; any other account's id gives 403.
+                 * @example acc_2n7d4k9s1x3v8b6m
+                 */
                 accountId: components["parameters"]["AccountIdQuery"];
-                /** @description Id of a dataset of the key's account. */
+                /**
+                 * @description Id of a dataset of the key's account.
+                 * @example ds_8f3k2m9q4w7x1z5c
+                 */
                 datasetId: components["parameters"]["DatasetIdQuery"];
-                /** @description Opaque cursor: the `nextCursor` of the previous page. Omit it for the first page. A cursor this API did not return: 400. */
+                /**
+                 * @description Opaque cursor: the `nextCursor` of the previous page. Omit it for the first page. A cursor this API did not return: 400.
+                 * @example eyJhZnRlciI6MTd9
+                 */
                 cursor?: components["parameters"]["Cursor"];
-                /** @description Largest number of items on the page. */
+                /**
+                 * @description Largest number of items on the page.
+                 * @example 100
+                 */
                 limit?: components["parameters"]["Limit"];
             };
             header?: never;
@@ -2540,12 +3049,18 @@ export interface operations {
     updateSegment: {
         parameters: {
             query: {
-                /** @description Name of the segment, unique in its dataset (case-insensitive). */
+                /**
+                 * @description Name of the segment, unique in its dataset (case-insensitive).
+                 * @example Enterprise visitors in Germany
+                 */
                 segmentName: components["parameters"]["SegmentName"];
             };
             header?: never;
             path: {
-                /** @description Id of a segment of the key's account. */
+                /**
+                 * @description Id of a segment of the key's account.
+                 * @example 17
+                 */
                 segmentId: components["parameters"]["SegmentIdPath"];
             };
             cookie?: never;
@@ -2573,7 +3088,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description Id of a segment of the key's account. */
+                /**
+                 * @description Id of a segment of the key's account.
+                 * @example 17
+                 */
                 segmentId: components["parameters"]["SegmentIdPath"];
             };
             cookie?: never;
@@ -2624,9 +3142,15 @@ export interface operations {
                  * @example admin@demo.example
                  */
                 email: components["parameters"]["EmailActingUser"];
-                /** @description Id of a segment of the dataset. */
+                /**
+                 * @description Id of a segment of the dataset.
+                 * @example 17
+                 */
                 segmentId: components["parameters"]["SegmentIdQuery"];
-                /** @description Id of a dataset of the key's account. */
+                /**
+                 * @description Id of a dataset of the key's account.
+                 * @example ds_8f3k2m9q4w7x1z5c
+                 */
                 datasetId: components["parameters"]["DatasetIdQuery"];
             };
             header?: never;
@@ -2694,7 +3218,10 @@ export interface operations {
                  * @example admin@demo.example
                  */
                 email: components["parameters"]["EmailPreferenceUser"];
-                /** @description Id of a dataset of the key's account. */
+                /**
+                 * @description Id of a dataset of the key's account.
+                 * @example ds_8f3k2m9q4w7x1z5c
+                 */
                 datasetId: components["parameters"]["DatasetIdQuery"];
             };
             header?: never;
@@ -2767,9 +3294,15 @@ export interface operations {
     getDatasetExclusions: {
         parameters: {
             query: {
-                /** @description Id of a dataset of the key's account. */
+                /**
+                 * @description Id of a dataset of the key's account.
+                 * @example ds_8f3k2m9q4w7x1z5c
+                 */
                 datasetId: components["parameters"]["DatasetIdQuery"];
-                /** @description Only rules of this type. When omitted, rules of every type. */
+                /**
+                 * @description Only rules of this type. When omitted, rules of every type.
+                 * @example organizationDomain
+                 */
                 type?: components["parameters"]["ExclusionTypeQuery"];
             };
             header?: never;
@@ -2856,15 +3389,27 @@ export interface operations {
                  * @example admin@demo.example
                  */
                 email: components["parameters"]["EmailActingUser"];
-                /** @description Id of a dataset of the key's account. */
+                /**
+                 * @description Id of a dataset of the key's account.
+                 * @example ds_8f3k2m9q4w7x1z5c
+                 */
                 datasetId: components["parameters"]["DatasetIdQuery"];
-                /** @description Only the leads that match this segment's filters; a segment of the dataset. */
+                /**
+                 * @description Only the leads that match this segment's filters; a segment of the dataset.
+                 * @example 17
+                 */
                 segmentId?: components["parameters"]["SegmentIdFilterQuery"];
                 /** @description Only the leads that match this ad-hoc filter: a `SegmentFilter` as URL-encoded JSON. */
                 filter?: components["parameters"]["LeadFilterQuery"];
-                /** @description Opaque cursor: the `nextCursor` of the previous page. Omit it for the first page. A cursor this API did not return: 400. */
+                /**
+                 * @description Opaque cursor: the `nextCursor` of the previous page. Omit it for the first page. A cursor this API did not return: 400.
+                 * @example eyJhZnRlciI6MTd9
+                 */
                 cursor?: components["parameters"]["Cursor"];
-                /** @description Largest number of items on the page. */
+                /**
+                 * @description Largest number of items on the page.
+                 * @example 100
+                 */
                 limit?: components["parameters"]["Limit"];
             };
             header?: never;
@@ -2896,7 +3441,10 @@ export interface operations {
     getCustomTrackingDomain: {
         parameters: {
             query: {
-                /** @description Id of a dataset of the key's account. */
+                /**
+                 * @description Id of a dataset of the key's account.
+                 * @example ds_8f3k2m9q4w7x1z5c
+                 */
                 datasetId: components["parameters"]["DatasetIdQuery"];
             };
             header?: never;
@@ -3026,15 +3574,30 @@ export interface operations {
                  * @example jane.doe@acme.example
                  */
                 email: components["parameters"]["EmailLookupContact"];
-                /** @description The contact's first name (hint). */
+                /**
+                 * @description The contact's first name (hint).
+                 * @example Jane
+                 */
                 firstName?: components["parameters"]["FirstName"];
-                /** @description The contact's last name (hint). */
+                /**
+                 * @description The contact's last name (hint).
+                 * @example Doe
+                 */
                 lastName?: components["parameters"]["LastName"];
-                /** @description Name of the contact's company (hint). */
+                /**
+                 * @description Name of the contact's company (hint).
+                 * @example Acme Corporation
+                 */
                 companyName?: components["parameters"]["CompanyName"];
-                /** @description Website host name of the contact's company (hint). */
+                /**
+                 * @description Website host name of the contact's company (hint).
+                 * @example acme.example
+                 */
                 companyDomain?: components["parameters"]["CompanyDomain"];
-                /** @description Dataset whose credit pays for the lookup. When omitted, the account's oldest dataset with credit left this month pays. */
+                /**
+                 * @description Dataset whose credit pays for the lookup. When omitted, the account's oldest dataset with credit left this month pays.
+                 * @example ds_8f3k2m9q4w7x1z5c
+                 */
                 datasetId?: components["parameters"]["DatasetIdCreditQuery"];
             };
             header?: never;
@@ -3066,7 +3629,10 @@ export interface operations {
     lookupEmail: {
         parameters: {
             query?: {
-                /** @description Dataset whose credit pays for the lookup. When omitted, the account's oldest dataset with credit left this month pays. */
+                /**
+                 * @description Dataset whose credit pays for the lookup. When omitted, the account's oldest dataset with credit left this month pays.
+                 * @example ds_8f3k2m9q4w7x1z5c
+                 */
                 datasetId?: components["parameters"]["DatasetIdCreditQuery"];
             };
             header?: {
@@ -3168,6 +3734,126 @@ export interface operations {
             413: components["responses"]["CreditPayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["CreditInternalError"];
+        };
+    };
+    listLeadVisits: {
+        parameters: {
+            query: {
+                /**
+                 * @description E-mail address of the acting user, a member of the key's account (else 403). Case-insensitive; a raw `@` and `%40` both work.
+                 * @example admin@demo.example
+                 */
+                email: components["parameters"]["EmailActingUser"];
+                /**
+                 * @description Id of a dataset of the key's account.
+                 * @example ds_8f3k2m9q4w7x1z5c
+                 */
+                datasetId: components["parameters"]["DatasetIdQuery"];
+                /**
+                 * @description Opaque cursor: the `nextCursor` of the previous page. Omit it for the first page. A cursor this API did not return: 400.
+                 * @example eyJhZnRlciI6MTd9
+                 */
+                cursor?: components["parameters"]["Cursor"];
+                /**
+                 * @description Largest number of items on the page.
+                 * @example 100
+                 */
+                limit?: components["parameters"]["Limit"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description Id of a lead of the dataset.
+                 * @example lead_000000
+                 */
+                leadId: components["parameters"]["LeadIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of the lead's visits, newest first. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetAllResponseVisitDTO"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    lookupIp: {
+        parameters: {
+            query: {
+                /**
+                 * @description An IPv4 or IPv6 address.
+                 * @example 17.253.144.10
+                 */
+                ip: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The address's network. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IpLookupResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    lookupDomain: {
+        parameters: {
+            query: {
+                /**
+                 * @description A host name, compared case-insensitively (a trailing dot is ignored).
+                 * @example apple.com
+                 */
+                domain: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description What is known of the organisation. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DomainLookupResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
         };
     };
 }

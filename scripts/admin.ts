@@ -7,11 +7,12 @@
 //   npm run admin -- contacts import FILE [--format ndjson|csv] [--batch-size 1000] [--progress]
 //   npm run admin -- contacts generate --count N [--seed 1] --out FILE   (no database needed)
 //   npm run admin -- credits set-limit --dataset ID --limit N
-// Add --json for machine-readable output. Works on DATABASE_URL or the embedded database
-// (which one process at a time may open: stop `npm start` first, or use PostgreSQL).
+// Add --json for machine-readable output. Works on DATABASE_URL or the embedded database: while
+// `npm start` runs on it, through the socket the running service's database process serves it on.
 import { parseArgs } from "node:util";
 import { loadConfig } from "../server/config.ts";
 import { openDatabaseOrExit } from "../server/db/database.ts";
+import { DomainError } from "../server/domain/errors.ts";
 import { createServices, type Services } from "../server/services/index.ts";
 import { writeProfiles } from "../server/contacts/generate.ts";
 import { ImportFileError, importContacts, type ImportFormat } from "../server/contacts/import.ts";
@@ -149,12 +150,17 @@ async function main(): Promise<number> {
       console.error(error.message);
       return 2;
     }
+    if (error instanceof DomainError) {
+      console.error(error.message); // an unknown account or dataset: one line, not a stack
+      return 1;
+    }
     throw error;
   }
 }
 
 async function withDatabase(command: (s: Services) => Promise<void>): Promise<void> {
-  const db = await openDatabaseOrExit(loadConfig().database);
+  // a running service's embedded database is shared (it applied the migrations when it started)
+  const db = await openDatabaseOrExit(loadConfig(process.env).database, { share: true, connections: 2 });
   try {
     await db.migrate();
     await command(createServices(db.prisma));

@@ -13,7 +13,7 @@ const [command, name] = process.argv.slice(2);
 async function main(): Promise<number> {
   switch (command) {
     case "apply": {
-      const db = await openDatabaseOrExit(loadConfig().database);
+      const db = await openDatabaseOrExit(loadConfig(process.env).database);
       try {
         const applied = await db.migrate();
         console.log(applied.length ? `applied: ${applied.join(", ")}` : "database is up to date");

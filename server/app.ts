@@ -1,15 +1,17 @@
 // createApp: security headers -> operator endpoints -> request context and metrics -> ACME
-// challenges -> HTTPS -> rate limit -> API key -> URL length -> JSON body -> contract validation -> operations -> errors.
+// challenges -> per operation (server/http/operations.ts): operation context -> HTTPS -> rate
+// limit -> API key -> URL length -> JSON body -> contract validation -> handler; then one fallback
+// (the same guard, then 404) -> errors.
 // No listen here (server/listen.ts): tests drive the app directly.
 import express from "express";
-import * as OpenApiValidator from "express-openapi-validator";
 import helmet from "helmet";
 import { type Config, loadConfig } from "./config.ts";
 import type { Database } from "./db/database.ts";
 import { apiKeyAuth } from "./http/auth.ts";
 import { errorHandler } from "./http/errors.ts";
 import { operatorRoutes } from "./http/operator.ts";
-import { operationMatcher, registerOperations } from "./http/operations.ts";
+import { noOperation, type OperationChain, registerOperations } from "./http/operations.ts";
+import { docsRoutes, serviceIndex } from "./http/docs.ts";
 import { rateLimit } from "./http/rate-limit.ts";
 import { requestMetrics } from "./http/request-metrics.ts";
 import { responseChecker } from "./http/response-check.ts";
@@ -20,7 +22,11 @@ import { memoryRateLimiter, type RateLimiter } from "./rate-limiter.ts";
 import { ACME_CHALLENGE_PATH, acmeChallenge } from "./routes/custom-tracking-domains.ts";
 import { createHandlers } from "./routes/index.ts";
 import { createServices, type Services } from "./services/index.ts";
-import { loadSpec } from "./spec.ts";
+import { loadContract } from "./contract.ts";
+import { collectorRoutes } from "./tracking/collector.ts";
+import { loadTrackingConfig, type TrackingConfig } from "./tracking/config.ts";
+import { trackedDatasets } from "./tracking/datasets.ts";
+import { sharedResolver } from "./tracking/resolver.ts";
 
 export interface AppOptions {
   db: Database;
@@ -39,6 +45,8 @@ export interface AppOptions {
   trustProxy?: Config["trustProxy"];
   /** The services to serve (shared with the certificate worker); made from `db` when absent. */
   services?: Services;
+  /** The tracking collector (server/tracking): its settings, and whom to tell that events were queued. */
+  tracking?: { config?: TrackingConfig; onQueued?: () => void };
 }
 
 const defaults = loadConfig({});
@@ -53,37 +61,55 @@ export function createApp({
   requireHttps: httpsOnly = false,
   trustProxy = false,
   services: given,
+  tracking = {},
 }: AppOptions) {
-  const spec = loadSpec();
+  const contract = loadContract();
   const services = given ?? createServices(db.prisma, { logger });
+  const check = validateResponses ? responseChecker(contract) : undefined;
   const app = express();
   app.disable("x-powered-by");
   app.set("trust proxy", trustProxy);
-  const operationOf = operationMatcher(spec);
   app.use(helmet());
   app.use(operatorRoutes(db));
-  app.use(requestContext(logger, operationOf, observe));
-  app.use(requestMetrics(operationOf));
+  app.use(docsRoutes()); // the API reference and the contract documents, without a key
+  app.get("/", serviceIndex); // where to start, instead of 401
+  app.use(requestContext(logger, observe));
+  app.use(requestMetrics());
   // The certificate authority fetches HTTP-01 challenges over plain HTTP and without a key.
   app.get(ACME_CHALLENGE_PATH, acmeChallenge(services));
-  if (httpsOnly) app.use(requireHttps());
-  app.use(rateLimit(rateLimiter));
-  // The key is checked before the body is parsed: 401 and the licence's 403 win over a
-  // malformed body's 400 (the spec's order of precedence), and anonymous bodies are not parsed.
-  app.use(apiKeyAuth(services.accounts));
-  app.use(urlLengthLimit(limits.urlLength));
-  app.use(express.json({ limit: limits.bodyBytes }));
+  // Tracking (/t.js, /collect, /demo): public, keyed by dataset, described by spec/collector.yaml.
+  const trackingConfig = tracking.config ?? loadTrackingConfig({});
   app.use(
-    ...(OpenApiValidator.middleware({
-      apiSpec: loadSpec(),
-      validateRequests: { allowUnknownQueryParameters: false },
-      validateResponses,
-      validateSecurity: false, // apiKeyAuth answers 401/403 with the specified bodies
-    }) as express.RequestHandler[]),
+    collectorRoutes({
+      db: db.prisma,
+      datasets: trackedDatasets(db.prisma, trackingConfig.settingsTtlSeconds),
+      resolver: sharedResolver,
+      config: trackingConfig,
+      onQueued: tracking.onQueued,
+    }),
   );
-  const router = express.Router();
-  registerOperations(router, spec, createHandlers(services));
+  const chain: OperationChain = {
+    // The key is checked before the body is read: 401 and the licence's 403 win over a
+    // malformed body's 400 (the spec's order of precedence), and anonymous bodies are not read.
+    guard: [...(httpsOnly ? [requireHttps()] : []), rateLimit(rateLimiter), apiKeyAuth(services.accounts)],
+    input: [urlLengthLimit(limits.urlLength), jsonBody(limits.bodyBytes)],
+    check,
+  };
+  const router = express.Router({ caseSensitive: true });
+  registerOperations(router, contract, createHandlers(services), chain);
+  router.use(noOperation(chain));
   app.use(router);
-  app.use(errorHandler({ logger, operationOf, check: validateResponses ? responseChecker(spec) : undefined }));
+  app.use(errorHandler({ logger, contract, check }));
   return app;
+}
+
+/** Any JSON value (null, 42 and "x" too: the contract says what the body must be); counts the bytes read. */
+function jsonBody(limitBytes: number): express.RequestHandler {
+  return express.json({
+    limit: limitBytes,
+    strict: false,
+    verify: (_req, res, buffer) => {
+      (res as express.Response).locals.bodyBytes = buffer.length;
+    },
+  });
 }

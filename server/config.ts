@@ -1,5 +1,9 @@
-// All configuration comes from the environment; defaults give the zero-setup embedded mode.
+// The one configuration module: the environment read once at start-up against a schema (zod),
+// passed down from there. Defaults give the zero-setup embedded mode.
 import path from "node:path";
+import { z } from "zod";
+import { loadTrackingDomainConfig, type TrackingDomainConfig } from "./ctd/config.ts";
+import { loadTrackingConfig, type TrackingConfig } from "./tracking/config.ts";
 
 export interface DatabaseConfig {
   /** A PostgreSQL URL; when absent the embedded PGlite database in `dataDir` is used. */
@@ -39,6 +43,8 @@ export interface TimeoutsConfig {
 export interface Config {
   port: number;
   host: string;
+  /** WEB_CONCURRENCY: processes that serve requests (1: no cluster; more: node:cluster workers). */
+  workers: number;
   production: boolean;
   /** Validate every response against the spec (on outside production). */
   validateResponses: boolean;
@@ -55,76 +61,106 @@ export interface Config {
   trustProxy: boolean | number | string;
   /** Refuse plain-HTTP partner requests with 403 `https_required` (on in production). */
   requireHttps: boolean;
+  /** Custom tracking domains (the `CTD_*` variables). */
+  trackingDomains: TrackingDomainConfig;
+  /** The tracking script, collector and ingest writer (the `COLLECT_*`, `TRACKING_*`, `INGEST_*` variables). */
+  tracking: TrackingConfig;
 }
 
-function flag(value: string | undefined, fallback: boolean): boolean {
-  if (value === undefined || value === "") return fallback;
-  return ["1", "true", "yes", "on"].includes(value.toLowerCase());
-}
+const on = /^(1|true|yes|on)$/i;
+/** An on/off variable: `1 true yes on` (any case) are on, anything else given is off; unset takes the default. */
+const flag = z.string().optional().transform((v) => (v === undefined || v === "" ? undefined : on.test(v)));
+/** An integer variable of at least `min`; unset (or empty) takes `fallback`. */
+const integer = (fallback: number, min = 1) =>
+  z
+    .string()
+    .optional()
+    .transform((v, ctx) => {
+      if (v === undefined || v === "") return fallback;
+      const value = Number(v);
+      if (Number.isInteger(value) && value >= min) return value;
+      ctx.addIssue({ code: "custom", message: `must be an integer of at least ${min}, got "${v}"` });
+      return z.NEVER;
+    });
+const text = z.string().optional().transform((v) => (v === "" ? undefined : v));
 
-function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 1): number {
-  const raw = env[name];
-  if (raw === undefined || raw === "") return fallback;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value < min) throw new Error(`${name} must be an integer of at least ${min}, got "${raw}"`);
-  return value;
-}
+/** Every variable the service reads, with its default (README.md, Configuration and Operating it). */
+const environment = z.object({
+  NODE_ENV: text,
+  PORT: integer(3000, 0).refine((port) => port <= 65535, "must be a port number"),
+  HOST: text.transform((v) => v ?? "127.0.0.1"),
+  WEB_CONCURRENCY: integer(1),
+  VALIDATE_RESPONSES: flag,
+  LOG_LEVEL: text.pipe(z.enum(["debug", "info", "warn", "error", "silent"]).default("info")),
+  SEED_DEMO: flag,
+  DATABASE_URL: text,
+  DATA_DIR: text.transform((v) => v ?? ".data/pglite"),
+  RATE_LIMIT_REQUESTS: integer(600),
+  RATE_LIMIT_WINDOW_SECONDS: integer(60),
+  REDIS_URL: text,
+  REDIS_KEY_PREFIX: text.transform((v) => v ?? "lead-intel:"),
+  BODY_LIMIT_BYTES: integer(1_048_576),
+  MAX_URL_LENGTH: integer(4096),
+  MAX_HEADER_BYTES: integer(16_384),
+  HEADERS_TIMEOUT_MS: integer(20_000),
+  REQUEST_TIMEOUT_MS: integer(60_000),
+  KEEP_ALIVE_TIMEOUT_MS: integer(5_000),
+  SHUTDOWN_TIMEOUT_MS: integer(10_000),
+  TLS_CERT_FILE: text,
+  TLS_KEY_FILE: text,
+  TRUST_PROXY: text,
+  REQUIRE_HTTPS: flag,
+});
 
 /** `true`/`false`, a hop count, or what express accepts as a list (`loopback`, `10.0.0.0/8, 127.0.0.1`). */
 function trustProxy(value: string | undefined): boolean | number | string {
-  if (value === undefined || value === "" || /^(false|0|no|off)$/i.test(value)) return false;
+  if (value === undefined || /^(false|0|no|off)$/i.test(value)) return false;
   if (/^(true|yes|on)$/i.test(value)) return true;
   return /^\d+$/.test(value) ? Number(value) : value;
 }
 
-function tls(env: NodeJS.ProcessEnv): Config["tls"] {
-  const { TLS_CERT_FILE: certFile, TLS_KEY_FILE: keyFile } = env;
+function tls(certFile: string | undefined, keyFile: string | undefined): Config["tls"] {
   if (!certFile && !keyFile) return undefined;
   if (!certFile || !keyFile) throw new Error("TLS_CERT_FILE and TLS_KEY_FILE must be given together");
   return { certFile: path.resolve(certFile), keyFile: path.resolve(keyFile) };
 }
 
-function timeouts(env: NodeJS.ProcessEnv): TimeoutsConfig {
-  const result = {
-    headersMs: integer(env, "HEADERS_TIMEOUT_MS", 20_000),
-    requestMs: integer(env, "REQUEST_TIMEOUT_MS", 60_000),
-    keepAliveMs: integer(env, "KEEP_ALIVE_TIMEOUT_MS", 5_000),
-    shutdownMs: integer(env, "SHUTDOWN_TIMEOUT_MS", 10_000),
+/** Reads the configuration once (server/main.ts at start-up, scripts); everything below gets it passed in. */
+export function loadConfig(env: Record<string, string | undefined>): Config {
+  const parsed = environment.safeParse(env);
+  if (!parsed.success) {
+    throw new Error(parsed.error.issues.map((issue) => `${issue.path.join(".")} ${issue.message}`).join("; "));
+  }
+  const e = parsed.data;
+  const production = e.NODE_ENV === "production";
+  const timeouts: TimeoutsConfig = {
+    headersMs: e.HEADERS_TIMEOUT_MS,
+    requestMs: e.REQUEST_TIMEOUT_MS,
+    keepAliveMs: e.KEEP_ALIVE_TIMEOUT_MS,
+    shutdownMs: e.SHUTDOWN_TIMEOUT_MS,
   };
   // node refuses a headers timeout longer than the request timeout
-  if (result.headersMs > result.requestMs) throw new Error("HEADERS_TIMEOUT_MS must not exceed REQUEST_TIMEOUT_MS");
-  return result;
-}
-
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  const production = env.NODE_ENV === "production";
-  const port = Number(env.PORT ?? 3000);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`PORT must be a port number, got "${env.PORT}"`);
-  const logLevel = (env.LOG_LEVEL ?? "info") as Config["logLevel"];
-  if (!["debug", "info", "warn", "error", "silent"].includes(logLevel)) throw new Error(`LOG_LEVEL must be debug|info|warn|error|silent`);
+  if (timeouts.headersMs > timeouts.requestMs) throw new Error("HEADERS_TIMEOUT_MS must not exceed REQUEST_TIMEOUT_MS");
   return {
-    port,
-    host: env.HOST ?? "127.0.0.1",
+    port: e.PORT,
+    host: e.HOST,
+    workers: e.WEB_CONCURRENCY,
     production,
-    validateResponses: flag(env.VALIDATE_RESPONSES, !production),
-    logLevel,
-    seedDemo: flag(env.SEED_DEMO, !production),
-    database: env.DATABASE_URL
-      ? { url: env.DATABASE_URL }
-      : { dataDir: path.resolve(env.DATA_DIR ?? ".data/pglite") },
+    validateResponses: e.VALIDATE_RESPONSES ?? !production,
+    logLevel: e.LOG_LEVEL,
+    seedDemo: e.SEED_DEMO ?? !production,
+    database: e.DATABASE_URL ? { url: e.DATABASE_URL } : { dataDir: path.resolve(e.DATA_DIR) },
     rateLimit: {
-      requests: integer(env, "RATE_LIMIT_REQUESTS", 600),
-      windowSeconds: integer(env, "RATE_LIMIT_WINDOW_SECONDS", 60),
-      redis: env.REDIS_URL ? { url: env.REDIS_URL, keyPrefix: env.REDIS_KEY_PREFIX ?? "lead-intel:" } : undefined,
+      requests: e.RATE_LIMIT_REQUESTS,
+      windowSeconds: e.RATE_LIMIT_WINDOW_SECONDS,
+      redis: e.REDIS_URL ? { url: e.REDIS_URL, keyPrefix: e.REDIS_KEY_PREFIX } : undefined,
     },
-    limits: {
-      bodyBytes: integer(env, "BODY_LIMIT_BYTES", 1_048_576),
-      urlLength: integer(env, "MAX_URL_LENGTH", 4096),
-      headerBytes: integer(env, "MAX_HEADER_BYTES", 16_384),
-    },
-    timeouts: timeouts(env),
-    tls: tls(env),
-    trustProxy: trustProxy(env.TRUST_PROXY),
-    requireHttps: flag(env.REQUIRE_HTTPS, production),
+    limits: { bodyBytes: e.BODY_LIMIT_BYTES, urlLength: e.MAX_URL_LENGTH, headerBytes: e.MAX_HEADER_BYTES },
+    timeouts,
+    tls: tls(e.TLS_CERT_FILE, e.TLS_KEY_FILE),
+    trustProxy: trustProxy(e.TRUST_PROXY),
+    requireHttps: e.REQUIRE_HTTPS ?? production,
+    trackingDomains: loadTrackingDomainConfig(env),
+    tracking: loadTrackingConfig(env),
   };
 }

@@ -16,6 +16,8 @@ export interface Demo {
   datasetIds: string[];
   /** An e-mail address whose lookup finds a profile. */
   contactEmail: string;
+  /** The last name of that profile (a look-up hint it confirms). */
+  contactLastName: string;
 }
 
 /**
@@ -33,7 +35,9 @@ export async function ensureDemo(services: Services): Promise<Demo> {
   const datasetIds = (await services.datasets.list(accountId)).map((d) => d.id);
   // an upsert: a restart leaves them as they are
   await services.contacts.upsertMany([...generateProfiles(DEMO_CONTACT_SEED, DEMO_CONTACTS)]);
-  return { accountId, adminEmail: DEMO_ADMIN_EMAIL, key, datasetIds, contactEmail: generateProfile(DEMO_CONTACT_SEED, 0).email };
+  const contact = generateProfile(DEMO_CONTACT_SEED, 0);
+  const contactLastName = contact.fullName.split(" ").at(-1)!;
+  return { accountId, adminEmail: DEMO_ADMIN_EMAIL, key, datasetIds, contactEmail: contact.email, contactLastName };
 }
 
 async function createDemoAccount(services: Services): Promise<string> {

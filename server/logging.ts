@@ -1,5 +1,8 @@
-// JSON lines on stdout. Every string is scrubbed of e-mail addresses and API keys before it is
-// written: the callers avoid logging them, and this is the net under that rule.
+// JSON lines on stdout through pino: `{"level":"info","time":"…","msg":"…",…fields}`. Every line
+// is scrubbed of e-mail addresses and API keys before it is written: the callers avoid logging
+// them, and this is the net under that rule.
+import pino from "pino";
+
 export type LogLevel = "debug" | "info" | "warn" | "error";
 export type LogFields = Record<string, unknown>;
 
@@ -8,9 +11,12 @@ export interface Logger {
   info(msg: string, fields?: LogFields): void;
   warn(msg: string, fields?: LogFields): void;
   error(msg: string, fields?: LogFields): void;
+  /** A logger whose lines all carry `bindings` (the request id of one request). */
+  child(bindings: LogFields): Logger;
+  /** The pino logger underneath (pino-http writes the request lines through it). */
+  readonly pino: pino.Logger;
 }
 
-const order: Record<LogLevel | "silent", number> = { debug: 10, info: 20, warn: 30, error: 40, silent: 99 };
 const emailPattern = /[^\s"'<>@,;:()[\]\\]+@[^\s"'<>@,;:()[\]\\]+\.[A-Za-z]{2,}/g;
 const apiKeyPattern = /\blik_[A-Za-z0-9_-]+/g;
 
@@ -18,13 +24,32 @@ export function redact(text: string): string {
   return text.replace(emailPattern, "[email]").replace(apiKeyPattern, "[api-key]");
 }
 
+function wrap(base: pino.Logger): Logger {
+  const at = (level: LogLevel) => (msg: string, fields: LogFields = {}) => base[level](fields, msg);
+  return {
+    debug: at("debug"),
+    info: at("info"),
+    warn: at("warn"),
+    error: at("error"),
+    child: (bindings) => wrap(base.child(bindings)),
+    pino: base,
+  };
+}
+
 export function createLogger(
   level: LogLevel | "silent" = "info",
   write: (line: string) => void = (line) => process.stdout.write(line + "\n"),
 ): Logger {
-  const log = (lvl: LogLevel) => (msg: string, fields: LogFields = {}) => {
-    if (order[lvl] < order[level]) return;
-    write(redact(JSON.stringify({ time: new Date().toISOString(), level: lvl, msg, ...fields })));
-  };
-  return { debug: log("debug"), info: log("info"), warn: log("warn"), error: log("error") };
+  const destination = { write: (line: string) => write(redact(line.replace(/\n$/, ""))) };
+  return wrap(
+    pino(
+      {
+        level,
+        base: undefined, // no pid or hostname: the fields are ours
+        timestamp: pino.stdTimeFunctions.isoTime,
+        formatters: { level: (label) => ({ level: label }) },
+      },
+      destination,
+    ),
+  );
 }

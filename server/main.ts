@@ -1,8 +1,10 @@
 // config -> database (migrated) -> rate limiter -> app -> listen -> certificate worker -> demo
-// account; SIGTERM drains.
+// account; SIGTERM drains. With WEB_CONCURRENCY > 1 the primary opens and migrates the database,
+// forks the workers (server/cluster.ts) and prints the demo; each worker runs the rest.
 import { createApp } from "./app.ts";
+import { clusterRole, startWorkers } from "./cluster.ts";
 import { loadConfig } from "./config.ts";
-import { loadTrackingDomainConfig, resolveEncryptionKey } from "./ctd/config.ts";
+import { resolveEncryptionKey } from "./ctd/config.ts";
 import { startCertificateWorker } from "./ctd/worker.ts";
 import { openDatabaseOrExit } from "./db/database.ts";
 import { ensureDemo } from "./demo.ts";
@@ -10,15 +12,35 @@ import { listen } from "./listen.ts";
 import { createLogger } from "./logging.ts";
 import { createRateLimiter } from "./rate-limiter.ts";
 import { createServices } from "./services/index.ts";
+import { sharedResolver } from "./tracking/resolver.ts";
+import { startIngestWriter } from "./tracking/writer.ts";
 
-const config = loadConfig();
+const config = loadConfigOrExit();
 const logger = createLogger(config.logLevel);
 const trackingDomains = trackingDomainSettings();
+/** An address of Apple's network (AS714, Cupertino): what the demo's visits resolve to. */
+const DEMO_VISITOR_IP = "17.253.144.10";
+
+/** The collector's settings; outside production the demo's browser on loopback counts as a business network. */
+function trackingSettings() {
+  const demo = config.seedDemo && !config.production;
+  return demo ? { ...config.tracking, loopbackIp: config.tracking.loopbackIp ?? DEMO_VISITOR_IP } : config.tracking;
+}
+
+/** The only place the service reads its environment. */
+function loadConfigOrExit() {
+  try {
+    return loadConfig(process.env);
+  } catch (error) {
+    console.error(`configuration error: ${(error as Error).message}`);
+    process.exit(1);
+  }
+}
 
 /** Resolves the key now: production refuses to start without CTD_ENCRYPTION_KEY, development warns once. */
 function trackingDomainSettings() {
   try {
-    const settings = loadTrackingDomainConfig();
+    const settings = config.trackingDomains;
     return { ...settings, encryptionKey: resolveEncryptionKey(settings, logger) };
   } catch (error) {
     console.error(`configuration error: ${(error as Error).message}`);
@@ -26,12 +48,33 @@ function trackingDomainSettings() {
   }
 }
 
-const db = await openDatabaseOrExit(config.database);
-const applied = await db.migrate();
-logger.info("database ready", { kind: db.kind, migrationsApplied: applied });
+const role = clusterRole(config.workers);
+// workers share the database their primary opened and migrated
+const db = await openDatabaseOrExit(config.database, { share: role === "worker" });
+const applied = role === "worker" ? [] : await db.migrate();
+if (role !== "worker") logger.info("database ready", { kind: db.kind, migrationsApplied: applied });
 
-const services = createServices(db.prisma, { trackingDomains, logger });
+const services = createServices(db.prisma, { trackingDomains, logger, sql: db.sql });
+if (role === "primary") {
+  const workers = await startWorkers({ count: config.workers, sharedRateLimit: !!config.rateLimit.redis, logger }).catch((error: Error) => {
+    logger.error("workers did not start", { error: error.message });
+    process.exit(1);
+  });
+  logger.info("workers listening", { workers: config.workers, port: workers.port });
+  if (config.seedDemo) await printDemo(baseUrl(workers.port, config.tls ? "https" : "http"));
+  await workers.stopped;
+  await db.close();
+  logger.info("stopped");
+  process.exit(0);
+}
 const rateLimiter = await createRateLimiter(config.rateLimit, logger);
+// Tracking: the resolution data loads before the first request needs it; the ingest writer
+// drains the collector's queue (and whatever a previous process left in it).
+const tracking = trackingSettings();
+sharedResolver({ ipv6Geo: config.tracking.ipv6Geo });
+const ingest = tracking.writer.enabled
+  ? startIngestWriter(db.prisma, { contacts: services.contacts, credits: services.credits, now: () => new Date() }, logger, tracking.writer)
+  : undefined;
 const app = createApp({
   db,
   services,
@@ -41,6 +84,7 @@ const app = createApp({
   limits: config.limits,
   requireHttps: config.requireHttps,
   trustProxy: config.trustProxy,
+  tracking: { config: tracking, onQueued: ingest?.wake },
 });
 const running = await listen(app, config, logger);
 logger.info("listening", {
@@ -54,24 +98,40 @@ logger.info("listening", {
 const worker = startCertificateWorker(services.certificateJobs, trackingDomains.jobs, logger);
 process.on("SIGTERM", () => void stop("SIGTERM"));
 process.on("SIGINT", () => void stop("SIGINT"));
-if (config.seedDemo) {
+if (config.seedDemo && role === "single") await printDemo(baseUrl(running.port, running.protocol));
+
+function baseUrl(port: number, protocol: string): string {
   const host = config.host === "0.0.0.0" ? "127.0.0.1" : config.host;
-  await printDemo(`${running.protocol}://${host}:${running.port}`);
+  return `${protocol}://${host}:${port}`;
 }
 
 async function printDemo(baseUrl: string): Promise<void> {
   const demo = await ensureDemo(services);
+  // the demo website's form is tracked and enriched (a found profile costs a credit)
+  await db.prisma.dataset.update({ where: { id: demo.datasetIds[0] }, data: { formTracking: true, contactEnrichment: true } });
+  const [website] = demo.datasetIds;
+  const key = `-H "x-api-key: ${demo.key}"`;
   // Shown on the console for the person who started the service, never through the logger.
   console.log(
     [
       "",
+      `API reference: ${baseUrl}/docs (no key needed)`,
       "Demo account ready. A new demo key is issued at every start (the previous one is revoked).",
-      `  account id: ${demo.accountId}`,
-      `  API key:    ${demo.key}`,
+      `  account id:  ${demo.accountId}`,
+      `  API key:     ${demo.key}`,
+      `  admin:       ${demo.adminEmail}`,
+      `  datasets:    ${demo.datasetIds.join(", ")} (the first is the demo website, with leads)`,
+      `  contact:     ${demo.contactEmail}, last name ${demo.contactLastName} (its look-up finds a profile)`,
+      "For the README's walkthrough, paste:",
+      `  export B=${baseUrl} KEY=${demo.key} ACC=${demo.accountId} DS=${website} A=email=${demo.adminEmail} CONTACT=${demo.contactEmail} LAST=${demo.contactLastName}`,
       "Try it:",
-      `  curl -s "${baseUrl}/v1/user-datasets?accountId=${demo.accountId}&email=${demo.adminEmail}" -H "x-api-key: ${demo.key}"`,
+      `  curl -s "${baseUrl}/v1/users?email=${demo.adminEmail}" ${key}`,
+      `  curl -s "${baseUrl}/v1/user-datasets?accountId=${demo.accountId}&email=${demo.adminEmail}" ${key}`,
       "Look up a contact (costs 1 credit of the oldest demo dataset; an unknown address is free):",
-      `  curl -s -X POST "${baseUrl}/v1/email-lookup" -H "x-api-key: ${demo.key}" -H "content-type: application/json" -d '{"email":"${demo.contactEmail}"}'`,
+      `  curl -s -X POST "${baseUrl}/v1/email-lookup" ${key} -H "content-type: application/json" -d '{"email":"${demo.contactEmail}","lastName":"${demo.contactLastName}"}'`,
+      "Tracking: open the demo website, click to page 2, send the form, then list the leads (the visits count as Apple's network):",
+      `  ${baseUrl}/demo?dataset=${website}`,
+      `  curl -s "${baseUrl}/v1/leads?email=${demo.adminEmail}&datasetId=${website}&limit=3" ${key}`,
       "",
     ].join("\n"),
   );
@@ -85,6 +145,7 @@ async function stop(signal: string): Promise<void> {
   logger.info("stopping", { signal, timeoutMs: config.timeouts.shutdownMs });
   await running.shutdown();
   await worker.stop();
+  await ingest?.stop();
   await rateLimiter.close();
   await db.close();
   logger.info("stopped");

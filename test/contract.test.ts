@@ -130,6 +130,7 @@ const expectedOutcome: Record<string, { status: number; why: string }> = {
   updateUserName: { status: 204, why: "the member is renamed" },
   addUser: { status: 204, why: "the example e-mail is a new user" },
   resendInvite: { status: 204, why: "the member is still invited" },
+  listUsers: { status: 200, why: "the admin lists the account's members" },
   getUserDatasets: { status: 200, why: "the admin is a member" },
   addUserDataset: { status: 409, why: "the member already reaches datasets[0]" },
   removeUserDataset: { status: 204, why: "the member's association with datasets[0] is removed" },
@@ -158,6 +159,9 @@ const expectedOutcome: Record<string, { status: number; why: string }> = {
   lookupEmailByQuery: { status: 404, why: "this test's contact store holds no profiles" },
   getCreditUsageTimeSeries: { status: 200, why: "a report of the example period" },
   getCreditUsageSummary: { status: 200, why: "a report of the example period" },
+  listLeadVisits: { status: 404, why: "datasets[0] has no leads" },
+  lookupIp: { status: 200, why: "the example address is on Apple's network" },
+  lookupDomain: { status: 200, why: "the example domain is a curated organisation" },
 };
 
 

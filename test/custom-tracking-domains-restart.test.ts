@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Database, openDatabase } from "../server/db/database.ts";
 import { responseChecker } from "../server/http/response-check.ts";
 import { createServices } from "../server/services/index.ts";
-import { loadSpec } from "../server/spec.ts";
+import { loadContract } from "../server/contract.ts";
 import { createTestDatabase } from "./support/database.ts";
 import { holdAddressLookups, startDnsServer, type TestDnsServer } from "./support/dns-server.ts";
 import { freePort, type Pebble, pebbleMissing, startPebble } from "./support/pebble.ts";
@@ -78,7 +78,7 @@ describe.skipIf(!!pebbleMissing)("addCustomTrackingDomain", () => {
     await shared?.dispose();
   });
 
-  const check = responseChecker(loadSpec());
+  const check = responseChecker(loadContract());
   /** A request to the running child, its body checked against the spec. */
   async function request(operationId: string, method: string, url: string, body?: object) {
     const res = await fetch(`http://127.0.0.1:${port}${url}`, {

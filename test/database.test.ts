@@ -5,6 +5,7 @@ import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, describe, expect, it } from "vitest";
+import { lockOwner } from "../server/db/data-dir-lock.ts";
 import { DatabaseLockedError, openDatabase } from "../server/db/database.ts";
 import { diffMigrationsToSchema } from "../server/db/migrations.ts";
 
@@ -27,7 +28,8 @@ describe("embedded database lock", () => {
     });
     const failure = await attempt.then(() => undefined, (error: { code: number; stderr: string }) => error);
     expect(failure?.code).toBe(1);
-    expect(failure?.stderr).toContain(`in use by process ${process.pid}`);
+    // the owner is the process that serves the embedded database for this test file
+    expect(failure?.stderr).toContain(`in use by process ${(await lockOwner(dataDir))!.pid}`);
     expect(await first.ping()).toBe(true);
   });
 

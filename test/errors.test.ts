@@ -1,6 +1,7 @@
 // Error bodies: each specified body type where Part 7 names it, and the check that keeps them so.
 import supertest from "supertest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { loadContract } from "../server/contract.ts";
 import { responseChecker } from "../server/http/response-check.ts";
 import { loadSpec } from "../server/spec.ts";
 import type { TestApi } from "./support/api.ts";
@@ -14,7 +15,7 @@ beforeAll(async () => ({ api, tenant } = await startWithTenants()));
 afterAll(() => api?.close());
 
 describe("responseChecker", () => {
-  const check = responseChecker(loadSpec());
+  const check = responseChecker(loadContract());
 
   it("when an error body has the documented shape, then it passes", () => {
     expect(check("addUser", 400, "application/json", { error: "validation_failed", message: "m", details: [] })).toBeUndefined();

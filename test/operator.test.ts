@@ -2,6 +2,7 @@
 // database, Prometheus metrics, all without an API key; one structured log line per request.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import supertest from "supertest";
+import { createLogger } from "../server/logging.ts";
 import { createApp } from "../server/app.ts";
 import { metrics } from "../server/metrics.ts";
 import { startTestApi, type TestApi } from "./support/api.ts";
@@ -34,7 +35,7 @@ describe("GET /readyz", () => {
   });
 
   it("when the database does not answer, then 503 unavailable", async () => {
-    const app = createApp({ db: { ...api.db, ping: async () => false }, logger: { debug() {}, info() {}, warn() {}, error() {} } });
+    const app = createApp({ db: { ...api.db, ping: async () => false }, logger: createLogger("silent") });
     const res = await supertest(app).get("/readyz");
     expect(res.status).toBe(503);
     expect(res.body).toEqual({ status: "unavailable", checks: { database: false } });

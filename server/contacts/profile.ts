@@ -1,10 +1,8 @@
 // A contact profile as the import reads it: checked against the spec's own ContactProfile schema
 // (the single source of its fields), plus the rules a schema cannot say.
-import { Ajv2020 } from "ajv/dist/2020.js";
-import addFormats from "ajv-formats";
 import type { components } from "../../generated/openapi.ts";
+import { loadContract } from "../contract.ts";
 import { normaliseEmail } from "../ids.ts";
-import { loadSpec } from "../spec.ts";
 
 export type ContactProfile = components["schemas"]["ContactProfile"];
 export type ContactExperience = components["schemas"]["ContactExperience"];
@@ -18,16 +16,9 @@ interface SchemaError {
   message?: string;
 }
 
-let validateSchema: ((value: unknown) => boolean) & { errors?: SchemaError[] | null };
-
-function schemaValidator() {
-  if (!validateSchema) {
-    const ajv = new Ajv2020({ strict: false, allErrors: false });
-    addFormats.default(ajv);
-    ajv.addSchema(loadSpec() as object, "spec");
-    validateSchema = ajv.getSchema("spec#/components/schemas/ContactProfile")!;
-  }
-  return validateSchema;
+/** The spec's ContactProfile schema, from the process's one compiled contract. */
+function schemaValidator(): ((value: unknown) => boolean) & { errors?: SchemaError[] | null } {
+  return loadContract().component("ContactProfile");
 }
 
 /** `experience/0/endYear must be integer` -> `experience[0].endYear: must be integer`, as an operator reads it. */

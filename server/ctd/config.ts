@@ -45,7 +45,7 @@ function flag(value: string | undefined): boolean {
   return ["1", "true", "yes", "on"].includes((value ?? "").toLowerCase());
 }
 
-function positive(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+function positive(env: Record<string, string | undefined>, name: string, fallback: number): number {
   const raw = env[name];
   if (raw === undefined || raw === "") return fallback;
   const value = Number(raw);
@@ -63,7 +63,8 @@ function list(value: string | undefined): string[] {
   return (value ?? "").split(",").map((s) => s.trim()).filter(Boolean);
 }
 
-export function loadTrackingDomainConfig(env: NodeJS.ProcessEnv = process.env): TrackingDomainConfig {
+/** From the `CTD_*` variables; server/config.ts calls it once with the environment. */
+export function loadTrackingDomainConfig(env: Record<string, string | undefined>): TrackingDomainConfig {
   const production = env.NODE_ENV === "production";
   const cnameTarget = host("CTD_CNAME_TARGET", env.CTD_CNAME_TARGET ?? "track.leadintel.io");
   const ownDomains = list(env.CTD_OWN_DOMAINS ?? "leadintel.io").map((d) => host("CTD_OWN_DOMAINS", d));

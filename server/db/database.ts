@@ -1,6 +1,12 @@
 // One entry point to the database: the embedded PGlite by default, PostgreSQL when a URL is given.
-import { mkdir, open, readFile, unlink } from "node:fs/promises";
+// An embedded data directory runs in a process of its own (server/db/embedded-process.ts), served
+// over the PostgreSQL protocol on a Unix socket: this process talks to it with pg, as to
+// PostgreSQL, and WebAssembly PostgreSQL never runs on this event loop. Only the in-memory
+// database (tests) runs in this process.
+import { fork } from "node:child_process";
+import { once } from "node:events";
 import path from "node:path";
+import { fileURLToPath } from "node:url";
 import { PGlite } from "@electric-sql/pglite";
 import { PrismaPg } from "@prisma/adapter-pg";
 import pg from "pg";
@@ -8,12 +14,26 @@ import type { SqlMigrationAwareDriverAdapterFactory } from "@prisma/driver-adapt
 import { PrismaPGlite } from "pglite-prisma-adapter";
 import { PrismaClient } from "../../generated/prisma/client.ts";
 import type { DatabaseConfig } from "../config.ts";
+import { DatabaseLockedError, lockedMessage, lockOwner } from "./data-dir-lock.ts";
+import type { EmbeddedMessage } from "./embedded-process.ts";
+import { SOCKET_PORT } from "./embedded-server.ts";
 import { applyMigrations } from "./migrations.ts";
+
+export { DatabaseLockedError };
 
 export type Db = PrismaClient;
 
+/** A parameterised statement: `$1`-style placeholders in `text` (what Prisma.sql`...` builds). */
+export interface Statement {
+  text: string;
+  values: unknown[];
+}
+/** Runs a statement on the driver directly, without Prisma: for the hot path (the paid look-up). */
+export type Sql = <Row>(statement: Statement) => Promise<Row[]>;
+
 export interface Database {
   prisma: PrismaClient;
+  sql: Sql;
   kind: "pglite" | "postgres";
   /** Applies pending migrations; returns their names. */
   migrate(): Promise<string[]>;
@@ -22,9 +42,25 @@ export interface Database {
   close(): Promise<void>;
 }
 
-export class DatabaseLockedError extends Error {}
+export interface OpenOptions {
+  /**
+   * Embedded database already served by another process (a running `npm start`): connect to it
+   * instead of refusing (the operator CLI, cluster workers). Default: refuse.
+   */
+  share?: boolean;
+  /** Connections of the pool (default 20 on PostgreSQL, 10 on the embedded database). */
+  connections?: number;
+  /** In-memory only (tests): start from this data-directory snapshot (`dumpDataDir`) instead of an empty database. */
+  snapshot?: Blob;
+}
 
-export async function openDatabase(config: DatabaseConfig): Promise<Database> {
+/** How long the embedded database's process may take to start (a large data directory, first migrations). */
+const EMBEDDED_START_MS = 180_000;
+/** How long it may take to close cleanly once asked. */
+const EMBEDDED_CLOSE_MS = 60_000;
+const embeddedProcessPath = path.join(path.dirname(fileURLToPath(import.meta.url)), "embedded-process.ts");
+
+export async function openDatabase(config: DatabaseConfig, options: OpenOptions = {}): Promise<Database> {
   if (config.url) {
     const url = config.url;
     // The schema engine holds a session advisory lock until its connection closes: give it
@@ -37,27 +73,69 @@ export async function openDatabase(config: DatabaseConfig): Promise<Database> {
         await pool.end();
       }
     };
-    return wrap("postgres", new PrismaPg({ connectionString: url, max: 20 }), migrate, async () => {});
+    return onPool("postgres", new pg.Pool({ connectionString: url, max: options.connections ?? 20 }), migrate, async () => {});
   }
-  const releaseLock = config.dataDir ? await lockDataDir(config.dataDir) : async () => {};
-  try {
-    const pglite = config.dataDir ? new PGlite(config.dataDir) : new PGlite();
-    await pglite.waitReady;
-    const adapter = new PrismaPGlite(pglite);
-    return wrap("pglite", adapter, () => applyMigrations(adapter), async () => {
-      await pglite.close();
-      await releaseLock();
-    });
-  } catch (error) {
-    await releaseLock();
-    throw error;
+  if (config.dataDir) return openEmbedded(path.resolve(config.dataDir), options);
+  const pglite = new PGlite(options.snapshot ? { loadDataDir: options.snapshot } : {});
+  await pglite.waitReady;
+  const adapter = new PrismaPGlite(pglite);
+  const sql: Sql = async <Row>(s: Statement) => (await pglite.query<Row>(s.text, s.values)).rows;
+  return wrap("pglite", adapter, sql, () => applyMigrations(adapter), () => pglite.close());
+}
+
+/** Prisma and the hot path's raw statements share one pg pool. */
+function onPool(kind: Database["kind"], pool: pg.Pool, migrate: () => Promise<string[]>, closeDriver: () => Promise<void>): Database {
+  const sql: Sql = async <Row>(s: Statement) => (await pool.query(s.text, s.values)).rows as Row[];
+  return wrap(kind, new PrismaPg(pool, { disposeExternalPool: true }), sql, migrate, closeDriver);
+}
+
+/** pg over the Unix socket of an embedded database's process. */
+function socketPool(socketDir: string, connections: number): pg.Pool {
+  return new pg.Pool({ host: socketDir, port: SOCKET_PORT, user: "postgres", database: "postgres", max: connections });
+}
+
+/** Connects to the process that serves `dataDir`, or starts one (which applies the pending migrations). */
+async function openEmbedded(dataDir: string, options: OpenOptions): Promise<Database> {
+  const connections = options.connections ?? 10;
+  const owner = await lockOwner(dataDir);
+  if (owner?.socketDir && options.share) {
+    // migrations are the owner's business: it applied them when it started
+    return onPool("pglite", socketPool(owner.socketDir, connections), async () => [], async () => {});
   }
+  if (owner) throw new DatabaseLockedError(lockedMessage(dataDir, owner));
+  const child = fork(embeddedProcessPath, [dataDir], { execArgv: ["--import", "tsx"], stdio: ["ignore", "inherit", "inherit", "ipc"] });
+  const message = await Promise.race([
+    once(child, "message").then(([m]) => m as EmbeddedMessage),
+    once(child, "exit").then(([code]): EmbeddedMessage => ({ type: "failed", locked: false, message: `exited with ${code}` })),
+    new Promise<EmbeddedMessage>((resolve) =>
+      setTimeout(() => resolve({ type: "failed", locked: false, message: "did not start in time" }), EMBEDDED_START_MS).unref(),
+    ),
+  ]);
+  if (message.type === "failed") {
+    child.kill("SIGKILL");
+    if (message.locked) throw new DatabaseLockedError(message.message);
+    throw new Error(`The embedded database's process failed: ${message.message}`);
+  }
+  let pending = message.applied;
+  const migrate = async () => {
+    const applied = pending;
+    pending = [];
+    return applied;
+  };
+  return onPool("pglite", socketPool(message.socketDir, connections), migrate, async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    const exited = once(child, "exit");
+    child.disconnect(); // it closes PGlite and releases the lock, then exits
+    const timer = setTimeout(() => child.kill("SIGKILL"), EMBEDDED_CLOSE_MS);
+    await exited;
+    clearTimeout(timer);
+  });
 }
 
 /** For commands: a locked embedded database ends the process with the lock's message, not a stack. */
-export async function openDatabaseOrExit(config: DatabaseConfig): Promise<Database> {
+export async function openDatabaseOrExit(config: DatabaseConfig, options?: OpenOptions): Promise<Database> {
   try {
-    return await openDatabase(config);
+    return await openDatabase(config, options);
   } catch (error) {
     if (!(error instanceof DatabaseLockedError)) throw error;
     console.error(error.message);
@@ -68,12 +146,14 @@ export async function openDatabaseOrExit(config: DatabaseConfig): Promise<Databa
 function wrap(
   kind: Database["kind"],
   adapter: SqlMigrationAwareDriverAdapterFactory,
+  sql: Sql,
   migrate: () => Promise<string[]>,
   closeDriver: () => Promise<void>,
 ): Database {
   const prisma = new PrismaClient({ adapter });
   return {
     prisma,
+    sql,
     kind,
     migrate,
     ping: () => prisma.$queryRaw`SELECT 1`.then(() => true, () => false),
@@ -84,39 +164,3 @@ function wrap(
   };
 }
 
-/**
- * PGlite is single-process: two processes on one data directory would corrupt it. A lock file
- * holding the owner's pid keeps the second one out; a lock left by a dead process is taken over.
- */
-async function lockDataDir(dataDir: string): Promise<() => Promise<void>> {
-  const lockPath = `${dataDir}.lock`;
-  await mkdir(path.dirname(lockPath), { recursive: true });
-  for (let attempt = 0; attempt < 2; attempt++) {
-    try {
-      const handle = await open(lockPath, "wx");
-      await handle.writeFile(String(process.pid));
-      await handle.close();
-      return () => unlink(lockPath).catch(() => {});
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
-      const owner = Number(await readFile(lockPath, "utf8").catch(() => ""));
-      if (owner && isAlive(owner)) {
-        throw new DatabaseLockedError(
-          `The embedded database ${dataDir} is in use by process ${owner}. Stop that process, ` +
-            `or give this one another DATA_DIR, or use PostgreSQL through DATABASE_URL.`,
-        );
-      }
-      await unlink(lockPath).catch(() => {}); // stale: its owner is gone
-    }
-  }
-  throw new DatabaseLockedError(`Could not take the lock ${lockPath}`);
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM";
-  }
-}

@@ -21,6 +21,23 @@ export const schemaPath = path.join(root, "prisma/schema.prisma");
 type EngineModule = typeof import("@prisma/schema-engine-wasm");
 let engineModule: Promise<EngineModule> | undefined;
 
+/**
+ * The engine leaves a 10-second timer behind after its work, which kept every command that
+ * migrates (the operator CLI) alive 10 s after it was done: its timers must not hold the process.
+ */
+function withUnrefTimers(bindings: object): WebAssembly.ModuleImports {
+  const imports = { ...bindings } as WebAssembly.ModuleImports;
+  for (const [name, value] of Object.entries(bindings)) {
+    if (!name.startsWith("__wbg_setTimeout_") || typeof value !== "function") continue;
+    imports[name] = (...args: unknown[]) => {
+      const timer = (value as (...a: unknown[]) => unknown)(...args);
+      (timer as NodeJS.Timeout | undefined)?.unref?.();
+      return timer;
+    };
+  }
+  return imports;
+}
+
 /** The package entry imports the .wasm as an ES module, which Node refuses: instantiate it by hand. */
 function loadEngineModule(): Promise<EngineModule> {
   engineModule ??= (async () => {
@@ -30,7 +47,7 @@ function loadEngineModule(): Promise<EngineModule> {
       __wbg_set_wasm(exports: WebAssembly.Exports): void;
     };
     const bytes = await readFile(path.join(path.dirname(bindingsPath), "schema_engine_bg.wasm"));
-    const { instance } = await WebAssembly.instantiate(bytes, { "./schema_engine_bg.js": bindings });
+    const { instance } = await WebAssembly.instantiate(bytes, { "./schema_engine_bg.js": withUnrefTimers(bindings) });
     bindings.__wbg_set_wasm(instance.exports);
     (instance.exports.__wbindgen_start as () => void)();
     return bindings;
@@ -75,6 +92,20 @@ export async function readMigrations(dir = migrationsDir): Promise<MigrationList
 }
 
 const noFilters = { externalTables: [], externalEnums: [] };
+
+/**
+ * True when every migration folder is recorded as finished in `_prisma_migrations`: then there is
+ * nothing to apply and the schema engine (seconds to load) need not start. `query` reads the
+ * database; a missing table means a new database.
+ */
+export async function allMigrationsApplied(query: (sql: string) => Promise<{ migration_name: string }[]>): Promise<boolean> {
+  const { migrationDirectories } = await readMigrations();
+  const rows = await query(
+    `SELECT migration_name FROM _prisma_migrations WHERE finished_at IS NOT NULL AND rolled_back_at IS NULL`,
+  ).catch(() => []);
+  const applied = new Set(rows.map((r) => r.migration_name));
+  return migrationDirectories.every((m) => applied.has(m.path));
+}
 
 /** Applies every pending migration; returns the names of those applied now. */
 export async function applyMigrations(adapterFactory: SqlMigrationAwareDriverAdapterFactory): Promise<string[]> {

@@ -1,7 +1,11 @@
 // One class per specified error body, and the single place that turns any error into a response.
 import type { ErrorRequestHandler } from "express";
 import type { components } from "../../generated/openapi.ts";
+import * as domain from "../domain/errors.ts";
+import type { Contract } from "../contract.ts";
+import { databaseFault, type DatabaseFault } from "../db/errors.ts";
 import type { Logger } from "../logging.ts";
+import { MAX_TAGS_PER_LEAD } from "../services/tags.ts";
 import type { ResponseCheck } from "./response-check.ts";
 
 type Schemas = components["schemas"];
@@ -124,98 +128,113 @@ class InternalError extends ApiError {
   }
 }
 
-/** Shape of the errors express-openapi-validator and body-parser raise. */
-interface HttpLikeError {
+/** Shape of the errors body-parser raises. */
+interface BodyParserError {
   status?: number;
-  statusCode?: number;
   type?: string;
-  errors?: { path?: string; message?: string }[];
-  message?: string;
-  code?: string;
   limit?: number;
 }
 
-const locations: Record<string, ValidationErrorDetail["location"]> = {
-  body: "body",
-  query: "query",
-  params: "path",
-  path: "path",
-  headers: "header",
-  header: "header",
+/** The documented answer to a violated constraint (the database decides races; this names them). */
+const constraintAnswers: Record<string, () => ApiError> = {
+  Dataset_accountId_nameKey_key: () => new ConflictError("A dataset with this name already exists in this account"),
+  Segment_datasetId_nameKey_key: () => new ConflictError("A segment with this name already exists in this dataset"),
+  Membership_pkey: () => new ConflictError("The user is already a member of this account"),
+  UserDataset_pkey: () => new ConflictError("The user already has access to this dataset"),
+  Lead_tags_count_check: () => new ConflictError(`A lead has at most ${MAX_TAGS_PER_LEAD} tags`),
 };
 
-/** `/body/name` -> {location: body, field: name}; `/query/email` -> {location: query, field: email}. */
-export function detailFromValidatorPath(path: string, message: string): ValidationErrorDetail {
-  const [where = "body", ...rest] = path.replace(/^[./]+/, "").split(/[./]/);
-  const location = locations[where] ?? "body";
-  const field = locations[where] ? rest.join(".") : [where, ...rest].join(".");
-  return { location, field: field || "(root)", message };
+/** Database errors by constraint name, then by SQLSTATE / Prisma code. */
+function fromDatabaseFault(fault: DatabaseFault): ApiError {
+  const named = fault.constraint && constraintAnswers[fault.constraint];
+  if (named) return named();
+  if (fault.sqlState === "23505") return new ConflictError("A resource with these unique values already exists");
+  if (fault.prismaCode === "P2025") return new NotFoundError("The resource does not exist");
+  return new InternalError();
 }
 
-/** Maps anything thrown to one of the documented error types. */
+/** Maps anything thrown to one of the documented error types: the one translator. */
 export function toApiError(error: unknown): ApiError {
   if (error instanceof ApiError) return error;
-  const e = (error ?? {}) as HttpLikeError;
-  const status = e.status ?? e.statusCode;
-  if (e.code === "P2002") return new ConflictError("A resource with these unique values already exists");
-  if (e.code === "P2025") return new NotFoundError("The resource does not exist");
+  if (error instanceof domain.DomainError) return fromDomainError(error);
+  const fault = databaseFault(error);
+  if (fault) return fromDatabaseFault(fault);
+  const e = (error ?? {}) as BodyParserError;
   if (e.type === "entity.parse.failed") {
     return new BadRequestError("The request body is not valid JSON", [
       { location: "body", field: "(root)", message: "malformed JSON" },
     ], "malformed_json");
   }
   if (e.type === "entity.too.large") return new PayloadTooLargeError(e.limit);
-  if (status === 400 || status === 415) {
-    const details = (e.errors ?? []).map((d) => detailFromValidatorPath(d.path ?? "", d.message ?? "is invalid"));
-    return new BadRequestError(e.message ? `Invalid request: ${e.message}` : "Invalid request", details);
+  if (e.status === 400 || e.status === 415) {
+    return new BadRequestError("Invalid request: the body cannot be read", [
+      { location: "body", field: "(root)", message: "must be UTF-8 encoded application/json" },
+    ]);
   }
-  if (status === 404) return new NotFoundError("No such path");
-  if (status === 405) return new MethodNotAllowedError(String((e as { headers?: { Allow?: string } }).headers?.Allow ?? ""));
+  return new InternalError();
+}
+
+/** The documented status of each domain error (services throw these, transport-free). */
+function fromDomainError(error: domain.DomainError): ApiError {
+  if (error instanceof domain.NotFound) return new NotFoundError(error.message, error.code);
+  if (error instanceof domain.Conflict) return new ConflictError(error.message, error.code);
+  if (error instanceof domain.Forbidden) return Object.assign(new ForbiddenError(error.message), { code: error.code });
+  if (error instanceof domain.PaymentRequired) return new PaymentRequiredError(error.message);
+  if (error instanceof domain.Invalid) return new BadRequestError(error.message, error.details, error.code);
+  if (error instanceof domain.TooManyRequests) return new RateLimitedError(error.retryAfterSeconds);
   return new InternalError();
 }
 
 /**
- * The credit-reporting operations (`/api/...`) have their own error bodies (Part 7):
- * ParameterizedErrorVM for a JSON 400 (ErrorVM when the client does not accept JSON) and ErrorVM
- * for 403, 404, 413 and 500. 401 and 429 look the same everywhere.
+ * The body an operation documents for an error status. The credit-reporting operations document
+ * their own (Part 7): ParameterizedErrorVM for a JSON 400 (ErrorVM when the client does not accept
+ * JSON) and ErrorVM for 403, 404, 413 and 500; every other body is `{error, message}`.
  */
-function creditErrorBody(error: ApiError, acceptsJson: boolean): { mediaType: string; body: object } | undefined {
-  if (error instanceof BadRequestError && acceptsJson) {
+function documentedErrorBody(
+  declaredSchema: string | undefined,
+  error: ApiError,
+  acceptsJson: boolean,
+): { mediaType: string; body: object } {
+  const mediaType = acceptsJson ? "application/json" : "text/plain";
+  if (declaredSchema === "ParameterizedErrorVM" && acceptsJson && error instanceof BadRequestError) {
     const params = Object.fromEntries(error.details.map((d) => [d.field, d.message]));
-    return { mediaType: "application/json", body: { message: `error.${error.code}`, params } };
+    return { mediaType, body: { message: `error.${error.code}`, params } };
   }
-  if ([400, 403, 404, 413, 500].includes(error.status)) {
-    return { mediaType: acceptsJson ? "application/json" : "text/plain", body: { message: `error.${error.code}`, description: error.message } };
+  if (declaredSchema === "ParameterizedErrorVM" || declaredSchema === "ErrorVM") {
+    return { mediaType, body: { message: `error.${error.code}`, description: error.message } };
   }
-  return undefined;
+  return { mediaType: "application/json", body: error.body() };
 }
 
 export interface ErrorHandlerOptions {
   logger: Logger;
-  operationOf: (method: string, path: string) => string | undefined;
+  contract: Contract;
   /** When given, every error body is checked against the spec (tests and development). */
   check?: ResponseCheck;
 }
 
-export function errorHandler({ logger, operationOf, check }: ErrorHandlerOptions): ErrorRequestHandler {
+export function errorHandler({ logger, contract, check }: ErrorHandlerOptions): ErrorRequestHandler {
   return (error, req, res, _next) => {
     const apiError = toApiError(error);
-    const requestId = res.locals.requestId as string;
+    const log = (res.locals.log as Logger | undefined) ?? logger;
     if (apiError.status >= 500) {
-      const violation = (error as HttpLikeError).errors?.some((d) => d.path === "/response");
-      const msg = violation ? "response does not match the spec" : "request failed";
-      logger.error(msg, { requestId, error: describe(error) });
+      const msg = error instanceof ResponseViolation ? "response does not match the spec" : "request failed";
+      log.error(msg, { error: describe(error) });
     }
     if (res.headersSent) return;
-    const credit = req.path.startsWith("/api/") ? creditErrorBody(apiError, !!req.accepts("application/json")) : undefined;
-    const { mediaType, body } = credit ?? { mediaType: "application/json", body: apiError.body() };
-    const operationId = operationOf(req.method, req.path);
+    const operationId = res.locals.operationId as string | undefined;
+    const declared = operationId ? contract.response(operationId, apiError.status) : undefined;
+    const schemaRef = declared?.content?.["application/json"]?.schema?.$ref;
+    const { mediaType, body } = documentedErrorBody(schemaRef?.split("/").pop(), apiError, !!req.accepts("application/json"));
     const problem = operationId && check?.(operationId, apiError.status, mediaType, body);
-    if (problem) logger.error("response does not match the spec", { requestId, operationId, status: apiError.status, problem });
+    if (problem) log.error("response does not match the spec", { operationId, status: apiError.status, problem });
     if (apiError instanceof MethodNotAllowedError) res.setHeader("Allow", apiError.allow);
     res.status(apiError.status).type(mediaType).send(JSON.stringify(body));
   };
 }
+
+/** A handler's answer that breaks the contract: a 500, logged as a spec violation. */
+export class ResponseViolation extends Error {}
 
 /** Stack and message for the log, never the request. */
 function describe(error: unknown): string {

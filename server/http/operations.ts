@@ -1,10 +1,15 @@
 // Handlers are typed from the generated contract: one map keyed by operationId, so the compiler
 // refuses a missing handler, and routes are registered from the spec's own paths.
-import type { Request, Response, Router } from "express";
+import type { Request, RequestHandler, Response, Router } from "express";
 import type { operations } from "../../generated/openapi.ts";
+import { type Contract, type Operation, type OperationId, operationsOf, type SpecDocument } from "../contract.ts";
+import type { Logger } from "../logging.ts";
 import type { Auth } from "./auth.ts";
+import { MethodNotAllowedError, NotFoundError, ResponseViolation } from "./errors.ts";
+import type { ResponseCheck } from "./response-check.ts";
+import { requestValidator, type ValidatedRequest } from "./validation.ts";
 
-export type OperationId = keyof operations;
+export type { OperationId } from "../contract.ts";
 
 type Parameters<K extends OperationId> = operations[K]["parameters"];
 type Defined<T> = Exclude<T, undefined>;
@@ -29,6 +34,8 @@ export type Reply<K extends OperationId> = {
 }[SuccessStatus<K>];
 
 export interface OperationContext<K extends OperationId> {
+  /** The operation this request is (known from its route). */
+  operationId: K;
   query: QueryOf<K>;
   path: PathOf<K>;
   body: BodyOf<K>;
@@ -41,62 +48,85 @@ export interface OperationContext<K extends OperationId> {
 export type Handler<K extends OperationId> = (ctx: OperationContext<K>) => Promise<Reply<K>>;
 export type OperationHandlers = { [K in OperationId]: Handler<K> };
 
-/** The subset of the OpenAPI document that routing needs. */
-export interface SpecPaths {
-  paths?: Record<string, object>;
+/** What each operation's chain runs before validation: rate limit, key, limits, JSON (server/app.ts). */
+export interface OperationChain {
+  /** Runs first for every operation, and for requests no operation matches. */
+  guard: RequestHandler[];
+  /** After the guard, before validation (the body is read here). */
+  input: RequestHandler[];
+  /** Checks a handler's answer against the contract; returns what is wrong, or undefined. */
+  check?: ResponseCheck;
 }
 
-const methods = ["get", "put", "post", "delete", "patch"] as const;
+/**
+ * Mounts, per spec operation, its whole chain: operation context -> guard (rate limit, key) ->
+ * input (limits, JSON) -> validation -> handler. After a path's operations, the same guard and
+ * then 405 with `Allow` for its other methods; `notFound` answers paths of no operation.
+ */
+export function registerOperations(router: Router, contract: Contract, handlers: OperationHandlers, chain: OperationChain): void {
+  const byPath = new Map<string, Operation[]>();
+  for (const op of contract.operations) byPath.set(op.path, [...(byPath.get(op.path) ?? []), op]);
+  for (const [path, ops] of byPath) {
+    const expressPath = path.replace(/\{([^}]+)\}/g, ":$1");
+    for (const op of ops) {
+      router[op.method](expressPath, operationContext(op.operationId), ...chain.guard, ...chain.input, requestValidator(contract, op), handle(op, handlers, chain.check));
+    }
+    const allow = ops.map((op) => op.method.toUpperCase()).join(", ");
+    router.all(expressPath, ...chain.guard, () => {
+      throw new MethodNotAllowedError(allow);
+    });
+  }
+}
+
+/** Requests no operation matches: the guard first (401 before 404), then 404. */
+export function noOperation(chain: OperationChain): RequestHandler[] {
+  return [
+    ...chain.guard,
+    () => {
+      throw new NotFoundError("No such path");
+    },
+  ];
+}
+
+function operationContext(operationId: OperationId): RequestHandler {
+  return (_req, res, next) => {
+    res.locals.operationId = operationId;
+    res.locals.log = (res.locals.log as Logger).child({ operationId });
+    next();
+  };
+}
+
+type AnyHandler = (ctx: OperationContext<OperationId>) => Promise<{ status: number; body?: unknown }>;
+
+function handle(op: Operation, handlers: OperationHandlers, check: ResponseCheck | undefined): RequestHandler {
+  const handler = handlers[op.operationId] as AnyHandler | undefined;
+  if (!handler) throw new Error(`spec operation ${op.operationId} has no handler`);
+  return async (req: Request, res: Response) => {
+    const input = res.locals.input as ValidatedRequest;
+    const reply = await handler({
+      operationId: op.operationId,
+      query: input.query as never,
+      path: input.path as never,
+      body: input.body as never,
+      header: (name: string) => req.get(name),
+      auth: res.locals.auth as Auth,
+      requestId: res.locals.requestId as string,
+    });
+    const problem = check?.(op.operationId, reply.status, "application/json", reply.body);
+    if (problem) throw new ResponseViolation(`${op.operationId} answered ${reply.status}: ${problem}`);
+    res.status(reply.status);
+    if (reply.body === undefined) res.end();
+    else res.json(reply.body);
+  };
+}
 
 export interface SpecRoute {
-  method: (typeof methods)[number];
+  method: Operation["method"];
   path: string;
   operationId: OperationId;
 }
 
-export function routesOf(spec: SpecPaths): SpecRoute[] {
-  const routes: SpecRoute[] = [];
-  for (const [path, item] of Object.entries(spec.paths ?? {})) {
-    for (const method of methods) {
-      const operationId = (item as Record<string, { operationId?: string } | undefined>)[method]?.operationId;
-      if (operationId) routes.push({ method, path, operationId: operationId as OperationId });
-    }
-  }
-  // A literal segment wins over a template: `/v1/segments/user` before `/v1/segments/{segmentId}`.
-  const rank = (path: string) => path.split("/").map((s) => (s.startsWith("{") ? "1" : "0")).join("");
-  return routes.sort((a, b) => rank(a.path).localeCompare(rank(b.path)));
-}
-
-/** Finds the operation a request addresses, from the spec alone (also for requests that fail before validation). */
-export function operationMatcher(spec: SpecPaths): (method: string, path: string) => OperationId | undefined {
-  const matchers = routesOf(spec).map((route) => ({
-    ...route,
-    pattern: new RegExp(`^${route.path.replace(/\{[^}]+\}/g, "[^/]+")}/?$`),
-  }));
-  return (method, path) =>
-    matchers.find((m) => m.method === method.toLowerCase() && m.pattern.test(path))?.operationId;
-}
-
-export function registerOperations(router: Router, spec: SpecPaths, handlers: OperationHandlers): void {
-  for (const route of routesOf(spec)) {
-    const handler = handlers[route.operationId] as
-      | ((ctx: OperationContext<OperationId>) => Promise<{ status: number; body?: unknown }>)
-      | undefined;
-    if (!handler) throw new Error(`spec operation ${route.operationId} has no handler`);
-    const expressPath = route.path.replace(/\{([^}]+)\}/g, ":$1");
-    router[route.method](expressPath, async (req: Request, res: Response) => {
-      const reply = await handler({
-        query: req.query as never,
-        // the validator has coerced path parameters to their schema types
-        path: (req.openapi?.pathParams ?? req.params) as never,
-        body: req.body,
-        header: (name: string) => req.get(name),
-        auth: res.locals.auth as Auth,
-        requestId: res.locals.requestId as string,
-      });
-      res.status(reply.status);
-      if (reply.body === undefined) res.end();
-      else res.json(reply.body);
-    });
-  }
+/** The spec's operations as routes (a literal path segment before a template). */
+export function routesOf(spec: object): SpecRoute[] {
+  return operationsOf(spec as SpecDocument).map(({ method, path, operationId }) => ({ method, path, operationId }));
 }

@@ -1,37 +1,58 @@
-// A request id on every response, and one log line per request (never its query string,
-// body or headers: they carry e-mail addresses and keys).
+// A request id on every response, a child logger carrying it (res.locals.log), and one log line
+// per request through pino-http (never its query string, body or headers: they carry e-mail
+// addresses and keys). The operation is known once routing has reached it (res.locals.operationId).
 import { randomUUID } from "node:crypto";
-import type { RequestHandler } from "express";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Request, RequestHandler, Response } from "express";
+import { pinoHttp } from "pino-http";
 import type { Logger } from "../logging.ts";
 
 const acceptableId = /^[A-Za-z0-9._-]{8,128}$/;
 
 export type ResponseObserver = (operationId: string | undefined, status: number) => void;
 
-export function requestContext(
-  logger: Logger,
-  operationOf: (method: string, path: string) => string | undefined,
-  observe?: ResponseObserver,
-): RequestHandler {
-  return (req, res, next) => {
-    const incoming = req.get("x-request-id");
-    const requestId = incoming && acceptableId.test(incoming) ? incoming : randomUUID();
-    res.locals.requestId = requestId;
-    res.setHeader("X-Request-Id", requestId);
-    const started = process.hrtime.bigint();
-    res.on("finish", () => {
-      const operationId = operationOf(req.method, req.path);
-      observe?.(operationId, res.statusCode);
-      logger.info("request", {
-        requestId,
-        method: req.method,
-        path: req.path,
-        operationId,
-        status: res.statusCode,
-        durationMs: Number(process.hrtime.bigint() - started) / 1e6,
-        accountId: res.locals.accountId,
-      });
-    });
-    next();
+/** The fields of the request line: the same as before pino-http wrote it. */
+function requestLine(req: IncomingMessage, res: ServerResponse, durationMs: number) {
+  const { locals } = res as Response;
+  return {
+    requestId: locals.requestId as string,
+    method: req.method,
+    path: (req as Request).path,
+    operationId: locals.operationId as string | undefined,
+    status: res.statusCode,
+    durationMs,
+    accountId: locals.accountId as string | undefined,
   };
+}
+
+export function requestContext(logger: Logger, observe?: ResponseObserver): RequestHandler[] {
+  const httpLog = pinoHttp({
+    logger: logger.pino,
+    quietReqLogger: true,
+    // The line holds requestLine's fields only: pino-http's own req/res objects carry the query
+    // string and the headers (keys, forwarded client addresses).
+    wrapSerializers: false,
+    serializers: { req: () => undefined, res: () => undefined },
+    customAttributeKeys: { reqId: "requestId" },
+    genReqId(req, res) {
+      const incoming = req.headers["x-request-id"];
+      const requestId = typeof incoming === "string" && acceptableId.test(incoming) ? incoming : randomUUID();
+      (res as Response).locals.requestId = requestId;
+      res.setHeader("X-Request-Id", requestId);
+      return requestId;
+    },
+    customLogLevel: () => "info",
+    customSuccessMessage: () => "request",
+    customErrorMessage: () => "request",
+    customSuccessObject: (req, res, val: { responseTime: number }) => requestLine(req, res, val.responseTime),
+    customErrorObject: (req, res, _error, val: { responseTime: number }) => requestLine(req, res, val.responseTime),
+  });
+  return [
+    httpLog,
+    (_req, res, next) => {
+      res.locals.log = logger.child({ requestId: res.locals.requestId });
+      res.on("finish", () => observe?.(res.locals.operationId, res.statusCode));
+      next();
+    },
+  ];
 }

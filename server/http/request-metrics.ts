@@ -3,14 +3,14 @@
 import type { RequestHandler } from "express";
 import { metrics } from "../metrics.ts";
 
-export function requestMetrics(operationOf: (method: string, path: string) => string | undefined): RequestHandler {
-  return (req, res, next) => {
+export function requestMetrics(): RequestHandler {
+  return (_req, res, next) => {
     const stopTimer = metrics.requestDuration.startTimer();
     metrics.requestsInFlight.inc();
     // "close" also fires for a request whose client went away before the answer
     res.once("close", () => {
       metrics.requestsInFlight.dec();
-      stopTimer({ operation_id: operationOf(req.method, req.path) ?? "none", status: String(res.statusCode) });
+      stopTimer({ operation_id: (res.locals.operationId as string | undefined) ?? "none", status: String(res.statusCode) });
     });
     next();
   };

@@ -11,6 +11,7 @@ import { segmentPreferenceRoutes } from "./segment-preferences.ts";
 import { segmentRoutes } from "./segments.ts";
 import { userDatasetRoutes } from "./user-datasets.ts";
 import { userRoutes } from "./users.ts";
+import { trackingRoutes } from "./tracking.ts";
 
 export function createHandlers(services: Services): OperationHandlers {
   return {
@@ -24,5 +25,6 @@ export function createHandlers(services: Services): OperationHandlers {
     ...leadRoutes(services),
     ...lookupRoutes(services),
     ...creditReportRoutes(services),
+    ...trackingRoutes(services),
   };
 }

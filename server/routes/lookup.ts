@@ -7,16 +7,16 @@ export function lookupRoutes({ lookup }: Services): {
   lookupEmailByQuery: Handler<"lookupEmailByQuery">;
 } {
   return {
-    lookupEmail: async ({ auth, query, body, header }) => {
-      const caller = { ...auth, operation: "lookupEmail" };
+    lookupEmail: async ({ operationId, auth, query, body, header }) => {
+      const caller = { ...auth, operation: operationId };
       const request = { ...body, datasetId: query.datasetId };
       const key = header("Idempotency-Key");
       const profile = key ? await lookup.lookupIdempotent(caller, request, key) : await lookup.lookup(caller, request);
       return { status: 200, body: profile };
     },
-    lookupEmailByQuery: async ({ auth, query }) => ({
+    lookupEmailByQuery: async ({ operationId, auth, query }) => ({
       status: 200,
-      body: await lookup.lookup({ ...auth, operation: "lookupEmailByQuery" }, query),
+      body: await lookup.lookup({ ...auth, operation: operationId }, query),
     }),
   };
 }

@@ -6,6 +6,7 @@ export function userRoutes({ users }: Services): {
   updateUserName: Handler<"updateUserName">;
   addUser: Handler<"addUser">;
   resendInvite: Handler<"resendInvite">;
+  listUsers: Handler<"listUsers">;
 } {
   return {
     updateUserName: async ({ auth, path, body }) => {
@@ -20,5 +21,6 @@ export function userRoutes({ users }: Services): {
       await users.resendInvitation(auth.accountId, query.email, path.userId);
       return { status: 204 };
     },
+    listUsers: async ({ auth, query }) => ({ status: 200, body: await users.list(auth.accountId, query.email, query) }),
   };
 }

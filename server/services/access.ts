@@ -1,6 +1,6 @@
 // Who may do what: the acting user named by `email`, their role, and the datasets they reach.
 import type { Db } from "../db/database.ts";
-import { ConflictError, ForbiddenError, NotFoundError } from "../http/errors.ts";
+import { Conflict, Forbidden, NotFound } from "../domain/errors.ts";
 import { normaliseEmail } from "../ids.ts";
 
 export interface Member {
@@ -8,16 +8,6 @@ export interface Member {
   userId: bigint;
   email: string;
   role: "admin" | "member";
-}
-
-/** Runs a write and turns a unique violation (P2002) into a 409 with a message that says what clashed. */
-export async function uniqueOr409<T>(write: Promise<T>, message: string): Promise<T> {
-  try {
-    return await write;
-  } catch (error) {
-    if ((error as { code?: string }).code === "P2002") throw new ConflictError(message);
-    throw error;
-  }
 }
 
 export function accessService(db: Db) {
@@ -37,48 +27,48 @@ export function accessService(db: Db) {
     /** The acting user: a member of the key's account, else 403. */
     async actor(accountId: string, email: string): Promise<Member> {
       const found = await memberWhere(accountId, { email });
-      if (!found) throw new ForbiddenError("The acting user (email) is not a member of this account");
+      if (!found) throw new Forbidden("The acting user (email) is not a member of this account");
       return toMember(found);
     },
 
     /** The acting user, who must be an admin of the account. */
     async admin(accountId: string, email: string): Promise<Member> {
       const actor = await access.actor(accountId, email);
-      if (actor.role !== "admin") throw new ForbiddenError("Only an admin of the account may do this");
+      if (actor.role !== "admin") throw new Forbidden("Only an admin of the account may do this");
       return actor;
     },
 
     /** A member of the account named by id (404 otherwise, also for other accounts' users). */
     async member(accountId: string, userId: number | bigint): Promise<Member> {
       const found = await memberWhere(accountId, { userId: BigInt(userId) });
-      if (!found) throw new NotFoundError(`User ${userId} is not a member of this account`);
+      if (!found) throw new NotFound(`User ${userId} is not a member of this account`);
       return toMember(found);
     },
 
     /** A member named by e-mail (404 otherwise). */
     async memberByEmail(accountId: string, email: string): Promise<Member> {
       const found = await memberWhere(accountId, { email });
-      if (!found) throw new NotFoundError("No member of this account has that e-mail address");
+      if (!found) throw new NotFound("No member of this account has that e-mail address");
       return toMember(found);
     },
 
     /** The account's dataset (404 for unknown ids and for other accounts' datasets). */
     async dataset(accountId: string, datasetId: string) {
       const found = await db.dataset.findFirst({ where: { accountId, id: datasetId } });
-      if (!found) throw new NotFoundError(`Dataset ${datasetId} does not exist`);
+      if (!found) throw new NotFound(`Dataset ${datasetId} does not exist`);
       return found;
     },
 
     /** 403 unless `accountId` (a request parameter) is the key's own account. */
     requireKeyAccount(keyAccountId: string, accountId: string): void {
-      if (accountId !== keyAccountId) throw new ForbiddenError("accountId is not the account of this API key");
+      if (accountId !== keyAccountId) throw new Forbidden("accountId is not the account of this API key");
     },
 
     /** 403 unless the acting member reaches the account's dataset: admins all, members through an association. */
     async requireAccess(member: Member, datasetId: string): Promise<void> {
       if (member.role === "admin") return;
       const link = await db.userDataset.findUnique({ where: { userId_datasetId: { userId: member.userId, datasetId } } });
-      if (!link) throw new ForbiddenError(`The acting user has no access to dataset ${datasetId}`);
+      if (!link) throw new Forbidden(`The acting user has no access to dataset ${datasetId}`);
     },
 
     /** The dataset, reachable by this member (404 before 403, as the spec orders them). */
@@ -96,7 +86,7 @@ export function accessService(db: Db) {
         select: { userId: true },
       });
       const blocked = ids.find((id) => !reaching.some((m) => m.userId === BigInt(id)));
-      if (blocked !== undefined) throw new ConflictError(`User ${blocked} has no access to dataset ${datasetId}`);
+      if (blocked !== undefined) throw new Conflict(`User ${blocked} has no access to dataset ${datasetId}`);
     },
 
     /** 404 naming the first of `ids` that is not a dataset of the account. */
@@ -104,7 +94,7 @@ export function accessService(db: Db) {
       if (!ids.length) return;
       const found = await tx.dataset.findMany({ where: { accountId, id: { in: [...ids] } }, select: { id: true } });
       const missing = ids.find((id) => !found.some((d) => d.id === id));
-      if (missing) throw new NotFoundError(`Dataset ${missing} does not exist`);
+      if (missing) throw new NotFound(`Dataset ${missing} does not exist`);
     },
 
     /** 404 naming the first of `ids` that is not a member of the account. */
@@ -115,7 +105,7 @@ export function accessService(db: Db) {
         select: { userId: true },
       });
       const missing = ids.find((id) => !found.some((m) => m.userId === BigInt(id)));
-      if (missing !== undefined) throw new NotFoundError(`User ${missing} is not a member of this account`);
+      if (missing !== undefined) throw new NotFound(`User ${missing} is not a member of this account`);
     },
   };
   return access;

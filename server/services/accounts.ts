@@ -1,11 +1,22 @@
 // Accounts, their licence and their API keys: the operator's side ("account settings").
 import { createHash, randomBytes } from "node:crypto";
-import type { Db } from "../db/database.ts";
+import type { Db, Sql } from "../db/database.ts";
+import { Prisma } from "../../generated/prisma/client.ts";
+import { NotFound } from "../domain/errors.ts";
 import { newId, normaliseEmail } from "../ids.ts";
 
 const DAY_MS = 86_400_000;
 /** lastUsedAt is written at most this often per key, so reads do not turn into writes. */
 const LAST_USED_RESOLUTION_MS = 60_000;
+/**
+ * A key's record (revocation, expiry, the account's licence) is read from the database at most
+ * this often per key and process: a revocation or a licence change made elsewhere (the operator
+ * CLI, another instance) takes effect within this bound; one made through this process at once.
+ * Expiry times themselves are compared with the clock at every request.
+ */
+export const KEY_CACHE_MS = 5_000;
+/** Keys remembered at most (the least recently read are forgotten first). */
+const KEY_CACHE_ENTRIES = 10_000;
 
 export function hashApiKey(key: string): string {
   return createHash("sha256").update(key).digest("hex");
@@ -30,7 +41,41 @@ export type KeyCheck =
   | { ok: true; accountId: string; keyId: string; licensed: boolean }
   | { ok: false; reason: "invalid" | "revoked" | "expired" };
 
-export function accountService(db: Db) {
+interface KeyRecord {
+  id: string;
+  accountId: string;
+  expiresAt: Date | null;
+  revokedAt: Date | null;
+  lastUsedAt: Date | null;
+  licenceValidUntil: Date | null;
+  /** performance.now() when it was read. */
+  readAt: number;
+}
+
+/** `sql` runs the key check on the driver (every request makes one); `db` the rest. */
+export function accountService(db: Db, sql: Sql, { keyCacheMs = KEY_CACHE_MS } = {}) {
+  /** Key records by key hash; only keys that exist (an unknown key is looked up every time). */
+  const keyRecords = new Map<string, KeyRecord>();
+
+  async function keyRecord(hash: string): Promise<KeyRecord | undefined> {
+    const cached = keyRecords.get(hash);
+    if (cached && performance.now() - cached.readAt < keyCacheMs) return cached;
+    keyRecords.delete(hash);
+    const [found] = await sql<Omit<KeyRecord, "readAt">>(Prisma.sql`
+      SELECT k.id, k."accountId", k."expiresAt", k."revokedAt", k."lastUsedAt", a."licenceValidUntil"
+      FROM "ApiKey" k JOIN "Account" a ON a.id = k."accountId"
+      WHERE k.hash = ${hash}`);
+    if (!found) return undefined;
+    const record = { ...found, readAt: performance.now() };
+    if (keyRecords.size >= KEY_CACHE_ENTRIES) keyRecords.delete(keyRecords.keys().next().value!);
+    keyRecords.set(hash, record);
+    return record;
+  }
+
+  async function requireAccount(accountId: string): Promise<void> {
+    if (!(await db.account.count({ where: { id: accountId } }))) throw new NotFound(`no account ${accountId}`);
+  }
+
   return {
     /** Creates the account, its licence and its first (active) admin in one transaction. */
     async createAccount(input: NewAccount): Promise<{ accountId: string; adminUserId: number }> {
@@ -62,12 +107,16 @@ export function accountService(db: Db) {
       return membership?.accountId;
     },
 
+    /** NotFound when there is no such account. */
     async setLicence(accountId: string, validUntil: Date): Promise<void> {
-      await db.account.update({ where: { id: accountId }, data: { licenceValidUntil: validUntil } });
+      const { count } = await db.account.updateMany({ where: { id: accountId }, data: { licenceValidUntil: validUntil } });
+      if (!count) throw new NotFound(`no account ${accountId}`);
+      keyRecords.clear();
     },
 
-    /** The key is returned once, here; only its hash is stored. */
+    /** The key is returned once, here; only its hash is stored. NotFound when there is no such account. */
     async createApiKey(accountId: string, label: string, expiresAt?: Date): Promise<{ key: string; info: ApiKeyInfo }> {
+      await requireAccount(accountId);
       const key = `lik_${randomBytes(24).toString("base64url")}`;
       const info = await db.apiKey.create({
         data: { id: newId("key"), accountId, label, hash: hashApiKey(key), expiresAt: expiresAt ?? null },
@@ -76,7 +125,9 @@ export function accountService(db: Db) {
       return { key, info };
     },
 
-    listApiKeys(accountId: string): Promise<ApiKeyInfo[]> {
+    /** NotFound when there is no such account. */
+    async listApiKeys(accountId: string): Promise<ApiKeyInfo[]> {
+      await requireAccount(accountId);
       return db.apiKey.findMany({ where: { accountId }, select: keyFields, orderBy: { createdAt: "asc" } });
     },
 
@@ -85,33 +136,26 @@ export function accountService(db: Db) {
       const key = await db.apiKey.findUnique({ where: { id: keyId }, select: { revokedAt: true } });
       if (!key) return false;
       await db.apiKey.updateMany({ where: { id: keyId, revokedAt: null }, data: { revokedAt: new Date() } });
+      keyRecords.clear();
       return true;
     },
 
+    /** Reads the key's record at most once per KEY_CACHE_MS; writes lastUsedAt at most once a minute. */
     async checkApiKey(key: string, now = new Date()): Promise<KeyCheck> {
-      const found = await db.apiKey.findUnique({
-        where: { hash: hashApiKey(key) },
-        select: {
-          id: true,
-          accountId: true,
-          expiresAt: true,
-          revokedAt: true,
-          lastUsedAt: true,
-          account: { select: { licenceValidUntil: true } },
-        },
-      });
+      const found = await keyRecord(hashApiKey(key));
       if (!found) return { ok: false, reason: "invalid" };
       if (found.revokedAt) return { ok: false, reason: "revoked" };
       if (found.expiresAt && found.expiresAt <= now) return { ok: false, reason: "expired" };
       const staleBefore = new Date(now.getTime() - LAST_USED_RESOLUTION_MS);
       // Most requests skip this write; the condition keeps concurrent requests from writing twice.
       if (!found.lastUsedAt || found.lastUsedAt < staleBefore) {
+        found.lastUsedAt = now;
         await db.apiKey.updateMany({
           where: { id: found.id, OR: [{ lastUsedAt: null }, { lastUsedAt: { lt: staleBefore } }] },
           data: { lastUsedAt: now },
         });
       }
-      const licenceValidUntil = found.account.licenceValidUntil;
+      const { licenceValidUntil } = found;
       return { ok: true, accountId: found.accountId, keyId: found.id, licensed: !!licenceValidUntil && licenceValidUntil > now };
     },
   };

@@ -4,6 +4,7 @@
 // replaced) changes nothing; a job whose lease ran out is claimed again, by any process.
 import { randomUUID } from "node:crypto";
 import type { Db } from "../db/database.ts";
+import { isUniqueViolation } from "../db/errors.ts";
 import { type AccountKeyStore, type AcmeIssuer, acmeIssuer, CertificateError, type ProgressSink } from "../ctd/acme.ts";
 import { NonPublicAddressError } from "../ctd/address-guard.ts";
 import { resolveEncryptionKey, type TrackingDomainConfig } from "../ctd/config.ts";
@@ -70,7 +71,7 @@ export function certificateJobService(db: Db, { config, logger }: CertificateJob
         return privateKeyPem;
       } catch (error) {
         // Another process registered first: use its key.
-        if ((error as { code?: string }).code !== "P2002") throw error;
+        if (!isUniqueViolation(error)) throw error;
         return (await accountKeys.load(directoryUrl))!;
       }
     },

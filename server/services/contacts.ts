@@ -1,5 +1,6 @@
 // The contact store: professional profiles keyed by normalised e-mail address.
 import type { Db } from "../db/database.ts";
+import { Prisma } from "../../generated/prisma/client.ts";
 import type { ContactProfile } from "../contacts/profile.ts";
 import { normaliseEmail } from "../ids.ts";
 
@@ -12,10 +13,10 @@ export interface UpsertResult {
   unchanged: number;
 }
 
-type Row = NonNullable<Awaited<ReturnType<Db["contact"]["findUnique"]>>>;
+export type ContactRow = NonNullable<Awaited<ReturnType<Db["contact"]["findUnique"]>>>;
 
 /** Absent, not null, when unknown (the spec's ContactProfile); fields in the spec's order (jsonb keeps its own). */
-function toProfile(row: Row): ContactProfile {
+export function toProfile(row: ContactRow): ContactProfile {
   const present = <T>(value: T | null | undefined) => (value === null ? undefined : value);
   const profile: ContactProfile = {
     email: row.email,
@@ -35,6 +36,13 @@ function toProfile(row: Row): ContactProfile {
     })),
   };
   return JSON.parse(JSON.stringify(profile)) as ContactProfile; // drops the undefined fields
+}
+
+/** The contact row of an address, as a query (to be read together with something else). */
+export function contactQuery(email: string): Prisma.Sql {
+  return Prisma.sql`
+    SELECT email, "fullName", headline, "linkedinUrl", seniority, "jobFunction", location, languages, experience
+    FROM "Contact" WHERE email = ${normaliseEmail(email)}`;
 }
 
 export function contactService(db: Db) {

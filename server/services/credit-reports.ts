@@ -3,7 +3,7 @@
 import type { components } from "../../generated/openapi.ts";
 import type { Db } from "../db/database.ts";
 import { Prisma } from "../../generated/prisma/client.ts";
-import { BadRequestError } from "../http/errors.ts";
+import { Invalid } from "../domain/errors.ts";
 import type { AccessService } from "./access.ts";
 
 type Schemas = components["schemas"];
@@ -24,10 +24,10 @@ const DAY_MS = 86_400_000;
 function checkPeriod({ from, to }: Period): void {
   const days = (Date.parse(to) - Date.parse(from)) / DAY_MS + 1;
   if (days < 1) {
-    throw new BadRequestError("from is after to", [{ location: "body", field: "from", message: "must not be after to" }]);
+    throw new Invalid("from is after to", [{ location: "body", field: "from", message: "must not be after to" }]);
   }
   if (days > MAX_DAYS) {
-    throw new BadRequestError(`the period spans ${days} days`, [
+    throw new Invalid(`the period spans ${days} days`, [
       { location: "body", field: "to", message: `must be at most ${MAX_DAYS - 1} days after from (the period spans ${days} days)` },
     ]);
   }

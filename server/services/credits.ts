@@ -1,8 +1,8 @@
 // The credit ledger: each dataset may spend its monthly limit per calendar month (UTC); every
 // charge is one ledger entry, written in the same statement that counts it against the limit.
-import type { Db } from "../db/database.ts";
+import type { Db, Sql } from "../db/database.ts";
 import { Prisma } from "../../generated/prisma/client.ts";
-import { NotFoundError, PaymentRequiredError } from "../http/errors.ts";
+import { NotFound, PaymentRequired } from "../domain/errors.ts";
 import { metrics } from "../metrics.ts";
 
 /** First day of the UTC month of `at`, as `YYYY-MM-DD`. */
@@ -41,60 +41,82 @@ interface Attempt {
 export class ChargeGuardFailed extends Error {}
 
 const noCredit = (datasetId: string | undefined) =>
-  new PaymentRequiredError(
+  new PaymentRequired(
     datasetId ? `Dataset ${datasetId} has no credit left this month` : "No dataset of this account has credit left this month",
   );
 
-export function creditService(db: Db) {
-  /** The datasets that may pay, oldest first: one named, or all of the account's. */
-  const payers = (accountId: string, datasetId: string | undefined, month: string, credits: number) => Prisma.sql`
-    SELECT d.id, d."monthlyCreditLimit" AS lim
-    FROM "Dataset" d
-    LEFT JOIN "CreditUsage" u ON u."datasetId" = d.id AND u.month = ${month}::date
-    WHERE d."accountId" = ${accountId} AND (${datasetId ?? null}::text IS NULL OR d.id = ${datasetId ?? null}::text)
-      AND COALESCE(u.used, 0) + ${credits} <= d."monthlyCreditLimit"
-    ORDER BY d."createdAt", d.id`;
+/** The datasets that may pay, oldest first: one named, or all of the account's. */
+const payers = (accountId: string, datasetId: string | undefined, month: string, credits: number) => Prisma.sql`
+  SELECT d.id, d."monthlyCreditLimit" AS lim
+  FROM "Dataset" d
+  LEFT JOIN "CreditUsage" u ON u."datasetId" = d.id AND u.month = ${month}::date
+  WHERE d."accountId" = ${accountId} AND (${datasetId ?? null}::text IS NULL OR d.id = ${datasetId ?? null}::text)
+    AND COALESCE(u.used, 0) + ${credits} <= d."monthlyCreditLimit"
+  ORDER BY d."createdAt", d.id`;
 
-  /**
-   * One statement: pick the payer, add the credits to its month's usage only if they stay within
-   * the limit (the upsert locks the usage row; a concurrent charge waits and re-checks the
-   * condition against the committed count), and write the ledger entry from what was debited.
-   */
+/**
+ * One statement: pick the payer, add the credits to its month's usage only if they stay within
+ * the limit (the upsert locks the usage row; a concurrent charge waits and re-checks the
+ * condition against the committed count), and write the ledger entry from what was debited.
+ * Yields one row: `candidate` (the payer picked), `charged` (the dataset debited, or null) and
+ * `guarded` (whether the hook's guard held). Exported for the benchmark's hand-written baseline,
+ * which runs the very same statement (`.text`, `.values`) on plain pg.
+ */
+export function chargeStatement(charge: Charge): Prisma.Sql {
+  const credits = charge.credits ?? 1;
+  const month = monthOf(charge.at);
+  const hook = charge.hook;
+  return Prisma.sql`
+    WITH ${hook?.guard ?? Prisma.empty}
+    candidate AS (${payers(charge.accountId, charge.datasetId, month, credits)} LIMIT 1),
+    debit AS (
+      INSERT INTO "CreditUsage" ("datasetId", month, used)
+      SELECT id, ${month}::date, ${credits} FROM candidate ${hook ? Prisma.sql`WHERE EXISTS (SELECT 1 FROM guard)` : Prisma.empty}
+      ON CONFLICT ("datasetId", month) DO UPDATE SET used = "CreditUsage".used + EXCLUDED.used
+      WHERE "CreditUsage".used + EXCLUDED.used <= (SELECT lim FROM candidate)
+      RETURNING "datasetId"
+    ),
+    entry AS (
+      INSERT INTO "CreditLedgerEntry" ("accountId", "datasetId", "createdAt", credits, operation, "keyId")
+      SELECT ${charge.accountId}, "datasetId", ${charge.at}::timestamptz, ${credits}, ${charge.operation}, ${charge.keyId}
+      FROM debit
+      RETURNING id, "datasetId"
+    )
+    ${hook?.after ?? Prisma.empty}
+    SELECT (SELECT id FROM candidate) AS candidate, (SELECT "datasetId" FROM entry) AS charged,
+           ${hook ? Prisma.sql`EXISTS (SELECT 1 FROM guard)` : Prisma.sql`true`} AS guarded`;
+}
+
+/** `sql` runs the look-up's statements on the driver (the hot path); `db` the rest. */
+export function creditService(db: Db, sql: Sql) {
   async function attempt(charge: Charge): Promise<Attempt> {
-    const credits = charge.credits ?? 1;
-    const month = monthOf(charge.at);
-    const hook = charge.hook;
-    const [row] = await db.$queryRaw<Attempt[]>`
-      WITH ${hook?.guard ?? Prisma.empty}
-      candidate AS (${payers(charge.accountId, charge.datasetId, month, credits)} LIMIT 1),
-      debit AS (
-        INSERT INTO "CreditUsage" ("datasetId", month, used)
-        SELECT id, ${month}::date, ${credits} FROM candidate ${hook ? Prisma.sql`WHERE EXISTS (SELECT 1 FROM guard)` : Prisma.empty}
-        ON CONFLICT ("datasetId", month) DO UPDATE SET used = "CreditUsage".used + EXCLUDED.used
-        WHERE "CreditUsage".used + EXCLUDED.used <= (SELECT lim FROM candidate)
-        RETURNING "datasetId"
-      ),
-      entry AS (
-        INSERT INTO "CreditLedgerEntry" ("accountId", "datasetId", "createdAt", credits, operation, "keyId")
-        SELECT ${charge.accountId}, "datasetId", ${charge.at}::timestamptz, ${credits}, ${charge.operation}, ${charge.keyId}
-        FROM debit
-        RETURNING id, "datasetId"
-      )
-      ${hook?.after ?? Prisma.empty}
-      SELECT (SELECT id FROM candidate) AS candidate, (SELECT "datasetId" FROM entry) AS charged,
-             ${hook ? Prisma.sql`EXISTS (SELECT 1 FROM guard)` : Prisma.sql`true`} AS guarded`;
+    const [row] = await sql<Attempt>(chargeStatement(charge));
     return row!;
   }
 
   return {
-    /** 404 when `datasetId` is not the account's; 402 when no dataset that may pay has credit left. */
-    async requireCredit(accountId: string, datasetId: string | undefined, at: Date, credits = 1): Promise<void> {
-      if (datasetId) {
-        const found = await db.dataset.count({ where: { accountId, id: datasetId } });
-        if (!found) throw new NotFoundError(`Dataset ${datasetId} does not exist`);
-      }
-      const payer = await db.$queryRaw<unknown[]>`${payers(accountId, datasetId, monthOf(at), credits)} LIMIT 1`;
-      if (!payer.length) throw noCredit(datasetId);
+    /**
+     * 404 when `datasetId` is not the account's; 402 when no dataset that may pay has credit left.
+     * `alongside` (a query of at most one row) is read in the same round trip: its row, or
+     * undefined when it has none.
+     */
+    async requireCredit<Row extends object>(
+      accountId: string,
+      datasetId: string | undefined,
+      at: Date,
+      alongside: Prisma.Sql = Prisma.sql`SELECT`,
+    ): Promise<Row | undefined> {
+      const [row] = await sql<{ datasetKnown: boolean; hasCredit: boolean; present: boolean | null } & Row>(Prisma.sql`
+        SELECT (${datasetId ?? null}::text IS NULL
+                OR EXISTS (SELECT 1 FROM "Dataset" WHERE id = ${datasetId ?? null}::text AND "accountId" = ${accountId})) AS "datasetKnown",
+               EXISTS (${payers(accountId, datasetId, monthOf(at), 1)}) AS "hasCredit",
+               alongside.*
+        FROM (SELECT 1) one LEFT JOIN (SELECT true AS present, r.* FROM (${alongside}) r) alongside ON true`);
+      if (!row!.datasetKnown) throw new NotFound(`Dataset ${datasetId} does not exist`);
+      if (!row!.hasCredit) throw noCredit(datasetId);
+      if (!row!.present) return undefined;
+      const { datasetKnown, hasCredit, present, ...found } = row!;
+      return found as unknown as Row;
     },
 
     /**

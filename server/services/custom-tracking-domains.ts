@@ -6,7 +6,8 @@ import type { TrackingDomainConfig } from "../ctd/config.ts";
 import { cnameChecker } from "../ctd/dns.ts";
 import { type Check, checkHostname } from "../ctd/hostname.ts";
 import type { Db } from "../db/database.ts";
-import { BadRequestError, ConflictError, NotFoundError } from "../http/errors.ts";
+import { isUniqueViolation } from "../db/errors.ts";
+import { Invalid, Conflict, NotFound } from "../domain/errors.ts";
 import type { AccessService } from "./access.ts";
 import type { CertificateJobService } from "./certificate-jobs.ts";
 
@@ -40,7 +41,7 @@ export function trackingDomainService(db: Db, access: AccessService, config: Tra
     const { ascii, checks } = await nameChecks(dataset, input);
     const failed = checks.filter((c) => !c.ok && c.name !== "available");
     if (!ascii || failed.length) {
-      throw new BadRequestError(
+      throw new Invalid(
         `The custom tracking domain is not acceptable: ${failed.map((c) => c.message).join(" ")}`,
         failed.map((c) => ({ location: "body", field: "ctd", message: c.message })),
         "invalid_tracking_domain",
@@ -59,7 +60,6 @@ export function trackingDomainService(db: Db, access: AccessService, config: Tra
   }
 
   const takenMessage = (domain: string) => `${domain} is already the custom tracking domain of another dataset`;
-  const isUniqueViolation = (error: unknown) => (error as { code?: string }).code === "P2002";
 
   /** The entry for add: created, or the dataset's own one for this domain (requeued unless live). */
   async function register(accountId: string, datasetId: string, domain: string): Promise<bigint> {
@@ -67,7 +67,7 @@ export function trackingDomainService(db: Db, access: AccessService, config: Tra
     for (let round = 0; ; round++) {
       const existing = await entryOf(accountId, datasetId);
       if (existing && existing.domain !== domain) {
-        throw new ConflictError(`Dataset ${datasetId} already has the custom tracking domain ${existing.domain}; replace it with PUT /v1/management/ctd/update.`);
+        throw new Conflict(`Dataset ${datasetId} already has the custom tracking domain ${existing.domain}; replace it with PUT /v1/management/ctd/update.`);
       }
       if (existing) {
         if (existing.state !== "active") await jobs.requeue(existing.id);
@@ -79,7 +79,7 @@ export function trackingDomainService(db: Db, access: AccessService, config: Tra
         return id;
       } catch (error) {
         if (!isUniqueViolation(error)) throw error;
-        if (round > 0 || !(await entryOf(accountId, datasetId))) throw new ConflictError(takenMessage(domain));
+        if (round > 0 || !(await entryOf(accountId, datasetId))) throw new Conflict(takenMessage(domain));
       }
     }
   }
@@ -88,11 +88,11 @@ export function trackingDomainService(db: Db, access: AccessService, config: Tra
   async function replace(entryId: bigint, accountId: string, datasetId: string, domain: string): Promise<bigint> {
     const id = await db.$transaction(async (tx) => {
       const { count } = await tx.trackingDomain.deleteMany({ where: { id: entryId } });
-      if (count === 0) throw new ConflictError("The dataset's custom tracking domain was changed by another request meanwhile; try again.");
+      if (count === 0) throw new Conflict("The dataset's custom tracking domain was changed by another request meanwhile; try again.");
       try {
         return await create(accountId, datasetId, domain, tx);
       } catch (error) {
-        throw isUniqueViolation(error) ? new ConflictError(takenMessage(domain)) : error;
+        throw isUniqueViolation(error) ? new Conflict(takenMessage(domain)) : error;
       }
     });
     jobs.kick();
@@ -151,12 +151,12 @@ export function trackingDomainService(db: Db, access: AccessService, config: Tra
       const dataset = await access.dataset(accountId, datasetId);
       const domain = await acceptableName(dataset, input);
       const existing = await entryOf(accountId, datasetId);
-      if (!existing) throw new NotFoundError(`Dataset ${datasetId} has no custom tracking domain; add one first.`);
+      if (!existing) throw new NotFound(`Dataset ${datasetId} has no custom tracking domain; add one first.`);
       let id = existing.id;
       if (existing.domain === domain) await jobs.requeue(id);
       else id = await replace(id, accountId, datasetId, domain);
       const problem = notLive(await jobs.waitForOutcome(id), datasetId);
-      if (problem) throw new ConflictError(problem.message, problem.code);
+      if (problem) throw new Conflict(problem.message, problem.code);
     },
 
     async status(accountId: string, datasetId: string): Promise<Schemas["CustomTrackingDomainStatus"]> {
@@ -165,7 +165,7 @@ export function trackingDomainService(db: Db, access: AccessService, config: Tra
         where: { accountId_datasetId: { accountId, datasetId } },
         include: { job: { select: { state: true, attempts: true, lastError: true } } },
       });
-      if (!entry) throw new NotFoundError(`Dataset ${datasetId} has no custom tracking domain.`);
+      if (!entry) throw new NotFound(`Dataset ${datasetId} has no custom tracking domain.`);
       return {
         datasetId,
         ctd: entry.domain,

@@ -1,8 +1,8 @@
 // Dataset Management: one dataset per tracked website.
 import type { Db } from "../db/database.ts";
-import { NotFoundError } from "../http/errors.ts";
+import { NotFound } from "../domain/errors.ts";
 import { newId } from "../ids.ts";
-import { type AccessService, uniqueOr409 } from "./access.ts";
+import type { AccessService } from "./access.ts";
 
 export interface NewDataset {
   name: string;
@@ -18,13 +18,12 @@ export interface FormTracking {
   formInputAttribute: string;
 }
 
-const nameTaken = (name: string) => `A dataset named "${name}" already exists in this account`;
 
 export function datasetService(db: Db, access: AccessService) {
   /** Updates the account's dataset; 404 when it has none with this id. */
   async function update(accountId: string, datasetId: string, data: Parameters<Db["dataset"]["updateMany"]>[0]["data"]) {
     const { count } = await db.dataset.updateMany({ where: { accountId, id: datasetId }, data });
-    if (count === 0) throw new NotFoundError(`Dataset ${datasetId} does not exist`);
+    if (count === 0) throw new NotFound(`Dataset ${datasetId} does not exist`);
   }
 
   return {
@@ -44,12 +43,9 @@ export function datasetService(db: Db, access: AccessService) {
       const userIds = input.userIds ?? [];
       await db.$transaction(async (tx) => {
         await access.requireMembers(accountId, userIds, tx);
-        await uniqueOr409(
-          tx.dataset.create({
+        await tx.dataset.create({
             data: { id, accountId, name: input.name, nameKey: input.name.toLowerCase(), domain: input.domain?.toLowerCase() ?? null },
-          }),
-          nameTaken(input.name),
-        );
+          });
         await tx.userDataset.createMany({ data: userIds.map((userId) => ({ accountId, userId: BigInt(userId), datasetId: id })) });
       });
       return id;
@@ -57,7 +53,7 @@ export function datasetService(db: Db, access: AccessService) {
 
     async rename(accountId: string, actorEmail: string, datasetId: string, name: string): Promise<void> {
       await access.admin(accountId, actorEmail);
-      await uniqueOr409(update(accountId, datasetId, { name, nameKey: name.toLowerCase() }), nameTaken(name));
+      await update(accountId, datasetId, { name, nameKey: name.toLowerCase() });
     },
 
     async setFormTracking(accountId: string, actorEmail: string, datasetId: string, settings: FormTracking): Promise<void> {

@@ -4,7 +4,7 @@ import { createHash, randomUUID } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Db } from "../db/database.ts";
 import { Prisma } from "../../generated/prisma/client.ts";
-import { ConflictError } from "../http/errors.ts";
+import { Conflict } from "../domain/errors.ts";
 import type { ChargeHook } from "./credits.ts";
 
 /** How long a key and its answer are kept. */
@@ -67,11 +67,11 @@ export function idempotencyService(db: Db, now: () => Date) {
         const held = await db.idempotencyKey.findUnique({ where: { accountId_key: { accountId, key } } });
         if (!held) continue; // expired and removed in between: claim again
         if (held.fingerprint !== print) {
-          throw new ConflictError("This Idempotency-Key was used with a different request", "idempotency_key_reused");
+          throw new Conflict("This Idempotency-Key was used with a different request", "idempotency_key_reused");
         }
         if (held.status !== null) return { replay: { status: held.status, body: JSON.parse(held.body ?? "null") } };
         if (Date.now() > deadline) {
-          throw new ConflictError("A request with this Idempotency-Key is still being answered; retry later", "idempotency_key_in_progress");
+          throw new Conflict("A request with this Idempotency-Key is still being answered; retry later", "idempotency_key_in_progress");
         }
         await sleep(POLL_MS);
       }

@@ -1,6 +1,6 @@
 // The rules of each tag, built once per app around one database client.
 import { loadTrackingDomainConfig, type TrackingDomainConfig } from "../ctd/config.ts";
-import type { Db } from "../db/database.ts";
+import type { Db, Sql } from "../db/database.ts";
 import { createLogger, type Logger } from "../logging.ts";
 import { accessService } from "./access.ts";
 import { accountService } from "./accounts.ts";
@@ -18,27 +18,34 @@ import { segmentPreferenceService } from "./segment-preferences.ts";
 import { segmentService } from "./segments.ts";
 import { userDatasetService } from "./user-datasets.ts";
 import { userService } from "./users.ts";
+import { sharedResolver } from "../tracking/resolver.ts";
+import { trackingService } from "./tracking.ts";
 
 export interface ServiceOptions {
-  /** Custom tracking domains; from the environment when not given. */
+  /** Custom tracking domains; their defaults when not given. */
   trackingDomains?: TrackingDomainConfig;
   logger?: Logger;
   /** The time charges, ledger entries and idempotency keys are written at (tests move it). */
   now?: () => Date;
+  /** How long a key check may be reused (revocation and licence changes made elsewhere take effect within it). */
+  keyCacheMs?: number;
+  /** The driver, for the hot path's statements (`Database.sql`); through Prisma when absent. */
+  sql?: Sql;
 }
 
 export function createServices(
   db: Db,
-  { trackingDomains = loadTrackingDomainConfig(), logger = createLogger(), now = () => new Date() }: ServiceOptions = {},
+  { trackingDomains = loadTrackingDomainConfig({}), logger = createLogger(), now = () => new Date(), keyCacheMs, sql }: ServiceOptions = {},
 ) {
+  const hotSql: Sql = sql ?? ((statement) => db.$queryRawUnsafe(statement.text, ...statement.values));
   const access = accessService(db);
   const certificateJobs = certificateJobService(db, { config: trackingDomains, logger });
   const segments = segmentService(db, access);
   const contacts = contactService(db);
-  const credits = creditService(db);
+  const credits = creditService(db, hotSql);
   const idempotency = idempotencyService(db, now);
   return {
-    accounts: accountService(db),
+    accounts: accountService(db, hotSql, { keyCacheMs }),
     access,
     users: userService(db, access),
     userDatasets: userDatasetService(db, access),
@@ -51,8 +58,10 @@ export function createServices(
     leads: leadService(db, access, segments),
     contacts,
     credits,
-    lookup: lookupService({ contacts, credits, idempotency, now }),
+    lookup: lookupService({ credits, idempotency, now }),
     creditReports: creditReportService(db, access),
+    // IP and domain look-ups, a lead's visits (server/tracking holds the collector and writer)
+    tracking: trackingService(db, { access, contacts, resolver: sharedResolver }),
   };
 }
 

@@ -3,7 +3,7 @@
 // Values only ever travel as query parameters; column names come from the fixed table below.
 import type { components } from "../../generated/openapi.ts";
 import { Prisma } from "../../generated/prisma/client.ts";
-import { BadRequestError, type ValidationErrorDetail } from "../http/errors.ts";
+import { Invalid, type InvalidField } from "../domain/errors.ts";
 import { normaliseTag, tagProblem } from "./tags.ts";
 
 export type SegmentFilter = components["schemas"]["SegmentFilter"];
@@ -72,8 +72,8 @@ function valueProblem(kind: Kind, operator: Operator, value: unknown): string | 
  * 400 unless every condition's operator fits its field and its value fits both. Details name
  * the condition, e.g. `filters.conditions[2].value` (`prefix` is `filters` or `filter`).
  */
-export function checkFilter(filter: SegmentFilter, location: ValidationErrorDetail["location"], prefix: string): void {
-  const details = filter.conditions.flatMap((c, i): ValidationErrorDetail[] => {
+export function checkFilter(filter: SegmentFilter, location: InvalidField["location"], prefix: string): void {
+  const details = filter.conditions.flatMap((c, i): InvalidField[] => {
     const { kind } = fields[c.field];
     const field = `${prefix}.conditions[${i}]`;
     if (!operators[kind].includes(c.operator)) {
@@ -83,7 +83,7 @@ export function checkFilter(filter: SegmentFilter, location: ValidationErrorDeta
     const problem = valueProblem(kind, c.operator, c.value);
     return problem ? [{ location, field: `${field}.value`, message: problem }] : [];
   });
-  if (details.length) throw new BadRequestError("The filter has conditions that do not fit their fields", details);
+  if (details.length) throw new Invalid("The filter has conditions that do not fit their fields", details);
 }
 
 const list = (values: Prisma.Sql[]) => Prisma.join(values, ", ");

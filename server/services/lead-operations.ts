@@ -1,15 +1,15 @@
 // LeadOperation: tags and assignees of a dataset's leads.
 import type { components } from "../../generated/openapi.ts";
 import type { Db } from "../db/database.ts";
-import { BadRequestError, ConflictError, NotFoundError } from "../http/errors.ts";
+import { Invalid, NotFound } from "../domain/errors.ts";
 import type { AccessService } from "./access.ts";
-import { MAX_TAGS_PER_LEAD, normaliseTags } from "./tags.ts";
+import { normaliseTags } from "./tags.ts";
 
 type Schemas = components["schemas"];
 export type LeadTagsUpdate = Schemas["LeadTagsUpdateRequest"];
 export type LeadAssignment = Schemas["LeadAssignRequest"];
 
-const leadNotFound = (datasetId: string, leadId: string) => new NotFoundError(`Dataset ${datasetId} has no lead ${leadId}`);
+const leadNotFound = (datasetId: string, leadId: string) => new NotFound(`Dataset ${datasetId} has no lead ${leadId}`);
 
 /** The tags to add and remove, normalised; 400 for bad tags or a tag in both lists. */
 function tagChanges(update: LeadTagsUpdate): { add: string[]; remove: string[] } {
@@ -18,19 +18,8 @@ function tagChanges(update: LeadTagsUpdate): { add: string[]; remove: string[] }
   const problems = [...add.problems, ...remove.problems];
   const both = add.tags.filter((tag) => remove.tags.includes(tag));
   if (both.length) problems.push({ location: "body", field: "remove", message: `tags both added and removed: ${both.join(", ")}` });
-  if (problems.length) throw new BadRequestError("Invalid request: the tags cannot be applied", problems);
+  if (problems.length) throw new Invalid("Invalid request: the tags cannot be applied", problems);
   return { add: add.tags, remove: remove.tags };
-}
-
-/** The database's CHECK constraint on the number of tags, as a 409. */
-async function tagLimitOr409<T>(write: Promise<T>): Promise<T> {
-  try {
-    return await write;
-  } catch (error) {
-    const cause = (error as { meta?: { driverAdapterError?: { cause?: { code?: string } } } }).meta?.driverAdapterError?.cause;
-    if (cause?.code === "23514") throw new ConflictError(`A lead has at most ${MAX_TAGS_PER_LEAD} tags`);
-    throw error;
-  }
 }
 
 export function leadOperationService(db: Db, access: AccessService) {
@@ -42,7 +31,7 @@ export function leadOperationService(db: Db, access: AccessService) {
     async updateTags(accountId: string, update: LeadTagsUpdate): Promise<void> {
       const { add, remove } = tagChanges(update);
       await access.dataset(accountId, update.datasetId);
-      const updated = await tagLimitOr409(db.$executeRaw`
+      const updated = await (db.$executeRaw`
         UPDATE "Lead" SET "tags" = ARRAY(
           SELECT t FROM unnest("tags" || ${add}::text[]) AS t
           WHERE NOT (t = ANY (${remove}::text[]))

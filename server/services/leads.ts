@@ -3,7 +3,7 @@
 import type { components } from "../../generated/openapi.ts";
 import { type Lead, Prisma } from "../../generated/prisma/client.ts";
 import type { Db } from "../db/database.ts";
-import { ConflictError, NotFoundError } from "../http/errors.ts";
+import { Conflict, NotFound } from "../domain/errors.ts";
 import type { AccessService } from "./access.ts";
 import { checkFilter, filterSql, type SegmentFilter } from "./lead-filter.ts";
 import { DEFAULT_PAGE_SIZE, decodeCursor, type Page, toPage } from "./paging.ts";
@@ -66,7 +66,7 @@ const hiddenBy: Record<ExclusionType, Prisma.Sql> = {
 };
 
 /** One anti-join per rule type, each served by the rules' primary key (datasetId, type, valueKey). */
-const notExcluded = Prisma.join(
+export const notExcluded = Prisma.join(
   exclusionTypes.map(
     (type) => Prisma.sql`NOT EXISTS (SELECT 1 FROM "DatasetExclusion" e
       WHERE e."datasetId" = l."datasetId" AND e."type" = ${type}::"ExclusionType" AND e."valueKey" = ${hiddenBy[type]})`,
@@ -187,7 +187,7 @@ export function leadService(db: Db, access: AccessService, segments: SegmentServ
         INSERT INTO "DatasetExclusion" ("accountId", "datasetId", "type", "value", "valueKey")
         VALUES (${accountId}, ${datasetId}, ${type}::"ExclusionType", ${data}, ${ruleKey(type, data)})
         ON CONFLICT DO NOTHING`;
-      if (inserted === 0) throw new ConflictError(`Dataset ${datasetId} already has the ${type} rule "${data}"`);
+      if (inserted === 0) throw new Conflict(`Dataset ${datasetId} already has the ${type} rule "${data}"`);
     },
 
     async removeExclusion(accountId: string, { datasetId, type, data }: ExclusionRule): Promise<void> {
@@ -195,7 +195,7 @@ export function leadService(db: Db, access: AccessService, segments: SegmentServ
       const removed = await db.$executeRaw`
         DELETE FROM "DatasetExclusion"
         WHERE "datasetId" = ${datasetId} AND "type" = ${type}::"ExclusionType" AND "valueKey" = ${ruleKey(type, data)}`;
-      if (removed === 0) throw new NotFoundError(`Dataset ${datasetId} has no ${type} rule "${data}"`);
+      if (removed === 0) throw new NotFound(`Dataset ${datasetId} has no ${type} rule "${data}"`);
     },
   };
 }

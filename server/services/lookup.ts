@@ -1,9 +1,9 @@
 // Lookup API: a contact's profile by e-mail, paid in credits only when a profile is found.
 import type { ContactProfile } from "../contacts/profile.ts";
-import { ApiError, NotFoundError, PaymentRequiredError } from "../http/errors.ts";
-import type { ContactService } from "./contacts.ts";
+import { NotFound, PaymentRequired, revive, type StoredDomainError, storedFormOf } from "../domain/errors.ts";
+import { contactQuery, type ContactRow, toProfile } from "./contacts.ts";
 import { type ChargeHook, type CreditService } from "./credits.ts";
-import { fingerprint, type IdempotencyService, type KeyClaim, type StoredAnswer } from "./idempotency.ts";
+import { fingerprint, type IdempotencyService, type KeyClaim } from "./idempotency.ts";
 import { contradictedHint, type Hints } from "./lookup-hints.ts";
 
 export interface LookupRequest extends Hints {
@@ -21,23 +21,23 @@ export interface Caller {
 
 const PURGE_EVERY_MS = 3_600_000;
 
-const miss = () => new NotFoundError("No profile was found for this e-mail address and hints", "profile_not_found");
+const miss = () => new NotFound("No profile was found for this e-mail address and hints", "profile_not_found");
 
-/** The error a stored answer stands for (only these statuses are stored besides 200). */
-function errorOf(answer: StoredAnswer): ApiError {
-  const { error, message } = answer.body as { error: string; message: string };
-  return answer.status === 402 ? new PaymentRequiredError(message) : new NotFoundError(message, error);
-}
+/** A stored answer: the profile (status 200), or the domain error the first request ended in. */
+const REFUSED = 0;
 
-export function lookupService(deps: { contacts: ContactService; credits: CreditService; idempotency: IdempotencyService; now: () => Date }) {
-  const { contacts, credits, idempotency, now } = deps;
+export function lookupService(deps: { credits: CreditService; idempotency: IdempotencyService; now: () => Date }) {
+  const { credits, idempotency, now } = deps;
   let lastPurge = 0;
 
-  /** Credit first (a partner without credit learns so even for a miss), then the profile, then the charge. */
+  /**
+   * Credit first (a partner without credit learns so even for a miss) and the profile, read in
+   * one round trip; then the charge, one statement.
+   */
   async function lookup(caller: Caller, request: LookupRequest, answerHook?: (profile: ContactProfile) => ChargeHook) {
     const { email, datasetId, ...hints } = request;
-    await credits.requireCredit(caller.accountId, datasetId, now());
-    const profile = await contacts.find(email);
+    const row = await credits.requireCredit<ContactRow>(caller.accountId, datasetId, now(), contactQuery(email));
+    const profile = row && toProfile(row);
     if (!profile || contradictedHint(profile, hints)) throw miss();
     await credits.charge({ ...caller, datasetId, at: now(), hook: answerHook?.(profile) });
     return profile;
@@ -48,8 +48,8 @@ export function lookupService(deps: { contacts: ContactService; credits: CreditS
     try {
       return await lookup(caller, request, (profile) => idempotency.storeWithCharge(claim, { status: 200, body: profile }));
     } catch (error) {
-      if (error instanceof NotFoundError || error instanceof PaymentRequiredError) {
-        await idempotency.store(claim, { status: error.status, body: error.body() });
+      if (error instanceof NotFound || error instanceof PaymentRequired) {
+        await idempotency.store(claim, { status: REFUSED, body: storedFormOf(error) });
       } else {
         await idempotency.release(claim).catch(() => {});
       }
@@ -74,7 +74,7 @@ export function lookupService(deps: { contacts: ContactService; credits: CreditS
       const claimed = await idempotency.claim(caller.accountId, key, print);
       if ("claim" in claimed) return lookupOnce(caller, request, claimed.claim);
       if (claimed.replay.status === 200) return claimed.replay.body as ContactProfile;
-      throw errorOf(claimed.replay);
+      throw revive(claimed.replay.body as StoredDomainError);
     },
   };
 }

@@ -1,6 +1,6 @@
 // Cursor paging. A cursor is the position of a page's last item (never an offset), as base64url
 // JSON: items added while a client pages do not shift the pages.
-import { BadRequestError } from "../http/errors.ts";
+import { Invalid } from "../domain/errors.ts";
 
 export const DEFAULT_PAGE_SIZE = 100; // the spec's default for `limit`
 
@@ -19,7 +19,7 @@ export function decodeCursor<P>(cursor: string | undefined, read: (value: unknow
     position = undefined;
   }
   if (position === undefined) {
-    throw new BadRequestError("Invalid request: the cursor is not one this API returned", [
+    throw new Invalid("Invalid request: the cursor is not one this API returned", [
       { location: "query", field: "cursor", message: "is not a cursor this API returned" },
     ]);
   }
@@ -32,4 +32,10 @@ export function toPage<T>(rows: T[], limit: number, positionOf: (last: T) => unk
   const last = data[data.length - 1];
   const more = rows.length > limit && last !== undefined;
   return { data, nextCursor: more ? Buffer.from(JSON.stringify(positionOf(last))).toString("base64url") : null };
+}
+
+/** The position of a cursor `{ after: id }` over positive integer ids (`toPage(..., (last) => ({ after: id }))`). */
+export function readAfterId(value: unknown): number | undefined {
+  const after = (value as { after?: unknown } | null)?.after;
+  return Number.isSafeInteger(after) && (after as number) > 0 ? (after as number) : undefined;
 }

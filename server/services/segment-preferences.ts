@@ -3,7 +3,7 @@
 // foreign key (datasetId, segmentId) only a segment of that dataset.
 import type { components } from "../../generated/openapi.ts";
 import type { Db } from "../db/database.ts";
-import { NotFoundError } from "../http/errors.ts";
+import { NotFound } from "../domain/errors.ts";
 import type { AccessService, Member } from "./access.ts";
 import type { SegmentService } from "./segments.ts";
 
@@ -60,7 +60,7 @@ export function segmentPreferenceService(db: Db, access: AccessService, segments
       await access.dataset(accountId, datasetId);
       const member = await access.memberByEmail(accountId, userEmail);
       const { count } = await db.segmentPreference.deleteMany({ where: { datasetId, userId: member.userId } });
-      if (count === 0) throw new NotFoundError(`The user has no default segment under dataset ${datasetId}`);
+      if (count === 0) throw new NotFound(`The user has no default segment under dataset ${datasetId}`);
     },
   };
 }

@@ -2,8 +2,8 @@
 // to one user of the account.
 import type { components } from "../../generated/openapi.ts";
 import type { Db } from "../db/database.ts";
-import { NotFoundError } from "../http/errors.ts";
-import { type AccessService, uniqueOr409 } from "./access.ts";
+import { NotFound } from "../domain/errors.ts";
+import type { AccessService } from "./access.ts";
 import { checkFilter, type SegmentFilter } from "./lead-filter.ts";
 import { DEFAULT_PAGE_SIZE, decodeCursor, type Page, toPage } from "./paging.ts";
 
@@ -23,8 +23,7 @@ export interface SegmentQuery {
 
 const defaultEmailPreferences: EmailPreferences = { enabled: false, frequency: "daily" };
 
-const nameTaken = (name: string) => `A segment named "${name}" already exists in this dataset`;
-const segmentNotFound = (segmentId: number) => new NotFoundError(`Segment ${segmentId} does not exist`);
+const segmentNotFound = (segmentId: number) => new NotFound(`Segment ${segmentId} does not exist`);
 
 const columns = {
   id: true,
@@ -93,8 +92,7 @@ export function segmentService(db: Db, access: AccessService) {
       checkFilter(input.filters, "body", "filters");
       const actor = await access.actor(accountId, actorEmail);
       await access.reachableDataset(actor, input.datasetId);
-      const created = await uniqueOr409(
-        db.segment.create({
+      const created = await db.segment.create({
           data: {
             accountId,
             datasetId: input.datasetId,
@@ -105,22 +103,17 @@ export function segmentService(db: Db, access: AccessService) {
             ...emailColumns(input.emailPreferences ?? defaultEmailPreferences),
           },
           select: { id: true },
-        }),
-        nameTaken(input.name),
-      );
+        });
       return created.id;
     },
 
     /** Renames the segment and replaces the filters and e-mail preferences that are given. */
     async update(accountId: string, segmentId: number, name: string, changes: SegmentChanges): Promise<void> {
       if (changes.filters) checkFilter(changes.filters, "body", "filters");
-      const { count } = await uniqueOr409(
-        db.segment.updateMany({
+      const { count } = await db.segment.updateMany({
           where: { accountId, id: segmentId },
           data: { name, nameKey: name.toLowerCase(), ...(changes.filters && { filters: changes.filters }), ...emailColumns(changes.emailPreferences) },
-        }),
-        nameTaken(name),
-      );
+        });
       if (count === 0) throw segmentNotFound(segmentId);
     },
 
@@ -142,7 +135,7 @@ export function segmentService(db: Db, access: AccessService) {
     /** The filters of a segment of the dataset; 404 when the dataset has no such segment. */
     async filtersOf(accountId: string, datasetId: string, segmentId: number): Promise<SegmentFilter> {
       const segment = await db.segment.findFirst({ where: { accountId, datasetId, id: segmentId }, select: { filters: true } });
-      if (!segment) throw new NotFoundError(`Segment ${segmentId} is not a segment of dataset ${datasetId}`);
+      if (!segment) throw new NotFound(`Segment ${segmentId} is not a segment of dataset ${datasetId}`);
       return storedFilter(segment.filters);
     },
   };

@@ -1,6 +1,6 @@
 // Lead tags have one normal form, so that "Hot " and "hot" are the same tag wherever tags are
 // stored, added, removed or filtered on.
-import type { ValidationErrorDetail } from "../http/errors.ts";
+import type { InvalidField } from "../domain/errors.ts";
 
 export const MAX_TAGS_PER_LEAD = 100; // also a CHECK constraint on "Lead"."tags"
 export const MAX_TAG_LENGTH = 64;
@@ -22,8 +22,8 @@ export function tagProblem(normalised: string): string | undefined {
  */
 export function normaliseTags(
   tags: readonly string[],
-  where: Pick<ValidationErrorDetail, "location" | "field">,
-): { tags: string[]; problems: ValidationErrorDetail[] } {
+  where: Pick<InvalidField, "location" | "field">,
+): { tags: string[]; problems: InvalidField[] } {
   const normalised = tags.map(normaliseTag);
   const problems = normalised.flatMap((tag, i) => {
     const message = tagProblem(tag);

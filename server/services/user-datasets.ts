@@ -1,7 +1,7 @@
 // UserDatasets: which members reach which datasets.
 import type { Db } from "../db/database.ts";
-import { NotFoundError } from "../http/errors.ts";
-import { type AccessService, uniqueOr409 } from "./access.ts";
+import { NotFound } from "../domain/errors.ts";
+import type { AccessService } from "./access.ts";
 
 export interface UserDatasetRow {
   accountId: string;
@@ -34,10 +34,7 @@ export function userDatasetService(db: Db, access: AccessService) {
     async grant(accountId: string, userId: number, datasetId: string): Promise<void> {
       await access.member(accountId, userId);
       await access.dataset(accountId, datasetId);
-      await uniqueOr409(
-        db.userDataset.create({ data: { accountId, userId: BigInt(userId), datasetId } }),
-        `User ${userId} already has access to dataset ${datasetId}`,
-      );
+      await db.userDataset.create({ data: { accountId, userId: BigInt(userId), datasetId } });
     },
 
     /**
@@ -49,7 +46,7 @@ export function userDatasetService(db: Db, access: AccessService) {
       const where = { accountId, userId: BigInt(userId), datasetId };
       await db.$transaction(async (tx) => {
         const { count } = await tx.userDataset.deleteMany({ where });
-        if (count === 0) throw new NotFoundError(`User ${userId} has no access to dataset ${datasetId} to remove`);
+        if (count === 0) throw new NotFound(`User ${userId} has no access to dataset ${datasetId} to remove`);
         await tx.segmentPreference.deleteMany({ where: { ...where, member: { role: "member" } } });
       });
     },

@@ -69,7 +69,7 @@ export async function startTestApi({ trackingDomains, now, ...options }: TestApi
     logs.push(line);
     record("logs", line);
   });
-  const services = createServices(db.prisma, { logger, now, trackingDomains: trackingDomains ?? hermeticTrackingDomains() });
+  const services = createServices(db.prisma, { logger, now, sql: db.sql, trackingDomains: trackingDomains ?? hermeticTrackingDomains() });
   const appWith = (variant: TestAppOptions) =>
     createApp({
       db,

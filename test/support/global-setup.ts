@@ -6,15 +6,19 @@ import os from "node:os";
 import path from "node:path";
 import { routesOf } from "../../server/http/operations.ts";
 import { loadSpec } from "../../server/spec.ts";
+import { prepareMigratedTemplate } from "./database.ts";
 
-export function setup(): () => void {
+export async function setup(): Promise<() => Promise<void>> {
   const dir = mkdtempSync(path.join(os.tmpdir(), "contract-report-"));
   process.env.CONTRACT_REPORT_DIR = dir;
-  return () => {
+  // the migrations run once here; each test file starts from their result
+  const dropTemplate = await prepareMigratedTemplate(path.join(dir, "migrated-pglite.tar"));
+  return async () => {
     try {
       report(dir);
     } finally {
       rmSync(dir, { recursive: true, force: true });
+      await dropTemplate();
     }
   };
 }

@@ -1,0 +1,45 @@
+// The service as `npm start` runs it in production, in its own process (its own event loop), for
+// the benchmarks: a free loopback port, start (waiting until it answers), stop.
+import { spawn, type ChildProcess } from "node:child_process";
+import { once } from "node:events";
+import { createServer } from "node:net";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+
+export async function freePort(): Promise<number> {
+  const server = createServer().listen(0, "127.0.0.1");
+  await once(server, "listening");
+  const { port } = server.address() as { port: number };
+  server.close();
+  return port;
+}
+
+/** A TypeScript entry point of the repository in its own process; its log lines are dropped, errors shown. */
+export function startProcess(script: string, env: Record<string, string>): ChildProcess {
+  return spawn(process.execPath, ["--import", "tsx", script], {
+    cwd: root,
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "ignore", "inherit"],
+  });
+}
+
+/** Starts server/main.ts in production mode with `env` on top; resolves once `probePath` answers. */
+export async function startService(port: number, env: Record<string, string>, probePath = "/healthz"): Promise<ChildProcess> {
+  // request logs are written (as in production) and dropped
+  const child = startProcess("server/main.ts", { NODE_ENV: "production", PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "info", ...env });
+  for (let tries = 0; tries < 600; tries++) {
+    if (child.exitCode !== null) throw new Error("the service exited before it listened");
+    const up = await fetch(`http://127.0.0.1:${port}${probePath}`, { method: "POST" }).then(() => true, () => false);
+    if (up) return child;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  throw new Error("the service did not start listening");
+}
+
+export async function stopService(child: ChildProcess): Promise<void> {
+  const exited = once(child, "exit");
+  child.kill("SIGTERM");
+  await exited;
+}

@@ -1,0 +1,27 @@
+// The ingest writer on its own: drains the tracking queue of DATABASE_URL (or the embedded
+// database) until SIGTERM/SIGINT. Run it beside collectors started with INGEST_WRITER=off, so that
+// writing does not share the collectors' event loop:  npm run ingest
+import { openDatabaseOrExit } from "../server/db/database.ts";
+import { loadConfig } from "../server/config.ts";
+import { createLogger } from "../server/logging.ts";
+import { createServices } from "../server/services/index.ts";
+import { startIngestWriter } from "../server/tracking/writer.ts";
+
+const config = loadConfig(process.env);
+const logger = createLogger(config.logLevel);
+const { writer: settings } = config.tracking;
+const db = await openDatabaseOrExit(config.database);
+await db.migrate();
+const services = createServices(db.prisma, { logger });
+const writer = startIngestWriter(db.prisma, { contacts: services.contacts, credits: services.credits, now: () => new Date() }, logger, settings);
+logger.info("ingest writer running", { batchSize: settings.batchSize, pollMs: settings.pollMs });
+
+async function stop(signal: string): Promise<void> {
+  logger.info("stopping", { signal });
+  await writer.stop();
+  await db.close();
+  logger.info("stopped");
+  process.exit(0);
+}
+process.on("SIGTERM", () => void stop("SIGTERM"));
+process.on("SIGINT", () => void stop("SIGINT"));

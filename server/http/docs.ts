@@ -1,0 +1,139 @@
+// The API reference and the contract documents, without a key: GET /docs (Redoc, every asset
+// served from node_modules, so the page works offline and behind firewalls), the documents at
+// /openapi.yaml|json, /operator.yaml|json, /collector.yaml|json (when spec/collector.yaml
+// exists), and GET /, which tells a newcomer where to start instead of answering 401.
+import { existsSync, readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { type Request, type RequestHandler, type Response, Router } from "express";
+import { parse } from "yaml";
+import { withCurlSamples } from "./code-samples.ts";
+
+const specDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../spec");
+const redocBundle = createRequire(import.meta.url).resolve("redoc/bundles/redoc.standalone.js");
+
+/**
+ * Redoc's bundle as installed, but for the one address it would fetch from the internet: the
+ * side menu's logo (cdn.redoc.ly). An empty data: image fails to load, and Redoc then hides it.
+ */
+let redocSource: string | undefined;
+function offlineRedoc(): string {
+  redocSource ??= readFileSync(redocBundle, "utf8").replaceAll("https://cdn.redoc.ly/redoc/logo-mini.svg", "data:,");
+  return redocSource;
+}
+
+/** The documents served, by the name in their URL; the page of `openapi` is /docs itself. */
+const documentNames = ["openapi", "operator", "collector"] as const;
+type DocumentName = (typeof documentNames)[number];
+
+interface Document {
+  yaml: string;
+  parsed: Record<string, unknown>;
+}
+
+/** Read on first use (tests build many apps); a missing file (collector.yaml) is not served. */
+const loaded = new Map<DocumentName, Document | null>();
+function documentOf(name: DocumentName): Document | null {
+  if (!loaded.has(name)) {
+    const file = path.join(specDir, `${name}.yaml`);
+    const yaml = existsSync(file) ? readFileSync(file, "utf8") : undefined;
+    loaded.set(name, yaml === undefined ? null : { yaml, parsed: parse(yaml) as Record<string, unknown> });
+  }
+  return loaded.get(name) ?? null;
+}
+
+/** Redoc needs inline styles (styled-components) and a blob: worker (search); nothing else leaves 'self'. */
+const pagePolicy = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self' 'unsafe-inline'",
+  "img-src 'self' data:",
+  "font-src 'self' data:",
+  "connect-src 'self'",
+  "worker-src 'self' blob:",
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
+].join("; ");
+
+const escapeHtml = (text: string) =>
+  text.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]!);
+
+function page(title: string, specUrl: string): string {
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${escapeHtml(title)}</title>
+<style>body { margin: 0; }</style>
+</head>
+<body>
+<div id="redoc" data-spec-url="${escapeHtml(specUrl)}"></div>
+<script src="/docs/assets/redoc.standalone.js"></script>
+<script src="/docs/assets/init.js"></script>
+</body>
+</html>
+`;
+}
+
+// System fonts: Redoc's defaults (Roboto, Montserrat) are web fonts nobody serves here.
+const initScript = `"use strict";
+(function () {
+  var element = document.getElementById("redoc");
+  var fonts = "-apple-system, BlinkMacSystemFont, 'Segoe UI', Helvetica, Arial, sans-serif";
+  Redoc.init(element.getAttribute("data-spec-url"), {
+    expandResponses: "200,204",
+    jsonSamplesExpandLevel: 3,
+    theme: { typography: { fontFamily: fonts, headings: { fontFamily: fonts }, code: { fontFamily: "ui-monospace, Menlo, Consolas, monospace" } } }
+  }, element);
+})();
+`;
+
+/** Where this request reached the service: the curl samples are ready to paste against it. */
+const originOf = (req: Request) => `${req.protocol}://${req.get("host") ?? "localhost"}`;
+
+export function docsRoutes(): Router {
+  const router = Router();
+  for (const name of documentNames) {
+    const withDocument =
+      (send: (doc: Document, req: Request, res: Response) => void): RequestHandler =>
+      (req, res, next) => {
+        const doc = documentOf(name);
+        if (doc) send(doc, req, res);
+        else next();
+      };
+    router.get(`/${name}.yaml`, withDocument((doc, _req, res) => void res.type("application/yaml").send(doc.yaml)));
+    router.get(`/${name}.json`, withDocument((doc, _req, res) => void res.json(doc.parsed)));
+    // The page's own copy carries a curl command per operation (x-codeSamples).
+    router.get(`/docs/${name}.json`, withDocument((doc, req, res) => void res.json(withCurlSamples(doc.parsed, originOf(req)))));
+    router.get(
+      name === "openapi" ? "/docs" : `/docs/${name}`,
+      withDocument((doc, _req, res) => {
+        const title = String((doc.parsed.info as { title?: unknown } | undefined)?.title ?? name);
+        res.setHeader("Content-Security-Policy", pagePolicy);
+        res.type("html").send(page(title, `/docs/${name}.json`));
+      }),
+    );
+  }
+  router.get("/docs/assets/redoc.standalone.js", (_req, res) => {
+    res.set("Cache-Control", "public, max-age=3600").type("text/javascript").send(offlineRedoc());
+  });
+  router.get("/docs/assets/init.js", (_req, res) => {
+    res.type("text/javascript").send(initScript);
+  });
+  return router;
+}
+
+/** GET /: where to start, without a key (every partner operation needs one). */
+export const serviceIndex: RequestHandler = (_req, res) => {
+  const info = (documentOf("openapi")?.parsed.info ?? {}) as { title?: string; version?: string };
+  res.json({
+    name: info.title,
+    version: info.version,
+    docs: "/docs",
+    openapi: "/openapi.yaml",
+    message: "The API reference is at /docs. Partner operations (/v1/..., /api/...) need an API key in the x-api-key header.",
+  });
+};

@@ -1,0 +1,197 @@
+// Request validation against the one compiled contract: path, query, header parameters and the
+// body of one operation, every invalid field reported (one detail per field). Parameters are
+// read the way clients send them: the query string as application/x-www-form-urlencoded (`+` is a
+// space), percent-encoding and UTF-8 checked, numbers only in their canonical decimal form.
+import type { ErrorObject } from "ajv/dist/2020.js";
+import type { Request, RequestHandler } from "express";
+import type { Contract, Operation, ParameterObject, SchemaObject } from "../contract.ts";
+import { Invalid, type InvalidField } from "../domain/errors.ts";
+
+export interface ValidatedRequest {
+  path: Record<string, unknown>;
+  query: Record<string, unknown>;
+  header: Record<string, unknown>;
+  body: unknown;
+}
+
+type Location = InvalidField["location"];
+
+/** `a=1&b=x+y` -> {a: "1", b: "x y"}; a repeated name gives an array. Undefined values: malformed. */
+export function parseQuery(raw: string): { values: Record<string, string | string[]>; malformed: string[] } {
+  const values: Record<string, string | string[]> = {};
+  const malformed: string[] = [];
+  for (const pair of raw.split("&")) {
+    if (pair === "") continue;
+    const at = pair.indexOf("=");
+    const [rawName, rawValue] = at < 0 ? [pair, ""] : [pair.slice(0, at), pair.slice(at + 1)];
+    const name = decodeFormComponent(rawName);
+    const value = decodeFormComponent(rawValue);
+    if (name === undefined || value === undefined) {
+      malformed.push(name ?? rawName);
+      continue;
+    }
+    const seen = values[name];
+    values[name] = seen === undefined ? value : [...(Array.isArray(seen) ? seen : [seen]), value];
+  }
+  return { values, malformed };
+}
+
+/** application/x-www-form-urlencoded decoding; undefined for bad percent-encoding or invalid UTF-8. */
+function decodeFormComponent(text: string): string | undefined {
+  try {
+    // decodeURIComponent refuses `%zz`, truncated and overlong sequences (`%C0%AF`) and lone surrogates
+    return decodeURIComponent(text.replaceAll("+", " "));
+  } catch {
+    return undefined;
+  }
+}
+
+const canonicalInteger = /^-?(0|[1-9][0-9]*)$/;
+const canonicalNumber = /^-?(0|[1-9][0-9]*)(\.[0-9]+)?$/;
+
+/** The JSON value a parameter's text stands for, by its schema type; left as text when it does not fit. */
+function coerce(text: string, type: string | undefined): unknown {
+  if (type === "integer") return canonicalInteger.test(text) ? Number(text) : text;
+  if (type === "number") return canonicalNumber.test(text) ? Number(text) : text;
+  if (type === "boolean") return text === "true" ? true : text === "false" ? false : text;
+  return text;
+}
+
+/** `/filters/conditions/0/operator` -> `filters.conditions[0].operator`. */
+function fieldOf(instancePath: string): string {
+  return instancePath
+    .split("/")
+    .slice(1)
+    .map((part) => part.replaceAll("~1", "/").replaceAll("~0", "~"))
+    .reduce((field, part) => (/^\d+$/.test(part) ? `${field}[${part}]` : field ? `${field}.${part}` : part), "");
+}
+
+function detailsOf(errors: ErrorObject[], location: Location, prefix = ""): InvalidField[] {
+  return errors.map((error) => {
+    let field = fieldOf(error.instancePath);
+    const params = error.params as { missingProperty?: string; additionalProperty?: string };
+    let message = error.message ?? "is invalid";
+    if (error.keyword === "required") {
+      field = [field, params.missingProperty].filter(Boolean).join(".");
+      message = "is required";
+    } else if (error.keyword === "additionalProperties") {
+      field = [field, params.additionalProperty].filter(Boolean).join(".");
+      message = location === "body" ? "is not a field of this body" : "is not a parameter of this operation";
+    }
+    return { location, field: [prefix, field].filter(Boolean).join(".") || "(root)", message };
+  });
+}
+
+/** One detail per field: the first error found for it (a oneOf's branches say little more). */
+function onePerField(details: InvalidField[]): InvalidField[] {
+  const seen = new Set<string>();
+  return details.filter((d) => {
+    const key = `${d.location} ${d.field}`;
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
+}
+
+function typeOf(contract: Contract, schema: SchemaObject | undefined): string | undefined {
+  if (!schema) return undefined;
+  if (schema.$ref) return typeOf(contract, contract.document.components?.schemas?.[schema.$ref.split("/").pop()!]);
+  return Array.isArray(schema.type) ? schema.type.find((t) => t !== "null") : schema.type;
+}
+
+interface ParameterPlan {
+  parameter: ParameterObject;
+  /** The type its text is read as, or "json" for a parameter with `content: application/json`. */
+  read: string | undefined;
+}
+
+function objectSchema(plans: ParameterPlan[], closed: boolean): object {
+  const properties = Object.fromEntries(
+    plans.map(({ parameter }) => [parameter.name, parameter.schema ?? parameter.content?.["application/json"]?.schema ?? {}]),
+  );
+  const required = plans.filter((p) => p.parameter.required).map((p) => p.parameter.name);
+  return { type: "object", properties, required, additionalProperties: !closed };
+}
+
+export function requestValidator(contract: Contract, operation: Operation): RequestHandler {
+  const plansIn = (where: ParameterObject["in"]) =>
+    operation.parameters
+      .filter((p) => p.in === where)
+      .map((parameter): ParameterPlan => ({ parameter, read: parameter.content ? "json" : typeOf(contract, parameter.schema) }));
+  const plans = { path: plansIn("path"), query: plansIn("query"), header: plansIn("header") };
+  const validators = {
+    path: contract.compile(objectSchema(plans.path, false)),
+    // a query parameter the operation does not declare is refused (a misspelt filter would be ignored)
+    query: contract.compile(objectSchema(plans.query, true)),
+    header: contract.compile(objectSchema(plans.header, false)),
+  };
+  const bodySchema = operation.requestBody?.content?.["application/json"]?.schema;
+  const validateBody = bodySchema && contract.compile(bodySchema);
+
+  /** Reads each declared parameter's text as its schema type; JSON content that does not parse is a detail. */
+  function read(where: keyof typeof plans, texts: Record<string, string | string[] | undefined>, details: InvalidField[]) {
+    const values: Record<string, unknown> = { ...texts };
+    for (const { parameter, read: type } of plans[where]) {
+      const text = texts[parameter.name];
+      if (text === undefined || Array.isArray(text)) continue; // absent, or repeated: the schema reports it
+      if (type !== "json") values[parameter.name] = coerce(text, type);
+      else {
+        try {
+          values[parameter.name] = JSON.parse(text);
+        } catch {
+          details.push({ location: where, field: parameter.name, message: "must be JSON" });
+          delete values[parameter.name];
+        }
+      }
+    }
+    return values;
+  }
+
+  function check(where: Location, validate: ReturnType<Contract["compile"]>, value: unknown, details: InvalidField[]) {
+    if (!validate(value)) details.push(...detailsOf(validate.errors ?? [], where));
+  }
+
+  function body(req: Request, details: InvalidField[]): unknown {
+    const declared = operation.requestBody;
+    if (!declared) return undefined;
+    const length = Number(req.headers["content-length"] ?? 0);
+    if ((length > 0 || req.headers["transfer-encoding"]) && !req.is("application/json")) {
+      details.push({ location: "body", field: "(root)", message: "must be sent as application/json" });
+      return undefined;
+    }
+    // verify of express.json counts the bytes it read; an empty JSON body is not a body
+    if (!((req.res?.locals.bodyBytes as number | undefined) ?? 0)) {
+      if (declared.required) details.push({ location: "body", field: "(root)", message: "is required" });
+      return undefined;
+    }
+    if (validateBody) check("body", validateBody, req.body, details);
+    return req.body;
+  }
+
+  return (req, res, next) => {
+    const details: InvalidField[] = [];
+    const rawQuery = req.originalUrl.includes("?") ? req.originalUrl.slice(req.originalUrl.indexOf("?") + 1) : "";
+    const { values: queryTexts, malformed } = parseQuery(rawQuery);
+    for (const name of malformed) {
+      details.push({ location: "query", field: name, message: "must be percent-encoded UTF-8 (application/x-www-form-urlencoded)" });
+    }
+    const headerTexts = Object.fromEntries(plans.header.map(({ parameter }) => [parameter.name, req.get(parameter.name)]));
+    const input: ValidatedRequest = {
+      path: read("path", req.params as Record<string, string>, details),
+      query: read("query", queryTexts, details),
+      header: read("header", headerTexts, details),
+      body: undefined,
+    };
+    for (const [k, v] of Object.entries(input.header)) if (v === undefined) delete input.header[k];
+    check("path", validators.path, input.path, details);
+    check("query", validators.query, input.query, details);
+    check("header", validators.header, input.header, details);
+    input.body = body(req, details);
+    if (details.length) {
+      const unique = onePerField(details);
+      throw new Invalid(`Invalid request: ${unique.map((d) => `${d.location} ${d.field} ${d.message}`).join("; ")}`, unique);
+    }
+    res.locals.input = input;
+    next();
+  };
+}

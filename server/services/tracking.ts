@@ -1,0 +1,153 @@
+// Tracking as the partner API sees it: IP and domain look-ups, and a lead's visits.
+import type { components } from "../../generated/openapi.ts";
+import { Prisma } from "../../generated/prisma/client.ts";
+import type { ContactProfile } from "../contacts/profile.ts";
+import type { Db } from "../db/database.ts";
+import { Invalid, NotFound } from "../domain/errors.ts";
+import type { NetworkType } from "../tracking/network-class.ts";
+import { knownOrganizationOfDomain } from "../tracking/organizations.ts";
+import type { Resolver } from "../tracking/resolver.ts";
+import type { AccessService } from "./access.ts";
+import type { ContactService } from "./contacts.ts";
+import { notExcluded } from "./leads.ts";
+import { DEFAULT_PAGE_SIZE, decodeCursor, type Page, toPage } from "./paging.ts";
+
+type Schemas = components["schemas"];
+export type IpLookup = Schemas["IpLookupResponse"];
+export type DomainLookup = Schemas["DomainLookupResponse"];
+export type VisitDto = Schemas["VisitDTO"];
+type EnrichmentState = NonNullable<VisitDto["visitor"]["enrichment"]>;
+
+export interface VisitQuery {
+  email: string;
+  datasetId: string;
+  leadId: string;
+  cursor?: string;
+  limit?: number;
+}
+
+interface VisitRow {
+  id: bigint;
+  visitorId: string;
+  at: Date;
+  url: string;
+  referrer: string | null;
+  title: string | null;
+  utmSource: string | null;
+  utmMedium: string | null;
+  utmCampaign: string | null;
+  utmTerm: string | null;
+  utmContent: string | null;
+  networkType: NetworkType;
+  country: string | null;
+  city: string | null;
+  email: string | null;
+  enrichment: EnrichmentState | null;
+}
+
+const HOST = /^(?=.{1,253}$)([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$/;
+
+function readPosition(value: unknown): { at: string; id: string } | undefined {
+  const { t, id } = (value ?? {}) as { t?: unknown; id?: unknown };
+  if (typeof t !== "string" || Number.isNaN(Date.parse(t)) || typeof id !== "string" || !/^\d+$/.test(id)) return undefined;
+  return { at: t, id };
+}
+
+const present = <T>(entries: [string, T | null][]) => Object.fromEntries(entries.filter(([, v]) => v !== null)) as Record<string, T>;
+
+export function trackingService(db: Db, deps: { access: AccessService; contacts: ContactService; resolver: () => Resolver }) {
+  const { access, contacts } = deps;
+
+  /** The visitor's profile, only once its enrichment was paid for. */
+  async function contactOf(row: VisitRow, cache: Map<string, ContactProfile | null>): Promise<ContactProfile | null> {
+    if (row.enrichment !== "enriched" || !row.email) return null;
+    if (!cache.has(row.email)) cache.set(row.email, (await contacts.find(row.email)) ?? null);
+    return cache.get(row.email)!;
+  }
+
+  return {
+    /** Free: open network data about an address, never about a person. */
+    ipLookup(ip: string): IpLookup {
+      const resolution = deps.resolver().resolve(ip.trim());
+      if (!resolution) throw new Invalid("ip is not an IPv4 or IPv6 address", [{ location: "query", field: "ip", message: "is not an IP address" }]);
+      if (resolution.asn === null) throw new NotFound("No announced network holds this address (private, reserved or unrouted)", "network_not_found");
+      return { ip: ip.trim(), ...resolution };
+    },
+
+    /** Free: the curated organisation of the domain (if any) and the account's visible leads of it. */
+    async domainLookup(accountId: string, domainParam: string): Promise<DomainLookup> {
+      const domain = domainParam.trim().toLowerCase().replace(/\.$/, "");
+      if (!HOST.test(domain)) throw new Invalid("domain is not a host name", [{ location: "query", field: "domain", message: "is not a host name" }]);
+      const known = knownOrganizationOfDomain(domain);
+      const leads = await db.$queryRaw<{ datasetId: string; id: string; organizationName: string; visitCount: number; lastVisitAt: Date }[]>`
+        SELECT l."datasetId", l.id, l."organizationName", l."visitCount", l."lastVisitAt" FROM "Lead" l
+        WHERE l."accountId" = ${accountId} AND lower(l."organizationDomain") = ${domain} AND ${notExcluded}
+        ORDER BY l."lastVisitAt" DESC, l."datasetId", l.id LIMIT 100`;
+      if (!known && !leads.length) throw new NotFound(`Nothing is known of ${domain}`, "domain_not_found");
+      return {
+        domain,
+        organizationName: known?.name ?? leads[0]?.organizationName ?? null,
+        country: known?.country ?? null,
+        asns: [...(known?.asns ?? [])],
+        leads: leads.map((l) => ({
+          datasetId: l.datasetId,
+          leadId: l.id,
+          organizationName: l.organizationName,
+          visitCount: l.visitCount,
+          lastVisitAt: l.lastVisitAt.toISOString(),
+        })),
+      };
+    },
+
+    /**
+     * A visible lead's visits, newest first. 404 for a lead that does not exist or that an exclusion
+     * rule hides; visits of a visitor excluded by a `use_id` rule (its visitor id) are left out.
+     */
+    async visits(accountId: string, query: VisitQuery): Promise<Page<VisitDto>> {
+      const after = decodeCursor(query.cursor, readPosition);
+      const actor = await access.actor(accountId, query.email);
+      await access.dataset(accountId, query.datasetId);
+      await access.requireAccess(actor, query.datasetId);
+      const [visible] = await db.$queryRaw<unknown[]>`
+        SELECT 1 FROM "Lead" l WHERE l."datasetId" = ${query.datasetId} AND l.id = ${query.leadId} AND ${notExcluded}`;
+      if (!visible) throw new NotFound(`Lead ${query.leadId} does not exist in dataset ${query.datasetId}`, "lead_not_found");
+      const limit = query.limit ?? DEFAULT_PAGE_SIZE;
+      const rows = await db.$queryRaw<VisitRow[]>`
+        SELECT v.id, v."visitorId", v.at, v.url, v.referrer, v.title, v."utmSource", v."utmMedium", v."utmCampaign", v."utmTerm",
+               v."utmContent", v."networkType", v.country, v.city, vr.email, vr.enrichment::text AS enrichment
+        FROM "Visit" v JOIN "Visitor" vr ON vr."datasetId" = v."datasetId" AND vr.id = v."visitorId"
+        WHERE v."datasetId" = ${query.datasetId} AND v."leadId" = ${query.leadId}
+          AND NOT EXISTS (SELECT 1 FROM "DatasetExclusion" e WHERE e."datasetId" = v."datasetId"
+                          AND e.type = 'use_id'::"ExclusionType" AND e."valueKey" = v."visitorId")
+          ${after ? Prisma.sql`AND (v.at, v.id) < (${after.at}::timestamptz, ${BigInt(after.id)})` : Prisma.empty}
+        ORDER BY v.at DESC, v.id DESC
+        LIMIT ${limit + 1}`;
+      const profiles = new Map<string, ContactProfile | null>();
+      const data: VisitDto[] = [];
+      for (const row of rows) {
+        data.push({
+          visitId: String(row.id),
+          visitorId: row.visitorId,
+          at: row.at.toISOString(),
+          url: row.url,
+          referrer: row.referrer,
+          title: row.title,
+          utm: present([
+            ["source", row.utmSource],
+            ["medium", row.utmMedium],
+            ["campaign", row.utmCampaign],
+            ["term", row.utmTerm],
+            ["content", row.utmContent],
+          ]),
+          networkType: row.networkType,
+          country: row.country,
+          city: row.city,
+          visitor: { email: row.email, enrichment: row.enrichment, contact: await contactOf(row, profiles) },
+        });
+      }
+      return toPage(data, limit, (last) => ({ t: last.at, id: last.visitId }));
+    },
+  };
+}
+
+export type TrackingService = ReturnType<typeof trackingService>;

@@ -1,0 +1,208 @@
+// The public tracking endpoints (no API key; spec/collector.yaml): the script at GET /t.js, the
+// collector POST /collect (a JSON batch) with its GET pixel fallback, and the demo page /demo.
+// A request is refused whole (nothing written) when its dataset is unknown or its batch is
+// malformed or over a limit; otherwise its events are resolved, filtered and queued in one
+// statement, and it is answered 202 once they are queued.
+import { readFileSync } from "node:fs";
+import express, { type Request, type RequestHandler, type Response, Router } from "express";
+import { isbot } from "isbot";
+import { RateLimiterMemory, RateLimiterRes } from "rate-limiter-flexible";
+import type { Db } from "../db/database.ts";
+import { Invalid } from "../domain/errors.ts";
+import type { TrackingConfig } from "./config.ts";
+import type { TrackedDataset, TrackedDatasets } from "./datasets.ts";
+import { demoPage } from "./demo-page.ts";
+import { batchSchema, keptFields, leadIdOf, LIMITS, type TrackedEvent } from "./events.ts";
+import { enqueue, type QueueRow } from "./ingest.ts";
+import { maskIp } from "./ip.ts";
+import { trackingMetrics } from "./metrics.ts";
+import { LEAD_NETWORKS } from "./network-class.ts";
+import type { Resolver } from "./resolver.ts";
+
+export interface CollectorDeps {
+  db: Db;
+  datasets: TrackedDatasets;
+  resolver: () => Resolver;
+  config: TrackingConfig;
+  /** Told after events are queued, so that it writes them soon. */
+  onQueued?: () => void;
+  now?: () => Date;
+}
+
+const scriptSource = readFileSync(new URL("./script.js", import.meta.url), "utf8");
+const PIXEL = Buffer.from("R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7", "base64");
+
+/** The script with the dataset's settings in it: a settings change reaches pages within the cache time. */
+export function scriptFor(dataset: TrackedDataset): string {
+  const settings = {
+    dataset: dataset.datasetId,
+    formTracking: dataset.formTracking,
+    partialFormTracking: dataset.partialFormTracking,
+    formInputAttribute: dataset.formInputAttribute,
+  };
+  return scriptSource.replace("__SETTINGS__", JSON.stringify(settings));
+}
+
+/** Anyone's page may load the script and send to the collector (no cookies are sent or read). */
+const cors: RequestHandler = (_req, res, next) => {
+  res.setHeader("Access-Control-Allow-Origin", "*");
+  res.setHeader("Cross-Origin-Resource-Policy", "cross-origin");
+  next();
+};
+
+function rateLimited(res: Response, error: RateLimiterRes, what: string): void {
+  const seconds = Math.max(1, Math.ceil(error.msBeforeNext / 1000));
+  trackingMetrics.events.inc({ outcome: "rate_limited" });
+  res.setHeader("Retry-After", String(seconds));
+  res.status(429).json({ error: "rate_limited", message: `Too many ${what}; retry in ${seconds} s`, retryAfterSeconds: seconds });
+}
+
+/** The batch as JSON, whatever content type the script could use (sendBeacon sends text/plain). */
+function parseBatch(body: unknown): TrackedEvent[] {
+  let value: unknown = body;
+  if (typeof body === "string") {
+    try {
+      value = JSON.parse(body);
+    } catch {
+      throw new Invalid("The request body is not valid JSON", [{ location: "body", field: "(root)", message: "malformed JSON" }], "malformed_json");
+    }
+  }
+  const parsed = batchSchema.safeParse(value);
+  if (!parsed.success) {
+    const details = parsed.error.issues.map((issue) => ({
+      location: "body" as const,
+      field: issue.path.length ? issue.path.map(String).join(".") : "(root)",
+      message: issue.message,
+    }));
+    throw new Invalid("The batch was refused whole: nothing was written", details, "invalid_batch");
+  }
+  return parsed.data.events;
+}
+
+export function collectorRoutes(deps: CollectorDeps): Router {
+  const { db, datasets, config, now = () => new Date() } = deps;
+  const perIp = new RateLimiterMemory({ points: config.ipRequestsPerMinute, duration: 60 });
+  const perDataset = new RateLimiterMemory({ points: config.datasetEventsPerMinute, duration: 60 });
+  const router = Router();
+
+  /** The client's address: the socket's, or what a trusted proxy says (express `trust proxy`). */
+  const clientIp = (req: Request) => {
+    const ip = req.ip ?? "";
+    const loopback = /^(127\.|::1$|::ffff:127\.)/.test(ip);
+    return loopback && config.loopbackIp ? config.loopbackIp : ip;
+  };
+
+  /** Resolves, filters and masks the events; the rows to queue (none for bots and non-business networks). */
+  function accept(req: Request, dataset: TrackedDataset, events: TrackedEvent[]): QueueRow[] {
+    if (isbot(req.get("user-agent") ?? "")) {
+      trackingMetrics.events.inc({ outcome: "bot" }, events.length);
+      return [];
+    }
+    const ip = clientIp(req);
+    const resolver = deps.resolver();
+    const network = resolver.resolve(ip, { geo: false });
+    const type = network?.networkType ?? "unknown";
+    if (!network || !LEAD_NETWORKS.has(type) || !network.organizationName) {
+      trackingMetrics.events.inc({ outcome: type }, events.length);
+      return [];
+    }
+    const place = resolver.resolve(ip)!;
+    const at = now().toISOString();
+    const rows: QueueRow[] = [];
+    for (const event of events) {
+      if (event.type === "form" && (!dataset.formTracking || (event.partial && !dataset.partialFormTracking))) {
+        trackingMetrics.events.inc({ outcome: "form_tracking_off" });
+        continue;
+      }
+      const kept = event.type === "form" ? { ...event, fields: keptFields(event.fields) } : event;
+      rows.push({
+        accountId: dataset.accountId,
+        datasetId: dataset.datasetId,
+        receivedAt: new Date(at),
+        event: {
+          ...kept,
+          at,
+          enrich: dataset.contactEnrichment,
+          network: {
+            leadId: leadIdOf(network.organizationName),
+            organizationName: network.organizationName,
+            organizationDomain: network.organizationDomain,
+            asn: network.asn,
+            networkType: type,
+            country: place.country,
+            city: place.city,
+            // masked after resolution, before anything is stored
+            ip: dataset.allowIpMasking ? maskIp(ip)! : ip,
+          },
+        },
+      });
+    }
+    trackingMetrics.events.inc({ outcome: "queued" }, rows.length);
+    return rows;
+  }
+
+  async function collect(req: Request, res: Response, events: () => TrackedEvent[], answer: (queued: number, received: number) => void) {
+    try {
+      await perIp.consume(clientIp(req));
+    } catch (error) {
+      if (error instanceof RateLimiterRes) return rateLimited(res, error, "requests from this address");
+      throw error;
+    }
+    const dataset = await datasets.resolve(req.hostname, req.query.dataset);
+    const batch = events();
+    try {
+      await perDataset.consume(dataset.datasetId, batch.length);
+    } catch (error) {
+      if (error instanceof RateLimiterRes) return rateLimited(res, error, "events for this dataset");
+      throw error;
+    }
+    const rows = accept(req, dataset, batch);
+    await enqueue(db, rows);
+    if (rows.length) deps.onQueued?.();
+    answer(rows.length, batch.length);
+  }
+
+  router.options("/collect", cors, (_req, res) => {
+    res.setHeader("Access-Control-Allow-Methods", "POST, GET");
+    res.setHeader("Access-Control-Allow-Headers", "content-type");
+    res.setHeader("Access-Control-Max-Age", "86400");
+    res.status(204).end();
+  });
+
+  router.post("/collect", cors, express.text({ type: () => true, limit: LIMITS.bodyBytes }), async (req, res) => {
+    await collect(
+      req,
+      res,
+      () => parseBatch(req.body),
+      (queued, received) => res.status(202).json({ received, queued }),
+    );
+  });
+
+  // The pixel: one page view in the query (v: visitor id, u: URL, r: referrer, t: title).
+  router.get("/collect", cors, async (req, res) => {
+    const q = req.query as Record<string, string | undefined>;
+    await collect(
+      req,
+      res,
+      () => parseBatch({ events: [{ type: "pageview", visitorId: q.v, url: q.u, ...(q.r && { referrer: q.r }), ...(q.t && { title: q.t }) }] }),
+      () => {
+        res.setHeader("Cache-Control", "no-store");
+        res.status(200).type("image/gif").send(PIXEL);
+      },
+    );
+  });
+
+  router.get("/t.js", cors, async (req, res) => {
+    const dataset = await datasets.resolve(req.hostname, req.query.dataset);
+    res.setHeader("Cache-Control", `public, max-age=${config.settingsTtlSeconds}`);
+    res.type("application/javascript").send(scriptFor(dataset));
+  });
+
+  // POST: the demo form's submission lands on page 2 (the script has sent the form's fields).
+  router.all("/demo", async (req, res) => {
+    const dataset = await datasets.resolve(req.hostname, req.query.dataset);
+    res.type("html").send(demoPage(dataset.datasetId, req.query.page === "2" ? 2 : 1));
+  });
+
+  return router;
+}

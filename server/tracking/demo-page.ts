@@ -1,0 +1,22 @@
+// GET /demo: two pages of a pretend customer website with the tracking script and a contact form,
+// for a new user to click through with the demo running.
+const escape = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+
+export function demoPage(datasetId: string, page: 1 | 2): string {
+  const ds = encodeURIComponent(datasetId);
+  const other = page === 1 ? 2 : 1;
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Demo website, page ${page}</title>
+<script src="/t.js?dataset=${ds}" async></script></head>
+<body>
+<h1>Demo website: page ${page}</h1>
+<p>Every page view here is sent to the collector for dataset <code>${escape(datasetId)}</code>.
+Go to <a href="/demo?dataset=${ds}&amp;page=${other}">page ${other}</a>, then list the leads with the curl the service printed.</p>
+<form method="post" action="/demo?dataset=${ds}&amp;page=2">
+  <label>E-mail <input type="email" name="email" autocomplete="email"></label>
+  <label>Company <input name="company"></label>
+  <button type="submit">Send</button>
+</form>
+<p><small>IP geolocation by <a href="https://db-ip.com">DB-IP</a>; IP to ASN data: RouteViews and DB-IP via ip-location-db (CC BY 4.0).</small></p>
+</body></html>`;
+}

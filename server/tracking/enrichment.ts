@@ -1,0 +1,92 @@
+// Contact enrichment of visitors who became known by a form's e-mail address, for datasets with
+// contactEnrichment on: the address is looked up in the contact store and, when a profile is
+// found, 1 credit is charged through the credit ledger (operation `formEnrichment`, key id
+// `tracking`: no API key makes these charges). The charge's own statement also marks the visitor
+// enriched, and only while it is still pending, so a retried step never charges twice. No credit
+// left: the visitor is marked `no_credit` and nothing is charged; its visits are recorded anyway.
+import { Prisma } from "../../generated/prisma/client.ts";
+import type { Db } from "../db/database.ts";
+import { PaymentRequired } from "../domain/errors.ts";
+import type { ContactService } from "../services/contacts.ts";
+import { ChargeGuardFailed, type CreditService } from "../services/credits.ts";
+
+export const ENRICHMENT_OPERATION = "formEnrichment";
+export const ENRICHMENT_KEY_ID = "tracking";
+
+export type EnrichmentState = "enriched" | "not_found" | "no_credit";
+
+export interface EnrichmentOutcome {
+  accountId: string;
+  datasetId: string;
+  visitorId: string;
+  leadId: string | null;
+  state: EnrichmentState;
+}
+
+export interface EnrichmentDeps {
+  contacts: ContactService;
+  credits: CreditService;
+  now: () => Date;
+}
+
+interface PendingVisitor {
+  accountId: string;
+  datasetId: string;
+  id: string;
+  leadId: string | null;
+  email: string | null;
+}
+
+/** The credit service answers 402 through the domain error (or, before its refactoring, an HTTP one). */
+const isNoCredit = (error: unknown) => error instanceof PaymentRequired || (error as { status?: number }).status === 402;
+
+export function enrichment(db: Db, { contacts, credits, now }: EnrichmentDeps) {
+  const stillPending = (v: PendingVisitor) => Prisma.sql`"datasetId" = ${v.datasetId} AND id = ${v.id}
+    AND enrichment = 'pending'::"EnrichmentState" AND email = ${v.email}`;
+
+  async function mark(v: PendingVisitor, state: EnrichmentState): Promise<boolean> {
+    const changed = await db.$executeRaw`UPDATE "Visitor" SET enrichment = ${state}::"EnrichmentState" WHERE ${stillPending(v)}`;
+    return changed > 0;
+  }
+
+  async function enrichOne(v: PendingVisitor): Promise<EnrichmentState | undefined> {
+    const profile = v.email ? await contacts.find(v.email) : undefined;
+    if (!profile) return (await mark(v, "not_found")) ? "not_found" : undefined;
+    try {
+      await credits.charge({
+        accountId: v.accountId,
+        datasetId: v.datasetId,
+        at: now(),
+        operation: ENRICHMENT_OPERATION,
+        keyId: ENRICHMENT_KEY_ID,
+        hook: {
+          guard: Prisma.sql`guard AS (SELECT 1 FROM "Visitor" WHERE ${stillPending(v)} FOR UPDATE),`,
+          after: Prisma.sql`, marked AS (UPDATE "Visitor" SET enrichment = 'enriched'::"EnrichmentState"
+            WHERE ${stillPending(v)} AND EXISTS (SELECT 1 FROM entry))`,
+        },
+      });
+      return "enriched";
+    } catch (error) {
+      if (error instanceof ChargeGuardFailed) return undefined; // another writer settled it
+      if (isNoCredit(error)) return (await mark(v, "no_credit")) ? "no_credit" : undefined;
+      throw error;
+    }
+  }
+
+  return {
+    /** Settles up to `limit` pending visitors; what each became. */
+    async enrichPending(limit = 100): Promise<EnrichmentOutcome[]> {
+      const pending = await db.visitor.findMany({
+        where: { enrichment: "pending" },
+        take: limit,
+        select: { accountId: true, datasetId: true, id: true, leadId: true, email: true },
+      });
+      const outcomes: EnrichmentOutcome[] = [];
+      for (const v of pending) {
+        const state = await enrichOne(v);
+        if (state) outcomes.push({ accountId: v.accountId, datasetId: v.datasetId, visitorId: v.id, leadId: v.leadId, state });
+      }
+      return outcomes;
+    },
+  };
+}

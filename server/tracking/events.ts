@@ -1,0 +1,117 @@
+// What the script sends (a batch of events), its limits, and what the collector queues for the
+// writer: the event resolved, its sensitive form fields removed and its address masked when asked.
+import { createHash } from "node:crypto";
+import { z } from "zod";
+import type { NetworkType } from "./network-class.ts";
+
+export const LIMITS = {
+  /** Events per batch; a longer batch is refused whole. */
+  events: 50,
+  /** Largest request body in bytes (POST /collect). */
+  bodyBytes: 65_536,
+  url: 2048,
+  title: 512,
+  utm: 256,
+  formFields: 50,
+  fieldKey: 128,
+  fieldValue: 1000,
+} as const;
+
+const visitorId = z.string().regex(/^[A-Za-z0-9_-]{8,64}$/, "8 to 64 characters of A-Z, a-z, 0-9, _ and -");
+const url = z.string().min(1).max(LIMITS.url);
+const utmValue = z.string().max(LIMITS.utm);
+
+const pageView = z.strictObject({
+  type: z.literal("pageview"),
+  visitorId,
+  url,
+  referrer: z.string().max(LIMITS.url).optional(),
+  title: z.string().max(LIMITS.title).optional(),
+  utm: z
+    .strictObject({ source: utmValue, medium: utmValue, campaign: utmValue, term: utmValue, content: utmValue })
+    .partial()
+    .optional(),
+});
+
+const form = z.strictObject({
+  type: z.literal("form"),
+  visitorId,
+  url,
+  /** Filled in and left without submitting (sent only with partialFormTracking). */
+  partial: z.boolean().optional(),
+  fields: z
+    .record(z.string().min(1).max(LIMITS.fieldKey), z.string().max(LIMITS.fieldValue))
+    .refine((fields) => Object.keys(fields).length <= LIMITS.formFields, `at most ${LIMITS.formFields} fields`),
+});
+
+export const batchSchema = z.strictObject({
+  events: z.array(z.discriminatedUnion("type", [pageView, form])).min(1).max(LIMITS.events),
+});
+
+export type Batch = z.infer<typeof batchSchema>;
+export type TrackedEvent = Batch["events"][number];
+export type PageViewEvent = Extract<TrackedEvent, { type: "pageview" }>;
+export type FormEvent = Extract<TrackedEvent, { type: "form" }>;
+
+/** Where the visitor's network was resolved to (the organisation the visit counts for). */
+export interface NetworkOfEvent {
+  leadId: string;
+  organizationName: string;
+  organizationDomain: string | null;
+  asn: number | null;
+  networkType: NetworkType;
+  country: string | null;
+  city: string | null;
+  /** As received, or masked (a.b.c.0, a:b:c::) when the dataset allows masking. */
+  ip: string;
+}
+
+/** A row of the ingest queue (IngestEvent.event). */
+export type QueuedEvent = (PageViewEvent | FormEvent) & {
+  at: string;
+  network: NetworkOfEvent;
+  /** The dataset's contactEnrichment when the event was accepted. */
+  enrich: boolean;
+};
+
+/**
+ * The lead of an organisation: one per organisation name and dataset (an organisation with
+ * several ASNs under one name is one lead). Deterministic, so every collector agrees on it.
+ */
+export function leadIdOf(organizationName: string): string {
+  return `org_${createHash("sha256").update(organizationName.trim().toLowerCase()).digest("hex").slice(0, 20)}`;
+}
+
+const sensitiveKey = /pass(word|wd)?|pwd|secret|token|card|cc-?(num|number|exp|csc|cvc|name)|cvc|cvv|csc|iban|ssn|security.?code/i;
+const digitsOnly = (value: string) => value.replace(/[\s-]/g, "");
+
+/** 13 to 19 digits passing the Luhn check: a payment card number, whatever the field is called. */
+export function looksLikeCardNumber(value: string): boolean {
+  const digits = digitsOnly(value);
+  if (!/^\d{13,19}$/.test(digits)) return false;
+  let sum = 0;
+  for (let i = 0; i < digits.length; i += 1) {
+    let d = Number(digits[digits.length - 1 - i]);
+    if (i % 2 === 1) d = d * 2 > 9 ? d * 2 - 9 : d * 2;
+    sum += d;
+  }
+  return sum % 10 === 0;
+}
+
+/**
+ * The collector's own net under the script's rule (never password, hidden or payment-card
+ * fields): keys that name a secret or a card, and values that are card numbers, are dropped.
+ */
+export function keptFields(fields: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(Object.entries(fields).filter(([key, value]) => !sensitiveKey.test(key) && !looksLikeCardNumber(value)));
+}
+
+const emailPattern = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+
+/** The address a form identifies its visitor by: a field named like e-mail first, else any value that is one. */
+export function emailOf(fields: Record<string, string>): string | undefined {
+  const entries = Object.entries(fields).map(([key, value]) => [key, value.trim()] as const);
+  const named = entries.find(([key, value]) => /e-?mail/i.test(key) && emailPattern.test(value));
+  const found = named ?? entries.find(([, value]) => emailPattern.test(value));
+  return found?.[1].toLowerCase();
+}

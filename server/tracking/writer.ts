@@ -1,0 +1,85 @@
+// The ingest writer of this process: drains the queue in batches (one transaction each), then
+// settles pending contact enrichments. It runs on a timer and when the collector wakes it; any
+// number of processes may run one against the same database.
+import type { Db } from "../db/database.ts";
+import type { Logger } from "../logging.ts";
+import { enrichment, type EnrichmentDeps, type EnrichmentOutcome } from "./enrichment.ts";
+import { type IngestResult, writeBatch, type WriterHooks } from "./ingest.ts";
+
+export interface WriterOptions extends WriterHooks {
+  /** Events per transaction. */
+  batchSize?: number;
+  /** How often an idle writer looks at the queue. */
+  pollMs?: number;
+  /** Called after each batch's enrichment step with what it settled (contact.enriched events). */
+  onEnriched?: (outcomes: EnrichmentOutcome[]) => Promise<void>;
+}
+
+export interface IngestWriter {
+  /** Writes until the queue is empty and pending enrichments are settled; what it wrote. */
+  drain(): Promise<IngestResult[]>;
+  /** Asks for a drain soon (the collector calls it after queueing). */
+  wake(): void;
+  /** Finishes the batch in hand, then stops. */
+  stop(): Promise<void>;
+}
+
+export function createIngestWriter(db: Db, deps: EnrichmentDeps, logger: Logger, options: WriterOptions = {}): IngestWriter {
+  const { batchSize = 1000, pollMs = 250, onIngested, onEnriched } = options;
+  const enrich = enrichment(db, deps);
+  let running: Promise<IngestResult[]> | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  let stopped = false;
+
+  async function drainOnce(): Promise<IngestResult[]> {
+    const results: IngestResult[] = [];
+    for (;;) {
+      const result = await writeBatch(db, batchSize, { onIngested });
+      if (result) results.push(result);
+      const outcomes = await enrich.enrichPending();
+      if (outcomes.length) await onEnriched?.(outcomes);
+      if (!result && !outcomes.length) return results;
+    }
+  }
+
+  /** One drain at a time in this process: a second caller waits for the one running, then drains again. */
+  async function drain(): Promise<IngestResult[]> {
+    while (running) await running.catch(() => {});
+    running = drainOnce();
+    try {
+      return await running;
+    } finally {
+      running = undefined;
+    }
+  }
+
+  function schedule(delay: number): void {
+    if (stopped) return;
+    clearTimeout(timer);
+    timer = setTimeout(() => {
+      drain()
+        .catch((error: Error) => logger.error("ingest writer failed; the events stay queued", { error: error.message }))
+        .finally(() => schedule(pollMs));
+    }, delay);
+    timer.unref();
+  }
+
+  return {
+    drain,
+    wake: () => {
+      if (!running) schedule(0);
+    },
+    async stop() {
+      stopped = true;
+      clearTimeout(timer);
+      await running?.catch(() => {});
+    },
+  };
+}
+
+/** A writer that is already polling. */
+export function startIngestWriter(db: Db, deps: EnrichmentDeps, logger: Logger, options: WriterOptions = {}): IngestWriter {
+  const writer = createIngestWriter(db, deps, logger, options);
+  writer.wake();
+  return writer;
+}

@@ -1,0 +1,58 @@
+// WEB_CONCURRENCY=2: two workers of one instance behind one port (node:cluster) count one rate
+// limit per API key, held by their primary.
+import http from "node:http";
+import { setTimeout as sleep } from "node:timers/promises";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type ServerDatabase, type ServerProcess, prepareServerDatabase, startServerProcess } from "./support/server-process.ts";
+
+const LIMIT = 10;
+let database: ServerDatabase;
+let instance: ServerProcess;
+
+beforeAll(async () => {
+  database = await prepareServerDatabase();
+  instance = await startServerProcess({
+    ...database.envFor(0),
+    WEB_CONCURRENCY: "2",
+    RATE_LIMIT_REQUESTS: String(LIMIT),
+    RATE_LIMIT_WINDOW_SECONDS: "600",
+  });
+  await instance.logged("workers listening");
+  // each worker's own line may come after its primary's (one stdout, several writers)
+  for (let tries = 0; instance.logs.filter((l) => l.msg === "listening").length < 2 && tries < 100; tries++) await sleep(100);
+}, 180_000);
+afterAll(async () => {
+  await instance?.stop("SIGTERM");
+  await database?.close();
+}, 60_000);
+
+/** One request on a connection of its own, so that the primary hands each to the next worker. */
+function get(path: string, key: string): Promise<{ status: number; rateLimit?: string }> {
+  return new Promise((resolve, reject) => {
+    http
+      .get({ host: "127.0.0.1", port: instance.port, path, agent: false, headers: { "x-api-key": key } }, (res) => {
+        res.resume();
+        res.on("end", () => resolve({ status: res.statusCode!, rateLimit: res.headers["ratelimit"] as string | undefined }));
+      })
+      .on("error", reject);
+  });
+}
+
+describe("getUserDatasets on two workers of one instance", () => {
+  it("when one key's requests are spread over both workers, then together they get the limit once, not once each", async () => {
+    expect(instance.logs.filter((l) => l.msg === "listening")).toHaveLength(2);
+    const { tenant } = database;
+    const path = `/v1/user-datasets?accountId=${tenant.accountId}&email=${encodeURIComponent(tenant.admin.email)}`;
+    const answers = [];
+    for (let i = 0; i < LIMIT + 6; i++) answers.push(await get(path, tenant.key));
+    expect(answers.map((a) => a.status)).toEqual([...Array(LIMIT).fill(200), ...Array(6).fill(429)]);
+    expect(answers.slice(0, LIMIT).map((a) => /r=(\d+)/.exec(a.rateLimit!)?.[1])).toEqual(
+      Array.from({ length: LIMIT }, (_, i) => String(LIMIT - 1 - i)),
+    );
+  }, 60_000);
+
+  it("when the instance is stopped, then both workers drain and the primary exits 0", async () => {
+    expect(await instance.stop("SIGTERM")).toBe(0);
+    expect(instance.logs.filter((l) => l.msg === "stopped")).toHaveLength(3);
+  }, 60_000);
+});

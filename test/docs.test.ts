@@ -1,0 +1,148 @@
+// The API reference page and the contract documents, without a key: GET /docs rendered by Redoc
+// in a real (headless) Chromium, offline: every request the page makes must stay on loopback.
+import { mkdirSync, readFileSync } from "node:fs";
+import type { Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import path from "node:path";
+import type { Browser } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { parse } from "yaml";
+import { startTestApi, type TestApi } from "./support/api.ts";
+import { chromiumMissing, launchChromium, staysLocal } from "./support/browser.ts";
+
+const artefacts = path.resolve("test-results");
+const specOf = (name: string) => parse(readFileSync(path.resolve("spec", `${name}.yaml`), "utf8"));
+
+/** Every operation's summary, in document order. */
+function summaries(document: { paths: Record<string, Record<string, { summary?: string }>> }): string[] {
+  return Object.values(document.paths).flatMap((item) =>
+    ["get", "put", "post", "delete", "patch"].flatMap((m) => (item[m]?.summary ? [item[m].summary] : [])),
+  );
+}
+
+let api: TestApi;
+let server: Server;
+let base: string;
+
+beforeAll(async () => {
+  api = await startTestApi();
+  server = api.app.listen(0, "127.0.0.1");
+  await new Promise((resolve) => server.once("listening", resolve));
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+afterAll(async () => {
+  await new Promise((resolve) => server?.close(resolve));
+  await api?.close();
+});
+
+describe("GET /", () => {
+  it("when called without a key, then 200 with a pointer to /docs (not 401)", async () => {
+    const res = await api.request().get("/");
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ docs: "/docs", openapi: "/openapi.yaml", version: specOf("openapi").info.version });
+  });
+});
+
+describe("contract documents", () => {
+  it("when /openapi.yaml and /openapi.json are fetched without a key, then both are the contract", async () => {
+    const yaml = await api.request().get("/openapi.yaml");
+    expect(yaml.status).toBe(200);
+    expect(yaml.headers["content-type"]).toContain("application/yaml");
+    expect(yaml.text).toBe(readFileSync(path.resolve("spec/openapi.yaml"), "utf8"));
+    const json = await api.request().get("/openapi.json");
+    expect(json.status).toBe(200);
+    expect(json.body).toEqual(specOf("openapi"));
+  });
+
+  it("when the operator document is fetched, then it is spec/operator.yaml", async () => {
+    const res = await api.request().get("/operator.json");
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual(specOf("operator"));
+  });
+
+  it("when the page's copy is fetched, then every operation carries a curl sample with its key header and body", async () => {
+    const res = await api.request().get("/docs/openapi.json");
+    const operations = Object.values(res.body.paths as Record<string, Record<string, Record<string, unknown>>>).flatMap(Object.values);
+    expect(operations.length).toBe(summaries(specOf("openapi")).length);
+    for (const operation of operations) {
+      const [sample] = operation["x-codeSamples"] as { lang: string; source: string }[];
+      expect(sample?.source).toMatch(/^curl -s /);
+      expect(sample?.source).toContain(`-H "x-api-key: $API_KEY"`);
+      if (operation.requestBody) expect(sample?.source).toMatch(/-d '\{/);
+    }
+  });
+
+  it("when an operation has path, query and body examples, then its curl sample is built from them against this origin", async () => {
+    const res = await api.request().get("/docs/openapi.json").set("host", "api.example.test");
+    const sample = (path: string, method: string) => res.body.paths[path][method]["x-codeSamples"][0].source;
+    expect(sample("/v1/datasets/{datasetId}/name", "put")).toBe(
+      `curl -s -X PUT 'http://api.example.test/v1/datasets/ds_8f3k2m9q4w7x1z5c/name?humanName=Main+website&email=admin@demo.example' \\\n` +
+        `  -H "x-api-key: $API_KEY"`,
+    );
+    expect(sample("/v1/user-datasets", "post")).toBe(
+      `curl -s -X POST 'http://api.example.test/v1/user-datasets' \\\n  -H "x-api-key: $API_KEY" \\\n` +
+        `  -H "content-type: application/json" \\\n  -d '{"userId":1042,"datasetId":"ds_8f3k2m9q4w7x1z5c"}'`,
+    );
+  });
+});
+
+describe.skipIf(chromiumMissing)(`GET /docs in Chromium${chromiumMissing ? ` (skipped: ${chromiumMissing})` : ""}`, () => {
+  let browser: Browser;
+  beforeAll(async () => {
+    browser = await launchChromium();
+  });
+  afterAll(() => browser?.close());
+
+  /** Opens a page, failing any request that would leave loopback; returns what it saw. */
+  async function render(url: string, screenshot: string, focus?: string) {
+    const context = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
+    const page = await context.newPage();
+    const outside: string[] = [];
+    const problems: string[] = [];
+    await context.route("**/*", (route) => {
+      if (staysLocal(route.request().url())) return route.continue();
+      outside.push(route.request().url());
+      return route.abort("blockedbyclient");
+    });
+    page.on("pageerror", (error) => problems.push(`page error: ${error.message}`));
+    page.on("console", (message) => {
+      if (message.type() === "error") problems.push(`console: ${message.text()}`);
+    });
+    await page.goto(url, { waitUntil: "load", timeout: 20_000 });
+    await page.waitForSelector(".api-content h2", { timeout: 20_000 });
+    await page.waitForLoadState("networkidle", { timeout: 10_000 });
+    const text = await page.locator(".api-content").innerText();
+    mkdirSync(artefacts, { recursive: true });
+    await page.screenshot({ path: path.join(artefacts, screenshot) });
+    let curl = "";
+    if (focus) {
+      // One operation with its curl sample shown, for a person to look at.
+      const operation = page.locator(`div[data-section-id$="/operation/${focus}"]`).first();
+      await operation.scrollIntoViewIfNeeded();
+      await operation.getByRole("tab", { name: "curl" }).click();
+      curl = await operation.getByRole("tabpanel").filter({ hasText: "curl" }).first().innerText();
+      await page.screenshot({ path: path.join(artefacts, screenshot.replace(".png", "-operation.png")) });
+    }
+    await context.close();
+    return { text, outside, problems, curl };
+  }
+
+  it("when the reference page is opened, then every operation's summary and a curl sample appear, and nothing leaves loopback", async () => {
+    const { text, outside, problems, curl } = await render(`${base}/docs`, "docs.png", "lookupEmail");
+    expect(outside).toEqual([]);
+    expect(problems).toEqual([]);
+    const expected = summaries(specOf("openapi"));
+    expect(expected.length).toBeGreaterThan(30);
+    expect(expected.filter((summary) => !text.includes(summary))).toEqual([]);
+    expect(curl).toContain(`curl -s -X POST '${base}/v1/email-lookup'`);
+    expect(curl).toContain(`-H "x-api-key: $API_KEY"`);
+    expect(curl).toContain(`"email":"jane.doe@acme.example"`);
+  });
+
+  it("when the operator page is opened, then its operations appear", async () => {
+    const { text, outside, problems } = await render(`${base}/docs/operator`, "docs-operator.png");
+    expect(outside).toEqual([]);
+    expect(problems).toEqual([]);
+    expect(summaries(specOf("operator")).filter((summary) => !text.includes(summary))).toEqual([]);
+  });
+});

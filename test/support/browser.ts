@@ -1,0 +1,33 @@
+// Headless Chromium from Debian through playwright-core (Playwright's own browser download is
+// not reachable here). Browser tests skip, naming the install command, when it is missing.
+import { existsSync } from "node:fs";
+import { type Browser, chromium } from "playwright-core";
+
+export const chromiumPath = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+export const chromiumMissing = existsSync(chromiumPath)
+  ? undefined
+  : `Chromium not found at ${chromiumPath}: apt-get install -y chromium (or set CHROMIUM_PATH)`;
+
+export function launchChromium(): Promise<Browser> {
+  return chromium.launch({
+    executablePath: chromiumPath,
+    timeout: 30_000,
+    args: [
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--no-first-run",
+      "--disable-sync",
+      "--disable-quic",
+    ],
+  });
+}
+
+/** Whether a URL stays on this machine (data: and blob: URLs never leave the page). */
+export function staysLocal(url: string): boolean {
+  const { protocol, hostname } = new URL(url);
+  if (protocol === "data:" || protocol === "blob:" || protocol === "about:") return true;
+  return hostname === "127.0.0.1" || hostname === "localhost" || hostname === "[::1]";
+}

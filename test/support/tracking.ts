@@ -1,0 +1,95 @@
+// What the tracking tests share: an app that trusts a loopback proxy (so tests present public
+// addresses with X-Forwarded-For, exactly as a load balancer would), an ingest writer to drain the
+// queue, and fixture addresses taken from the IP-to-ASN data set.
+import { expect } from "vitest";
+import { loadTrackingConfig, type TrackingConfig } from "../../server/tracking/config.ts";
+import { createIngestWriter, type IngestWriter } from "../../server/tracking/writer.ts";
+import { as, type Suite } from "./suite.ts";
+import { startTestApi } from "./api.ts";
+import { createTenant } from "./tenants.ts";
+
+/** Real public addresses, and what the data set says of them (checked by tracking-resolution.test.ts). */
+export const ADDRESSES = {
+  /** Apple Inc., AS714: business, on the curated list (apple.com), Cupertino, US. */
+  business: "17.253.144.10",
+  /** Massachusetts Institute of Technology, AS3: education (mit.edu). */
+  education: "18.7.22.69",
+  /** Comcast Cable Communications, AS7922: isp. */
+  isp: "73.1.2.3",
+  /** Google LLC, AS15169: hosting. */
+  hosting: "8.8.8.8",
+  /** T-Mobile USA, AS21928: mobile. */
+  mobile: "172.56.0.1",
+  /** Facebook, Inc., AS32934, over IPv6: business. */
+  businessV6: "2a03:2880:f10c:83:face:b00c:0:25de",
+} as const;
+
+export const BROWSER_UA = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36";
+export const BOT_UA = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)";
+
+export interface TrackingSuite extends Suite {
+  writer: IngestWriter;
+  /** POST /collect as a browser at `ip` (through the trusted loopback proxy). */
+  collect(datasetId: string, ip: string, events: unknown[], ua?: string): Promise<import("supertest").Response>;
+  pageView(visitorId: string, url?: string): object;
+  form(visitorId: string, fields: Record<string, string>): object;
+  /** PUT the dataset's form-tracking settings through the API. */
+  settings(datasetId: string, settings: Partial<Record<"formTracking" | "partialFormTracking" | "contactEnrichment" | "allowIpMasking", boolean>>): Promise<void>;
+  leads(datasetId: string): Promise<{ leadId: string; organizationName: string; organizationDomain: string | null; visitCount: number; country: string | null; city: string | null }[]>;
+  count(table: string): Promise<number>;
+  close(): Promise<void>;
+}
+
+/** Settings reach the collector at once in tests (no cache); limits stay the production defaults. */
+export const testTrackingConfig = (overrides: Partial<TrackingConfig> = {}): TrackingConfig => ({
+  ...loadTrackingConfig({}),
+  settingsTtlSeconds: 0,
+  ...overrides,
+});
+
+export async function startTracking(config: Partial<TrackingConfig> = {}): Promise<TrackingSuite> {
+  const api = await startTestApi({ trustProxy: "loopback", tracking: { config: testTrackingConfig(config) } });
+  const suite: Suite = { api, tenant: await createTenant(api.services, "Acme"), other: await createTenant(api.services, "Globex") };
+  const writer = createIngestWriter(api.db.prisma, { contacts: api.services.contacts, credits: api.services.credits, now: () => new Date() }, api.logger);
+  const { tenant } = suite;
+  return {
+    ...suite,
+    writer,
+    collect: (datasetId, ip, events, ua = BROWSER_UA) =>
+      api
+        .request()
+        .post(`/collect?dataset=${datasetId}`)
+        .set("x-forwarded-for", ip)
+        .set("user-agent", ua)
+        .set("content-type", "text/plain")
+        .send(JSON.stringify({ events })),
+    pageView: (visitorId, url = "https://www.customer.example/pricing?utm_source=newsletter") => ({
+      type: "pageview",
+      visitorId,
+      url,
+      referrer: "https://www.google.com/",
+      title: "Pricing",
+      utm: { source: "newsletter" },
+    }),
+    form: (visitorId, fields) => ({ type: "form", visitorId, url: "https://www.customer.example/contact", fields }),
+    async settings(datasetId, settings) {
+      const query = { formTracking: false, allowIpMasking: false, formInputAttribute: "name", ...settings, email: tenant.admin.email };
+      const res = await api.request().put(`/v1/datasets/${datasetId}/form-tracking`).query(query).set(as(tenant.key));
+      expect(res.status).toBe(204);
+    },
+    async leads(datasetId) {
+      const res = await api.request().get("/v1/leads").query({ email: tenant.admin.email, datasetId }).set(as(tenant.key));
+      expect(res.status).toBe(200);
+      return res.body.data;
+    },
+    async count(table) {
+      const [row] = await api.db.prisma.$queryRawUnsafe<{ n: bigint }[]>(`SELECT count(*) AS n FROM "${table}"`);
+      return Number(row!.n);
+    },
+    async close() {
+      await writer.stop();
+      await api.close();
+    },
+  };
+}
+

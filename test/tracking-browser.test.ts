@@ -1,0 +1,173 @@
+// The whole path in a real browser (Debian's chromium through playwright-core): a page on one
+// loopback origin loads the script from another (the "tracking host": a proxy in front of the
+// service that adds X-Forwarded-For, as a load balancer does, so that the visitor has a public
+// address), browses two pages and submits a form; the lead is then listed with two visits and the
+// form's e-mail address, enriched and charged when the dataset asks, not otherwise.
+import { existsSync } from "node:fs";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { chromium, type Browser } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { ContactProfile } from "../server/contacts/profile.ts";
+import { startIngestWriter, type IngestWriter } from "../server/tracking/writer.ts";
+import { startTestApi, type TestApi } from "./support/api.ts";
+import { as } from "./support/suite.ts";
+import { createTenant, type Tenant } from "./support/tenants.ts";
+import { ADDRESSES, BROWSER_UA, testTrackingConfig } from "./support/tracking.ts";
+
+const CHROMIUM = "/usr/bin/chromium";
+const haveChromium = existsSync(CHROMIUM);
+
+const profile: ContactProfile = {
+  email: "dana.browser@apple-visitor.example",
+  fullName: "Dana Browser",
+  languages: [],
+  experience: [{ title: "Buyer", companyName: "Apple", current: true }],
+};
+
+let api: TestApi;
+let tenant: Tenant;
+let writer: IngestWriter;
+let browser: Browser;
+const servers: http.Server[] = [];
+let pageOrigin: string;
+let trackingOrigin: string;
+
+const listen = async (server: http.Server, host: string) => {
+  servers.push(server);
+  await new Promise<void>((resolve) => server.listen(0, host, resolve));
+  return `http://${host === "127.0.0.1" ? "127.0.0.1" : "localhost"}:${(server.address() as AddressInfo).port}`;
+};
+
+/** The customer's website: two pages with the script and a form, and a thank-you page without it. */
+function website() {
+  return http.createServer((req, res) => {
+    const url = new URL(req.url ?? "/", pageOrigin);
+    const ds = browsedDataset;
+    const script = `<script src="${trackingOrigin}/t.js?dataset=${ds}"></script>`;
+    const pages: Record<string, string> = {
+      "/one": `<title>One</title>${script}<a id="next" href="/two?ds=${ds}&utm_source=browser-test">next</a>`,
+      "/two": `<title>Two</title>${script}
+        <form action="/thanks" method="post">
+          <input type="email" name="email"><input name="company">
+          <input type="password" name="pin"><input type="hidden" name="campaign_ref" value="abc">
+          <input name="exp_date" autocomplete="cc-exp">
+          <button id="send" type="submit">Send</button>
+        </form>`,
+      "/thanks": "<title>Thanks</title>thanks",
+    };
+    const body = pages[url.pathname];
+    res.writeHead(body ? 200 : 404, { "content-type": "text/html" }).end(body ?? "");
+  });
+}
+
+/** The tracking host: forwards to the service and says who the client is, like a load balancer. */
+function trackingProxy(target: string) {
+  return http.createServer((req, res) => {
+    const upstream = http.request(
+      `${target}${req.url}`,
+      { method: req.method, headers: { ...req.headers, "x-forwarded-for": ADDRESSES.business } },
+      (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+      },
+    );
+    req.pipe(upstream);
+  });
+}
+
+const datasets = { enriched: "", plain: "" };
+/** The dataset whose script the website's pages load. */
+let browsedDataset = "";
+
+beforeAll(async () => {
+  if (!haveChromium) return;
+  api = await startTestApi({ trustProxy: "loopback", tracking: { config: testTrackingConfig(), onQueued: () => writer?.wake() } });
+  tenant = await createTenant(api.services, "Browser");
+  writer = startIngestWriter(api.db.prisma, { contacts: api.services.contacts, credits: api.services.credits, now: () => new Date() }, api.logger, { pollMs: 100 });
+  await api.services.contacts.upsertMany([profile]);
+  [datasets.enriched, datasets.plain] = tenant.datasets;
+  const settings = (datasetId: string, contactEnrichment: boolean) =>
+    api
+      .request()
+      .put(`/v1/datasets/${datasetId}/form-tracking`)
+      .query({ formTracking: true, contactEnrichment, allowIpMasking: false, formInputAttribute: "name", email: tenant.admin.email })
+      .set(as(tenant.key))
+      .expect(204);
+  await settings(datasets.enriched, true);
+  await settings(datasets.plain, false);
+  const service = await listen(http.createServer(api.app), "127.0.0.1");
+  trackingOrigin = await listen(trackingProxy(service), "localhost");
+  pageOrigin = await listen(website(), "127.0.0.1");
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run", "--disable-sync", "--disable-quic"],
+  });
+}, 120_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await writer?.stop();
+  for (const server of servers) server.closeAllConnections?.(), server.close();
+  await api?.close();
+});
+
+async function browse(datasetId: string): Promise<void> {
+  browsedDataset = datasetId;
+  // headless Chromium says "HeadlessChrome", which isbot rightly calls a bot: be a person's Chrome
+  const context = await browser.newContext({ userAgent: BROWSER_UA });
+  try {
+    const page = await context.newPage();
+    await page.goto(`${pageOrigin}/one`);
+    await page.click("#next");
+    await page.waitForURL(/\/two/);
+    await page.fill("input[name=email]", profile.email.toUpperCase());
+    await page.fill("input[name=company]", "Apple");
+    await page.fill("input[name=pin]", "1234");
+    await page.fill("input[name=exp_date]", "12/30");
+    await page.click("#send");
+    await page.waitForURL(/\/thanks/);
+  } finally {
+    await context.close();
+  }
+}
+
+async function leadWhenSettled(datasetId: string, enrichment: string | null) {
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    const leads = await api.request().get("/v1/leads").query({ email: tenant.admin.email, datasetId }).set(as(tenant.key));
+    const lead = leads.body.data[0];
+    if (lead?.visitCount === 2) {
+      const visits = await api.request().get(`/v1/leads/${lead.leadId}/visits`).query({ email: tenant.admin.email, datasetId }).set(as(tenant.key));
+      if (visits.body.data.every((v: { visitor: { email: string | null; enrichment: string | null } }) => v.visitor.email && v.visitor.enrichment === enrichment)) {
+        return { lead, visits: visits.body.data };
+      }
+    }
+    if (Date.now() > deadline) throw new Error(`lead of ${datasetId} did not settle: ${JSON.stringify(leads.body)}`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+describe.skipIf(!haveChromium)("tracking in a browser (needs Debian's chromium: apt-get install -y chromium)", () => {
+  it("when a visitor browses two pages and submits the form with enrichment on, then the lead has two visits and the enriched, charged contact", async () => {
+    await browse(datasets.enriched);
+    const { lead, visits } = await leadWhenSettled(datasets.enriched, "enriched");
+    expect(lead).toMatchObject({ organizationName: "Apple Inc.", organizationDomain: "apple.com", visitCount: 2, country: "US" });
+    expect(visits.map((v: { title: string }) => v.title).sort()).toEqual(["One", "Two"]);
+    expect(visits.find((v: { title: string }) => v.title === "Two")).toMatchObject({ utm: { source: "browser-test" }, referrer: `${pageOrigin}/one` });
+    expect(visits[0].visitor).toEqual({ email: profile.email, enrichment: "enriched", contact: profile });
+    expect(new Set(visits.map((v: { visitorId: string }) => v.visitorId)).size).toBe(1); // one cookie, one visitor
+    const ledger = await api.db.prisma.creditLedgerEntry.findMany({ where: { datasetId: datasets.enriched } });
+    expect(ledger).toMatchObject([{ operation: "formEnrichment", credits: 1 }]);
+    // the script never sent the password, hidden or payment-card fields
+    const form = await api.db.prisma.formSubmission.findFirstOrThrow({ where: { datasetId: datasets.enriched } });
+    expect(form.fields).toEqual({ email: profile.email.toUpperCase(), company: "Apple" });
+  });
+
+  it("when the same happens with enrichment off, then the e-mail is attached and nothing is charged", async () => {
+    await browse(datasets.plain);
+    const { visits } = await leadWhenSettled(datasets.plain, null);
+    expect(visits[0].visitor).toEqual({ email: profile.email, enrichment: null, contact: null });
+    expect(await api.db.prisma.creditLedgerEntry.count({ where: { datasetId: datasets.plain } })).toBe(0);
+  });
+});
