@@ -52,5 +52,5 @@ describe("migrations", () => {
 
   it("when schema.prisma and the migrations are compared, then they agree (no drift)", async () => {
     expect(await diffMigrationsToSchema()).toBe("");
-  });
+  }, 120_000); // replays every migration into a shadow database: about 5 s idle, several times that on a loaded machine
 });
