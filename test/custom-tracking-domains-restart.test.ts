@@ -139,5 +139,5 @@ describe.skipIf(!!pebbleMissing)("addCustomTrackingDomain", () => {
     }
     const everyLine = [...first.lines, ...second.lines];
     expect(everyLine.filter((l) => l.includes(ACME_CONTACT) || l.includes("PRIVATE KEY"))).toEqual([]);
-  });
+  }, 120_000); // two service processes start in turn: seconds each on a busy machine
 });
