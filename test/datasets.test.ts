@@ -27,7 +27,7 @@ async function newDataset(t: Tenant, name = freshName()): Promise<string> {
 describe("createDataset", () => {
   it("when an admin creates a dataset with users, then 200 with its string id, stored with the users associated", async () => {
     const extraEmail = uniqueEmail("extra");
-    const extraId = await api.services.users.addMember(tenant.accountId, tenant.admin.email, { email: extraEmail, name: "Extra" });
+    const extraId = await api.services.users.addMember(tenant.accountId, tenant.admin.email, { email: extraEmail, name: "Extra", role: "member" });
     const name = freshName("Main website");
     const res = await api
       .request()

@@ -39,7 +39,7 @@ const stored = (id: number) =>
 /** A new member of the account with access to the given datasets. */
 async function newMember(t: Tenant, datasetIds: string[]): Promise<{ id: number; email: string }> {
   const email = uniqueEmail("extra");
-  return { id: await api.services.users.addMember(t.accountId, t.admin.email, { email, name: "Extra", datasetIds }), email };
+  return { id: await api.services.users.addMember(t.accountId, t.admin.email, { email, name: "Extra", role: "member", datasetIds }), email };
 }
 
 describe("createSegment", () => {
