@@ -25,12 +25,13 @@ const insert = (datasetId: string, leads: NewLead[], t = tenant) => api.services
 const rule = (datasetId: string, type: string, data: string) => ({ datasetId, type, data });
 const save = (body: object, t = tenant) => api.request().post("/v1/dataset-exclusion").set(as(t.key)).send(body);
 const unsave = (body: object, t = tenant) => api.request().delete("/v1/dataset-exclusion").set(as(t.key)).send(body);
-/** How many exclusion rules the dataset has, as getDatasetExclusions lists them. */
-async function ruleCount(datasetId: string, t = tenant): Promise<number> {
+/** The dataset's exclusion rules as getDatasetExclusions lists them. */
+async function rules(datasetId: string, t = tenant): Promise<{ type: string; data: string[] }[]> {
   const res = await api.request().get("/v1/dataset-exclusion").query({ datasetId }).set(as(t.key));
   expect(res.status).toBe(200);
-  return (res.body.data as { data: string[] }[]).reduce((n, group) => n + group.data.length, 0);
+  return res.body.data;
 }
+const ruleCount = async (datasetId: string, t = tenant) => (await rules(datasetId, t)).reduce((n, group) => n + group.data.length, 0);
 
 type Query = Record<string, string | number>;
 const list = (query: Query, t = tenant) =>
@@ -52,7 +53,7 @@ describe("saveDatasetExclusion", () => {
     const res = await save(rule(datasetId, "organizationDomain", "Competitor.example"));
     expect(res.status).toBe(204);
     expect(res.text).toBe("");
-    expect(await api.services.leads.exclusions(tenant.accountId, datasetId)).toEqual([
+    expect(await rules(datasetId)).toEqual([
       { type: "organizationDomain", data: ["Competitor.example"] },
     ]);
   });
@@ -159,7 +160,7 @@ describe("removeDatasetExclusion", () => {
     await save(rule(datasetId, "organizationName", "Keep Me"));
     const res = await unsave(rule(datasetId, "organizationName", "COMPETITOR INC"));
     expect(res.status).toBe(204);
-    expect(await api.services.leads.exclusions(tenant.accountId, datasetId)).toEqual([{ type: "organizationName", data: ["Keep Me"] }]);
+    expect(await rules(datasetId)).toEqual([{ type: "organizationName", data: ["Keep Me"] }]);
   });
 
   it("when the dataset has no such rule, then 404", async () => {
