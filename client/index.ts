@@ -7,7 +7,7 @@
 // openapi-fetch middleware (`client.use`), also exported for clients composed by hand.
 import createClient, { type Client, type ClientOptions, type Middleware } from "openapi-fetch";
 // `.js`: the published declarations keep this specifier, and there it names openapi.d.ts.
-import type { components, operations, paths } from "../generated/openapi.js";
+import type { components, operations, paths } from "../generated/openapi-client.js";
 
 export type { components, operations, paths };
 export type { Middleware };

@@ -48,8 +48,8 @@ async function createDemoAccount(services: Services): Promise<string> {
   });
   const website = await services.datasets.create(accountId, DEMO_ADMIN_EMAIL, { name: "demo.example website", domain: "demo.example" });
   await services.datasets.create(accountId, DEMO_ADMIN_EMAIL, { name: "Demo shop", domain: "shop.demo.example" });
-  const maria = await services.users.addMember(accountId, DEMO_ADMIN_EMAIL, { email: "maria@demo.example", name: "Maria Member", datasetIds: [website] });
-  await services.users.addMember(accountId, DEMO_ADMIN_EMAIL, { email: "li@demo.example", name: "Li Analyst" });
+  const maria = await services.users.addMember(accountId, DEMO_ADMIN_EMAIL, { email: "maria@demo.example", name: "Maria Member", role: "member", datasetIds: [website] });
+  await services.users.addMember(accountId, DEMO_ADMIN_EMAIL, { email: "li@demo.example", name: "Li Analyst", role: "member" });
   await seedLeads(services, accountId, website, maria);
   return accountId;
 }

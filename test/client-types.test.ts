@@ -14,7 +14,18 @@ describe("partner client types", () => {
     never(async () => {
       const { data, error } = await api.GET("/v1/users", { params: { query: { email: "admin@demo.example", limit: 10 } } });
       expectTypeOf(data).toEqualTypeOf<Schemas["GetAllResponseAccountUserDTO"] | undefined>();
-      expectTypeOf(error).toMatchTypeOf<Schemas["V1BadRequestResponse"] | Schemas["RateLimitErrorResponse"] | Schemas["V1PermissionDenied"] | undefined>();
+      // exactly the bodies of the documented error statuses (400 401 402 403 404 409 429 500), not `any`
+      expectTypeOf(error).toEqualTypeOf<
+        | Schemas["V1BadRequestResponse"]
+        | Schemas["UnauthorizedResponse"]
+        | Schemas["V1InternalServerError"]
+        | Schemas["V1PermissionDenied"]
+        | Schemas["V1NotFoundResponse"]
+        | Schemas["V1ConflictResponse"]
+        | Schemas["RateLimitErrorResponse"]
+        | undefined
+      >();
+      if (error && "details" in error) expectTypeOf(error.details).toEqualTypeOf<Schemas["ValidationErrorDetail"][]>();
       if (data) expectTypeOf(data.data[0]!.invitationState).toEqualTypeOf<"invited" | "active">();
     });
   });
@@ -27,6 +38,24 @@ describe("partner client types", () => {
       await api.POST("/v1/email-lookup", { body: { mail: "jane.doe@acme.example" } });
       // @ts-expect-error: the body is required
       await api.POST("/v1/email-lookup", {});
+      // @ts-expect-error: `email` is required in ContactEnrichmentRequest
+      await api.POST("/v1/email-lookup", { body: { lastName: "Doe" } });
+      // @ts-expect-error: a hint is a string
+      await api.POST("/v1/email-lookup", { body: { email: "jane.doe@acme.example", firstName: 7 } });
+    });
+  });
+
+  it("when a body field has a spec default, then a partner may omit it but not give a wrong value", () => {
+    never(async () => {
+      // role defaults to member, add/remove to [], granularity to day: optional for the partner
+      const added = await api.POST("/v1/users", { params: { query: { email: "admin@demo.example" } }, body: { email: "new@demo.example", name: "New" } });
+      expectTypeOf(added.data).toEqualTypeOf<undefined>();
+      await api.PUT("/v1/management/lead-tags", { body: { datasetId: "ds_8f3k2m9q4w7x1z5c", leadId: "lead_1", add: ["vip"] } });
+      await api.POST("/api/credits/usage/timeseries", { body: { from: "2026-11-01", to: "2026-11-30" } });
+      // @ts-expect-error: no such role
+      await api.POST("/v1/users", { params: { query: { email: "admin@demo.example" } }, body: { email: "new@demo.example", name: "New", role: "owner" } });
+      // @ts-expect-error: no such granularity
+      await api.POST("/api/credits/usage/timeseries", { body: { from: "2026-11-01", to: "2026-11-30", granularity: "hour" } });
     });
   });
 
@@ -34,6 +63,8 @@ describe("partner client types", () => {
     never(async () => {
       // @ts-expect-error: `accountId` is required
       await api.GET("/v1/user-datasets", { params: { query: { email: "admin@demo.example" } } });
+      // @ts-expect-error: `limit` is an integer
+      await api.GET("/v1/users", { params: { query: { email: "admin@demo.example", limit: "10" } } });
       // @ts-expect-error: `userId` is an integer
       await api.PUT("/v1/users/{userId}/name", { params: { path: { userId: "one" } }, body: { name: "Dana" } });
       // @ts-expect-error: no such path
@@ -46,7 +77,11 @@ describe("partner client types", () => {
   it("when the credit reports answer an error, then the error is their own ErrorVM shape", () => {
     never(async () => {
       const { error } = await api.POST("/api/credits/usage/summary", { body: { from: "2026-11-01", to: "2026-11-30" } });
-      expectTypeOf<Schemas["ErrorVM"]>().toMatchTypeOf<NonNullable<typeof error>>();
+      // ParameterizedErrorVM (400) and ErrorVM (403 404 413 500); 401 and 429 come before the
+      // operation is known and keep the common { error, message } shape
+      expectTypeOf(error).toEqualTypeOf<
+        Schemas["ParameterizedErrorVM"] | Schemas["ErrorVM"] | Schemas["UnauthorizedResponse"] | Schemas["RateLimitErrorResponse"] | undefined
+      >();
     });
   });
 });

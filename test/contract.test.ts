@@ -356,7 +356,7 @@ describe("undeclared query parameters", () => {
 
   it("when updateUserName, which declares no query parameters, gets one, then 400 naming it and the name stays", async () => {
     const email = uniqueEmail("named");
-    const userId = await api.services.users.addMember(tenant.accountId, tenant.admin.email, { email, name: "Kept Name" });
+    const userId = await api.services.users.addMember(tenant.accountId, tenant.admin.email, { email, name: "Kept Name", role: "member" });
     const res = await api
       .request()
       .put(`/v1/users/${userId}/name?dryRun=true`)

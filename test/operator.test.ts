@@ -4,7 +4,6 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import supertest from "supertest";
 import { createLogger } from "../server/logging.ts";
 import { createApp } from "../server/app.ts";
-import { metrics } from "../server/metrics.ts";
 import { startTestApi, type TestApi } from "./support/api.ts";
 import { createTenant, type Tenant } from "./support/tenants.ts";
 
@@ -57,12 +56,6 @@ describe("GET /metrics", () => {
     expect(res.text).toContain("# TYPE http_requests_in_flight gauge");
     expect(res.text).toContain("# TYPE rate_limit_rejections_total counter");
     expect(res.text).toContain("process_cpu_seconds_total");
-  });
-
-  it("when code charges credits through metrics.creditsCharged, then the counter shows them", async () => {
-    const before = sample(await scrape(), "credits_charged_total");
-    metrics.creditsCharged.inc(3);
-    expect(sample(await scrape(), "credits_charged_total")).toBe(before + 3);
   });
 });
 

@@ -20,7 +20,7 @@ function newSegment(t: Tenant, datasetId = t.datasets[0]): Promise<number> {
 
 async function newMember(t: Tenant, datasetIds: string[]): Promise<Person> {
   const email = uniqueEmail("user");
-  return { id: await api.services.users.addMember(t.accountId, t.admin.email, { email, name: "User", datasetIds }), email };
+  return { id: await api.services.users.addMember(t.accountId, t.admin.email, { email, name: "User", role: "member", datasetIds }), email };
 }
 
 /** Every default under the dataset as [userId, segmentId], by user. */

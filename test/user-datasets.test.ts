@@ -14,7 +14,7 @@ afterAll(() => api?.close());
 /** A new member of the tenant's account with access to the given datasets. */
 async function newMember(t: Tenant, datasetIds: string[] = []): Promise<{ id: number; email: string }> {
   const email = uniqueEmail("extra");
-  const id = await api.services.users.addMember(t.accountId, t.admin.email, { email, name: "Extra Member", datasetIds });
+  const id = await api.services.users.addMember(t.accountId, t.admin.email, { email, name: "Extra Member", role: "member", datasetIds });
   return { id, email };
 }
 

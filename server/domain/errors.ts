@@ -1,14 +1,10 @@
 // Domain errors: what went wrong in the rules, with no HTTP status and no response body.
 // Services throw these; server/http/errors.ts is the one place that maps them (and database
 // errors) to the status and body type each operation documents.
+import type { Schemas } from "./types.ts";
 
-/** Where an invalid value was found, and what is wrong with it. */
-export interface InvalidField {
-  location: "body" | "query" | "path" | "header";
-  /** The field's path, dot-separated (`filters.conditions[2].operator`), `(root)` for the whole. */
-  field: string;
-  message: string;
-}
+/** Where an invalid value was found (`field` dot-separated, `filters.conditions[2].operator`, `(root)` for the whole), and what is wrong with it. */
+export type InvalidField = Schemas["ValidationErrorDetail"];
 
 export abstract class DomainError extends Error {
   /** A stable machine-readable code (the `error` of the documented body). */

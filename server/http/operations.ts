@@ -3,6 +3,7 @@
 import type { Request, RequestHandler, Response, Router } from "express";
 import type { operations } from "../../generated/openapi.ts";
 import { type Contract, type Operation, type OperationId, operationsOf, type SpecDocument } from "../contract.ts";
+import type { QueryOf } from "../domain/types.ts";
 import type { Logger } from "../logging.ts";
 import type { Auth } from "./auth.ts";
 import { MethodNotAllowedError, NotFoundError, ResponseViolation } from "./errors.ts";
@@ -13,7 +14,7 @@ export type { OperationId } from "../contract.ts";
 
 type Parameters<K extends OperationId> = operations[K]["parameters"];
 type Defined<T> = Exclude<T, undefined>;
-export type QueryOf<K extends OperationId> = Defined<Parameters<K>["query"]>;
+export type { QueryOf } from "../domain/types.ts";
 export type PathOf<K extends OperationId> = Defined<Parameters<K>["path"]>;
 export type HeaderOf<K extends OperationId> = Defined<Parameters<K>["header"]>;
 export type BodyOf<K extends OperationId> = operations[K] extends {

@@ -8,7 +8,7 @@ export function creditReportRoutes({ creditReports }: Services): {
   getCreditUsageSummary: Handler<"getCreditUsageSummary">;
 } {
   return {
-    getCreditUsageTimeSeries: async ({ auth, body: { granularity = "day", ...period } }) => ({
+    getCreditUsageTimeSeries: async ({ auth, body: { granularity, ...period } }) => ({
       status: 200,
       body: await creditReports.timeSeries(auth.accountId, period, granularity),
     }),

@@ -17,8 +17,8 @@ export function datasetRoutes({ datasets }: Services): {
       return { status: 204 };
     },
     updateFormTracking: async ({ auth, path, query }) => {
-      const { email, partialFormTracking = false, contactEnrichment = false, ...required } = query;
-      await datasets.setFormTracking(auth.accountId, email, path.datasetId, { ...required, partialFormTracking, contactEnrichment });
+      const { email, ...settings } = query;
+      await datasets.setFormTracking(auth.accountId, email, path.datasetId, settings);
       return { status: 204 };
     },
   };

@@ -9,13 +9,7 @@ import type { AccessService } from "./access.ts";
 type Schemas = components["schemas"];
 export type Granularity = Schemas["Granularity"];
 
-export interface Period {
-  /** `YYYY-MM-DD`, inclusive. */
-  from: string;
-  /** `YYYY-MM-DD`, inclusive. */
-  to: string;
-  datasetId?: string;
-}
+export type Period = Schemas["CreditUsageSummaryRequest"];
 
 const MAX_DAYS = 366;
 const DAY_MS = 86_400_000;

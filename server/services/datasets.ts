@@ -3,12 +3,7 @@ import type { Db } from "../db/database.ts";
 import { NotFound } from "../domain/errors.ts";
 import { newId } from "../ids.ts";
 import type { AccessService } from "./access.ts";
-
-export interface NewDataset {
-  name: string;
-  domain?: string;
-  userIds?: number[];
-}
+import type { Schemas } from "../domain/types.ts";
 
 export interface FormTracking {
   formTracking: boolean;
@@ -37,7 +32,7 @@ export function datasetService(db: Db, access: AccessService) {
     },
 
     /** Creates the dataset and gives the listed members access to it; all or nothing. */
-    async create(accountId: string, actorEmail: string, input: NewDataset): Promise<string> {
+    async create(accountId: string, actorEmail: string, input: Schemas["AddDataset"]): Promise<string> {
       await access.admin(accountId, actorEmail);
       const id = newId("ds");
       const userIds = input.userIds ?? [];

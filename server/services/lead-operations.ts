@@ -13,8 +13,8 @@ const leadNotFound = (datasetId: string, leadId: string) => new NotFound(`Datase
 
 /** The tags to add and remove, normalised; 400 for bad tags or a tag in both lists. */
 function tagChanges(update: LeadTagsUpdate): { add: string[]; remove: string[] } {
-  const add = normaliseTags(update.add ?? [], { location: "body", field: "add" });
-  const remove = normaliseTags(update.remove ?? [], { location: "body", field: "remove" });
+  const add = normaliseTags(update.add, { location: "body", field: "add" });
+  const remove = normaliseTags(update.remove, { location: "body", field: "remove" });
   const problems = [...add.problems, ...remove.problems];
   const both = add.tags.filter((tag) => remove.tags.includes(tag));
   if (both.length) problems.push({ location: "body", field: "remove", message: `tags both added and removed: ${both.join(", ")}` });

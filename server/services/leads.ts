@@ -2,11 +2,12 @@
 // rules and keyset paging, all evaluated by the database) and the dataset exclusion rules.
 import type { components } from "../../generated/openapi.ts";
 import { type Lead, Prisma } from "../../generated/prisma/client.ts";
+import type { QueryOf } from "../domain/types.ts";
 import type { Db } from "../db/database.ts";
 import { Conflict, NotFound } from "../domain/errors.ts";
 import type { AccessService } from "./access.ts";
 import { checkFilter, filterSql, type SegmentFilter } from "./lead-filter.ts";
-import { DEFAULT_PAGE_SIZE, decodeCursor, type Page, toPage } from "./paging.ts";
+import { decodeCursor, toPage } from "./paging.ts";
 import type { SegmentService } from "./segments.ts";
 import { normaliseTag } from "./tags.ts";
 
@@ -32,14 +33,7 @@ export interface NewLead {
   assigneeUserId?: number | null;
 }
 
-export interface LeadQuery {
-  email: string;
-  datasetId: string;
-  segmentId?: number;
-  filter?: SegmentFilter;
-  cursor?: string;
-  limit?: number;
-}
+export type LeadQuery = Omit<QueryOf<"listLeads">, "filter"> & { filter?: SegmentFilter };
 
 /** Where a page ends in the listing's order (lastVisitAt desc, leadId desc). */
 export interface LeadPosition {
@@ -158,7 +152,7 @@ export function leadService(db: Db, access: AccessService, segments: SegmentServ
     },
 
     /** One page of the dataset's visible leads; the acting user must reach the dataset. */
-    async list(accountId: string, query: LeadQuery): Promise<Page<LeadDto>> {
+    async list(accountId: string, query: LeadQuery): Promise<Schemas["GetAllResponseLeadDTO"]> {
       const after = decodeCursor(query.cursor, readPosition);
       if (query.filter) checkFilter(query.filter, "query", "filter");
       const actor = await access.actor(accountId, query.email);
@@ -166,7 +160,7 @@ export function leadService(db: Db, access: AccessService, segments: SegmentServ
       const segmentFilter = query.segmentId === undefined ? undefined : await segments.filtersOf(accountId, query.datasetId, query.segmentId);
       await access.requireAccess(actor, query.datasetId);
       const filters = [segmentFilter, query.filter].filter((f): f is SegmentFilter => f !== undefined);
-      const limit = query.limit ?? DEFAULT_PAGE_SIZE;
+      const limit = query.limit;
       const rows = await db.$queryRaw<LeadRow[]>(leadListingSql({ datasetId: query.datasetId, filters, after, limit: limit + 1 }));
       return toPage(rows.map(toDto), limit, (last) => ({ t: last.lastVisitAt, id: last.leadId }));
     },

@@ -3,13 +3,9 @@
 // someone else (a recycled or shared address). The rules are described in the spec
 // (ContactEnrichmentRequest); keep the two in step.
 import type { ContactProfile } from "../contacts/profile.ts";
+import type { Schemas } from "../domain/types.ts";
 
-export interface Hints {
-  firstName?: string;
-  lastName?: string;
-  companyName?: string;
-  companyDomain?: string;
-}
+export type Hints = Omit<Schemas["ContactEnrichmentRequest"], "email">;
 
 /** Words without accents, case or punctuation: "Müller-Lüdenscheidt" -> ["muller", "ludenscheidt"]. */
 export function words(text: string): string[] {

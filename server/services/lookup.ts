@@ -4,13 +4,11 @@ import { NotFound, PaymentRequired, revive, type StoredDomainError, storedFormOf
 import { contactQuery, type ContactRow, toProfile } from "./contacts.ts";
 import { type ChargeHook, type CreditService } from "./credits.ts";
 import { fingerprint, type IdempotencyService, type KeyClaim } from "./idempotency.ts";
-import { contradictedHint, type Hints } from "./lookup-hints.ts";
+import type { Schemas } from "../domain/types.ts";
+import { contradictedHint } from "./lookup-hints.ts";
 
-export interface LookupRequest extends Hints {
-  email: string;
-  /** The dataset that pays; undefined: the account's oldest dataset with credit left. */
-  datasetId?: string;
-}
+/** The dataset that pays; undefined: the account's oldest dataset with credit left. */
+export type LookupRequest = Schemas["ContactEnrichmentRequest"] & { datasetId?: Schemas["DatasetId"] };
 
 export interface Caller {
   accountId: string;

@@ -2,13 +2,6 @@
 // JSON: items added while a client pages do not shift the pages.
 import { Invalid } from "../domain/errors.ts";
 
-export const DEFAULT_PAGE_SIZE = 100; // the spec's default for `limit`
-
-export interface Page<T> {
-  data: T[];
-  nextCursor: string | null;
-}
-
 /** The position a cursor carries, checked by `read`; 400 for anything this API did not issue. */
 export function decodeCursor<P>(cursor: string | undefined, read: (value: unknown) => P | undefined): P | undefined {
   if (cursor === undefined) return undefined;
@@ -27,7 +20,7 @@ export function decodeCursor<P>(cursor: string | undefined, read: (value: unknow
 }
 
 /** A page from up to limit + 1 rows: the extra row only says that another page follows. */
-export function toPage<T>(rows: T[], limit: number, positionOf: (last: T) => unknown): Page<T> {
+export function toPage<T>(rows: T[], limit: number, positionOf: (last: T) => unknown): { data: T[]; nextCursor: string | null } {
   const data = rows.slice(0, limit);
   const last = data[data.length - 1];
   const more = rows.length > limit && last !== undefined;

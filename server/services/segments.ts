@@ -1,11 +1,12 @@
 // Segments: saved lead filters of a dataset with e-mail notification settings, each belonging
 // to one user of the account.
 import type { components } from "../../generated/openapi.ts";
+import type { QueryOf } from "../domain/types.ts";
 import type { Db } from "../db/database.ts";
 import { NotFound } from "../domain/errors.ts";
 import type { AccessService } from "./access.ts";
 import { checkFilter, type SegmentFilter } from "./lead-filter.ts";
-import { DEFAULT_PAGE_SIZE, decodeCursor, type Page, toPage } from "./paging.ts";
+import { decodeCursor, toPage } from "./paging.ts";
 
 type Schemas = components["schemas"];
 export type SegmentDto = Schemas["SmartlistDTO"];
@@ -13,13 +14,7 @@ export type NewSegment = Schemas["CreateSegmentRequest"];
 export type SegmentChanges = Schemas["UpdateSegmentRequest"];
 type EmailPreferences = Schemas["EmailPreferences"];
 
-export interface SegmentQuery {
-  accountId: string;
-  email: string;
-  datasetId: string;
-  cursor?: string;
-  limit?: number;
-}
+export type SegmentQuery = QueryOf<"getSegments">;
 
 const defaultEmailPreferences: EmailPreferences = { enabled: false, frequency: "daily" };
 
@@ -72,12 +67,12 @@ function readPosition(value: unknown): number | undefined {
 export function segmentService(db: Db, access: AccessService) {
   return {
     /** One page of a dataset's segments, by id; the acting user must reach the dataset. */
-    async list(keyAccountId: string, query: SegmentQuery): Promise<Page<SegmentDto>> {
+    async list(keyAccountId: string, query: SegmentQuery): Promise<Schemas["GetAllResponseSmartlistDTO"]> {
       const after = decodeCursor(query.cursor, readPosition);
       access.requireKeyAccount(keyAccountId, query.accountId);
       const actor = await access.actor(query.accountId, query.email);
       await access.reachableDataset(actor, query.datasetId);
-      const limit = query.limit ?? DEFAULT_PAGE_SIZE;
+      const limit = query.limit;
       const rows = await db.segment.findMany({
         where: { accountId: query.accountId, datasetId: query.datasetId, ...(after === undefined ? {} : { id: { gt: after } }) },
         orderBy: { id: "asc" },

@@ -2,6 +2,7 @@
 import type { components } from "../../generated/openapi.ts";
 import { Prisma } from "../../generated/prisma/client.ts";
 import type { ContactProfile } from "../contacts/profile.ts";
+import type { QueryOf } from "../domain/types.ts";
 import type { Db } from "../db/database.ts";
 import { Invalid, NotFound } from "../domain/errors.ts";
 import type { NetworkType } from "../tracking/network-class.ts";
@@ -10,7 +11,7 @@ import type { Resolver } from "../tracking/resolver.ts";
 import type { AccessService } from "./access.ts";
 import type { ContactService } from "./contacts.ts";
 import { notExcluded } from "./leads.ts";
-import { DEFAULT_PAGE_SIZE, decodeCursor, type Page, toPage } from "./paging.ts";
+import { decodeCursor, toPage } from "./paging.ts";
 
 type Schemas = components["schemas"];
 export type IpLookup = Schemas["IpLookupResponse"];
@@ -18,13 +19,7 @@ export type DomainLookup = Schemas["DomainLookupResponse"];
 export type VisitDto = Schemas["VisitDTO"];
 type EnrichmentState = NonNullable<VisitDto["visitor"]["enrichment"]>;
 
-export interface VisitQuery {
-  email: string;
-  datasetId: string;
-  leadId: string;
-  cursor?: string;
-  limit?: number;
-}
+export type VisitQuery = QueryOf<"listLeadVisits"> & { leadId: string };
 
 interface VisitRow {
   id: bigint;
@@ -103,7 +98,7 @@ export function trackingService(db: Db, deps: { access: AccessService; contacts:
      * A visible lead's visits, newest first. 404 for a lead that does not exist or that an exclusion
      * rule hides; visits of a visitor excluded by a `use_id` rule (its visitor id) are left out.
      */
-    async visits(accountId: string, query: VisitQuery): Promise<Page<VisitDto>> {
+    async visits(accountId: string, query: VisitQuery): Promise<Schemas["GetAllResponseVisitDTO"]> {
       const after = decodeCursor(query.cursor, readPosition);
       const actor = await access.actor(accountId, query.email);
       await access.dataset(accountId, query.datasetId);
@@ -111,7 +106,7 @@ export function trackingService(db: Db, deps: { access: AccessService; contacts:
       const [visible] = await db.$queryRaw<unknown[]>`
         SELECT 1 FROM "Lead" l WHERE l."datasetId" = ${query.datasetId} AND l.id = ${query.leadId} AND ${notExcluded}`;
       if (!visible) throw new NotFound(`Lead ${query.leadId} does not exist in dataset ${query.datasetId}`, "lead_not_found");
-      const limit = query.limit ?? DEFAULT_PAGE_SIZE;
+      const limit = query.limit;
       const rows = await db.$queryRaw<VisitRow[]>`
         SELECT v.id, v."visitorId", v.at, v.url, v.referrer, v.title, v."utmSource", v."utmMedium", v."utmCampaign", v."utmTerm",
                v."utmContent", v."networkType", v.country, v.city, vr.email, vr.enrichment::text AS enrichment

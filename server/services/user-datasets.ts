@@ -1,15 +1,10 @@
 // UserDatasets: which members reach which datasets.
 import type { Db } from "../db/database.ts";
 import { NotFound } from "../domain/errors.ts";
+import type { Schemas } from "../domain/types.ts";
 import type { AccessService } from "./access.ts";
 
-export interface UserDatasetRow {
-  accountId: string;
-  userId: number;
-  email: string;
-  datasetId: string;
-  datasetName: string;
-}
+export type UserDatasetRow = Schemas["AccountUserDatasetDTO"];
 
 export function userDatasetService(db: Db, access: AccessService) {
   return {

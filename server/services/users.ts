@@ -1,27 +1,20 @@
 // User Management: members of an account, their names and invitations.
-import type { components } from "../../generated/openapi.ts";
 import type { Db } from "../db/database.ts";
 import { Conflict, NotFound } from "../domain/errors.ts";
 import { normaliseEmail } from "../ids.ts";
 import type { AccessService } from "./access.ts";
-import { DEFAULT_PAGE_SIZE, decodeCursor, type Page, readAfterId, toPage } from "./paging.ts";
+import type { QueryOf, Schemas } from "../domain/types.ts";
+import { decodeCursor, readAfterId, toPage } from "./paging.ts";
 
-export type AccountUserDto = components["schemas"]["AccountUserDTO"];
-
-export interface NewMember {
-  email: string;
-  name: string;
-  role?: "admin" | "member";
-  datasetIds?: string[];
-}
+export type AccountUserDto = Schemas["AccountUserDTO"];
 
 export function userService(db: Db, access: AccessService) {
   return {
     /** One page of the account's members by user id, with their dataset associations; admins only. */
-    async list(accountId: string, actorEmail: string, query: { cursor?: string; limit?: number }): Promise<Page<AccountUserDto>> {
+    async list(accountId: string, actorEmail: string, query: Pick<QueryOf<"listUsers">, "cursor" | "limit">): Promise<Schemas["GetAllResponseAccountUserDTO"]> {
       const after = decodeCursor(query.cursor, readAfterId);
       await access.admin(accountId, actorEmail);
-      const limit = query.limit ?? DEFAULT_PAGE_SIZE;
+      const limit = query.limit;
       const rows = await db.membership.findMany({
         where: { accountId, ...(after === undefined ? {} : { userId: { gt: BigInt(after) } }) },
         orderBy: { userId: "asc" },
@@ -50,14 +43,14 @@ export function userService(db: Db, access: AccessService) {
      * Creates the user when the e-mail is new, else joins the existing user to the account, with
      * the given dataset access, and queues an invitation; all or nothing.
      */
-    async addMember(accountId: string, actorEmail: string, input: NewMember): Promise<number> {
+    async addMember(accountId: string, actorEmail: string, input: Schemas["AddUser"]): Promise<number> {
       await access.admin(accountId, actorEmail);
       const email = normaliseEmail(input.email);
       const datasetIds = input.datasetIds ?? [];
       return db.$transaction(async (tx) => {
         await access.requireDatasets(accountId, datasetIds, tx);
         const user = await tx.user.upsert({ where: { email }, create: { email }, update: {}, select: { id: true } });
-        await tx.membership.create({ data: { accountId, userId: user.id, name: input.name, role: input.role ?? "member" } });
+        await tx.membership.create({ data: { accountId, userId: user.id, name: input.name, role: input.role } });
         await tx.userDataset.createMany({ data: datasetIds.map((datasetId) => ({ accountId, userId: user.id, datasetId })) });
         await tx.invitation.create({ data: { accountId, userId: user.id } });
         return Number(user.id);

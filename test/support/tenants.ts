@@ -39,6 +39,7 @@ export async function createTenant(services: Services, name = "Tenant"): Promise
   const memberId = await services.users.addMember(accountId, adminEmail, {
     email: memberEmail,
     name: "Max Member",
+    role: "member",
     datasetIds: [first],
   });
   return {
