@@ -122,3 +122,91 @@ describe("dates that do not exist", () => {
     expect((await summary({ from: "2028-02-29", to: "2028-03-01" })).status).toBe(200);
   });
 });
+
+describe("query strings as clients send them", () => {
+  const rename = (query: string) => api.request().put(`/v1/datasets/${tenant.datasets[1]}/name?email=${email}&${query}`).set(as(tenant.key));
+  const nameOf = async () => (await api.db.prisma.dataset.findUnique({ where: { id: tenant.datasets[1] }, select: { name: true } }))!.name;
+
+  it("when a value has `+` for a space (form encoding), then it is read as a space", async () => {
+    expect((await rename("humanName=Main+web+site")).status).toBe(204);
+    expect(await nameOf()).toBe("Main web site");
+  });
+
+  it("when a value has the characters encodeURIComponent leaves raw, then they are accepted as they are", async () => {
+    expect((await rename("humanName=A!(b)*'c,d~e-f_g.h")).status).toBe(204);
+    expect(await nameOf()).toBe("A!(b)*'c,d~e-f_g.h");
+  });
+
+  it("when URLSearchParams encodes the query, then it is read back exactly", async () => {
+    const humanName = "Ünïcode & co + 50% (new)";
+    const res = await api.request().put(`/v1/datasets/${tenant.datasets[1]}/name?${new URLSearchParams({ email: tenant.admin.email, humanName })}`).set(as(tenant.key));
+    expect(res.status).toBe(204);
+    expect(await nameOf()).toBe(humanName);
+  });
+
+  it("when an email has a raw `+`, then it is a space by the form rules, so 400 naming email", async () => {
+    expectNamed(await api.request().get(`/v1/users?email=ada+admin@example.test`).set(as(tenant.key)), "query", "email");
+  });
+
+  it.each(["%zz", "%E0%A4%A", "%C0%AF", "%ED%A0%80", "%"])("when a query value is malformed (%s), then 400 naming the parameter and nothing stored", async (bad) => {
+    const before = await nameOf();
+    expectNamed(await rename(`humanName=a${bad}`), "query", "humanName", /percent-encoded UTF-8/);
+    expect(await nameOf()).toBe(before);
+  });
+
+  it.each(["%zz", "%E0%A4%A", "%C0%AF"])("when a path parameter is malformed (%s), then 400 naming the parameter", async (bad) => {
+    const res = await api.request().get(`/v1/leads/a${bad}/visits?email=${email}&datasetId=${tenant.datasets[0]}`).set(as(tenant.key));
+    expectNamed(res, "path", "leadId", /percent-encoded UTF-8/);
+    expect(api.logs.join("\n")).not.toMatch(/request failed|does not match the spec/);
+  });
+});
+
+describe("every invalid field reported", () => {
+  it("when several fields are invalid, then one detail per field", async () => {
+    const res = await api.request().post(`/v1/users?email=not-an-email`).set(as(tenant.key)).send({ email: 3, name: "", role: "boss", extra: 1 });
+    expect(res.status).toBe(400);
+    const fields = res.body.details.map((d: { location: string; field: string }) => `${d.location} ${d.field}`);
+    expect(fields.sort()).toEqual(["body email", "body extra", "body name", "body role", "query email"]);
+  });
+
+  it("when the body is missing, then 400 naming the body", async () => {
+    expectNamed(await api.request().post(`/v1/users?email=${email}`).set(as(tenant.key)), "body", "(root)", /required/);
+  });
+
+  it("when the content type is not JSON, then 400 naming the body", async () => {
+    const res = await api.request().post(`/v1/users?email=${email}`).set(as(tenant.key)).set("content-type", "text/plain").send("name=x");
+    expectNamed(res, "body", "(root)", /application\/json/);
+  });
+
+  it.each(["null", "42", '"x"', "[]", "true"])("when the body is %s, then 400: it must be an object (it is JSON)", async (text) => {
+    const res = await json(text)(api.request().post(`/v1/users?email=${email}`).set(as(tenant.key)));
+    expectNamed(res, "body", "(root)", /must be object/);
+    expect(res.body.error).toBe("validation_failed");
+  });
+
+  it("when PUT /v1/segments/{segmentId} comes without a body, then 400 body required and the segment unchanged", async () => {
+    const before = await api.db.prisma.segment.findUnique({ where: { id: segmentId } });
+    for (const req of [
+      api.request().put(`/v1/segments/${segmentId}?segmentName=Renamed`).set(as(tenant.key)),
+      api.request().put(`/v1/segments/${segmentId}?segmentName=Renamed`).set(as(tenant.key)).set("content-type", "application/json"),
+    ]) {
+      expectNamed(await req, "body", "(root)", /required/);
+    }
+    expect(await api.db.prisma.segment.findUnique({ where: { id: segmentId } })).toEqual(before);
+  });
+});
+
+describe("strict numbers", () => {
+  it.each(["0x1", "1e0", "1.0", "+1", "01", "%201", "1%20", "-0", "9007199254740993"])("when userId is %s, then 400 naming userId", async (text) => {
+    expectNamed(await api.request().put(`/v1/users/${text}/name`).set(as(tenant.key)).send({ name: "X" }), "path", "userId");
+  });
+
+  it.each(["0xa", "1e1", "10.0", "+10", "010", "%2010"])("when limit is %s, then 400 naming limit", async (text) => {
+    expectNamed(await api.request().get(`/v1/users?email=${email}&limit=${text}`).set(as(tenant.key)), "query", "limit");
+  });
+
+  it("when the numbers are canonical, then they are accepted", async () => {
+    expect((await api.request().put(`/v1/users/${tenant.member.id}/name`).set(as(tenant.key)).send({ name: "Max" })).status).toBe(204);
+    expect((await api.request().get(`/v1/users?email=${email}&limit=10`).set(as(tenant.key))).status).toBe(200);
+  });
+});

@@ -38,6 +38,28 @@ export function parseQuery(raw: string): { values: Record<string, string | strin
   return { values, malformed };
 }
 
+export const PERCENT_ENCODING_MESSAGE = "must be percent-encoded UTF-8 (application/x-www-form-urlencoded)";
+
+/**
+ * Express's router refuses a path whose parameter is not valid percent-encoded UTF-8 before any
+ * operation runs (a URIError with status 400): the operation whose path template matches the raw
+ * path, and one detail per parameter that does not decode.
+ */
+export function malformedPathParameters(contract: Contract, rawPath: string): { operationId?: string; details: InvalidField[] } {
+  const segments = rawPath.split("/");
+  for (const op of contract.operations) {
+    const template = op.path.split("/");
+    if (template.length !== segments.length) continue;
+    const names = template.map((part, i) => (/^\{.+\}$/.test(part) ? part.slice(1, -1) : part === segments[i] ? null : undefined));
+    if (names.includes(undefined)) continue;
+    const details = names.flatMap((name, i) =>
+      name && decodeFormComponent(segments[i]!.replaceAll("+", "%2B")) === undefined ? [{ location: "path" as const, field: name, message: PERCENT_ENCODING_MESSAGE }] : [],
+    );
+    if (details.length) return { operationId: op.operationId, details };
+  }
+  return { details: [{ location: "path", field: "(path)", message: PERCENT_ENCODING_MESSAGE }] };
+}
+
 /** application/x-www-form-urlencoded decoding; undefined for bad percent-encoding or invalid UTF-8. */
 function decodeFormComponent(text: string): string | undefined {
   try {
@@ -201,7 +223,7 @@ export function requestValidator(contract: Contract, operation: Operation): Requ
     const rawQuery = req.originalUrl.includes("?") ? req.originalUrl.slice(req.originalUrl.indexOf("?") + 1) : "";
     const { values: queryTexts, malformed } = parseQuery(rawQuery);
     for (const name of malformed) {
-      details.push({ location: "query", field: name, message: "must be percent-encoded UTF-8 (application/x-www-form-urlencoded)" });
+      details.push({ location: "query", field: name, message: PERCENT_ENCODING_MESSAGE });
     }
     const headerTexts = Object.fromEntries(plans.header.map(({ parameter }) => [parameter.name, req.get(parameter.name)]));
     const input: ValidatedRequest = {
