@@ -4,7 +4,7 @@
 // bodies that are not objects, missing and unknown fields, strings beyond maxLength). Every
 // answer must be a status the operation documents, never a 5xx, with a body matching its schema
 // and only the headers its response declares (RateLimit). A fixed seed and a fixed number of runs
-// per operation (FUZZ_RUNS, default 10 valid + 10 invalid) keep it reproducible and bounded; it
+// per operation (FUZZ_RUNS, default 8 valid + 8 invalid) keep it reproducible and bounded; it
 // runs in the normal suite, on PGlite and on PostgreSQL (TEST_DATABASE_URL).
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -16,7 +16,7 @@ import { startWithTenants } from "./support/suite.ts";
 import type { Tenant } from "./support/tenants.ts";
 
 const SEED = 20261123;
-const RUNS = Number(process.env.FUZZ_RUNS ?? 10);
+const RUNS = Number(process.env.FUZZ_RUNS ?? 8);
 
 type Node = Record<string, any>;
 const contract = loadContract();
