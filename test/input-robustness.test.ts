@@ -210,3 +210,16 @@ describe("strict numbers", () => {
     expect((await api.request().get(`/v1/users?email=${email}&limit=10`).set(as(tenant.key))).status).toBe(200);
   });
 });
+
+describe("precedence on a path that does not decode", () => {
+  it("when the request has no key, then 401 before the 400 of the path", async () => {
+    const res = await api.request().get(`/v1/leads/a%zz/visits?email=${email}&datasetId=${tenant.datasets[0]}`);
+    expect(res.status).toBe(401);
+  });
+
+  it("when the request has a key, then it is counted by the rate limit (the RateLimit headers) and answered 400", async () => {
+    const res = await api.request().get(`/v1/leads/a%zz/visits`).set(as(tenant.key));
+    expect(res.status).toBe(400);
+    expect(res.headers.ratelimit).toBeDefined();
+  });
+});
