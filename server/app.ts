@@ -10,7 +10,7 @@ import type { Database } from "./db/database.ts";
 import { apiKeyAuth } from "./http/auth.ts";
 import { errorHandler } from "./http/errors.ts";
 import { operatorRoutes } from "./http/operator.ts";
-import { noOperation, type OperationChain, registerOperations } from "./http/operations.ts";
+import { noOperation, type OperationChain, registerOperations, undecodablePath } from "./http/operations.ts";
 import { docsRoutes, serviceIndex } from "./http/docs.ts";
 import { rateLimit } from "./http/rate-limit.ts";
 import { requestMetrics } from "./http/request-metrics.ts";
@@ -96,6 +96,7 @@ export function createApp({
     check,
   };
   const router = express.Router({ caseSensitive: true });
+  router.use(undecodablePath(contract, chain));
   registerOperations(router, contract, createHandlers(services), chain);
   router.use(noOperation(chain));
   app.use(router);

@@ -7,6 +7,7 @@ import { databaseFault, type DatabaseFault } from "../db/errors.ts";
 import type { Logger } from "../logging.ts";
 import { MAX_TAGS_PER_LEAD } from "../services/tags.ts";
 import type { ResponseCheck } from "./response-check.ts";
+import { malformedPathParameters } from "./validation.ts";
 
 type Schemas = components["schemas"];
 export type ValidationErrorDetail = Schemas["ValidationErrorDetail"];
@@ -215,6 +216,12 @@ export interface ErrorHandlerOptions {
 
 export function errorHandler({ logger, contract, check }: ErrorHandlerOptions): ErrorRequestHandler {
   return (error, req, res, _next) => {
+    if (error instanceof URIError && (error as BodyParserError).status === 400) {
+      // the router could not decode a path parameter: name it, under its operation
+      const { operationId, details } = malformedPathParameters(contract, req.originalUrl.split("?")[0]!);
+      if (operationId) res.locals.operationId ??= operationId;
+      error = new BadRequestError(`Invalid request: ${details.map((d) => `${d.location} ${d.field} ${d.message}`).join("; ")}`, details);
+    }
     const apiError = toApiError(error);
     const log = (res.locals.log as Logger | undefined) ?? logger;
     if (apiError.status >= 500) {

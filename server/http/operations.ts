@@ -1,14 +1,14 @@
 // Handlers are typed from the generated contract: one map keyed by operationId, so the compiler
 // refuses a missing handler, and routes are registered from the spec's own paths.
-import type { Request, RequestHandler, Response, Router } from "express";
+import express, { type Request, type RequestHandler, type Response, type Router } from "express";
 import type { operations } from "../../generated/openapi.ts";
 import { type Contract, type Operation, type OperationId, operationsOf, type SpecDocument } from "../contract.ts";
 import type { QueryOf } from "../domain/types.ts";
 import type { Logger } from "../logging.ts";
 import type { Auth } from "./auth.ts";
-import { MethodNotAllowedError, NotFoundError, ResponseViolation } from "./errors.ts";
+import { BadRequestError, MethodNotAllowedError, NotFoundError, ResponseViolation } from "./errors.ts";
 import type { ResponseCheck } from "./response-check.ts";
-import { requestValidator, type ValidatedRequest } from "./validation.ts";
+import { malformedPathParameters, requestValidator, type ValidatedRequest } from "./validation.ts";
 
 export type { OperationId } from "../contract.ts";
 
@@ -76,6 +76,36 @@ export function registerOperations(router: Router, contract: Contract, handlers:
     router.all(expressPath, ...chain.guard, () => {
       throw new MethodNotAllowedError(allow);
     });
+  }
+}
+
+/**
+ * A path that is not percent-encoded UTF-8 cannot be matched by the router (it fails decoding the
+ * parameters before any handler runs). Answered here, before the router: the guard first (429,
+ * 401 win as everywhere), then 400 naming the parameter under the operation whose template the
+ * raw path fits.
+ */
+export function undecodablePath(contract: Contract, chain: OperationChain): RequestHandler {
+  const guard = express.Router();
+  guard.use(...chain.guard);
+  return (req, res, next) => {
+    const rawPath = req.originalUrl.split("?")[0]!;
+    if (decodes(rawPath)) return next();
+    const { operationId, details } = malformedPathParameters(contract, rawPath);
+    if (operationId) operationContext(operationId as OperationId)(req, res, () => {});
+    guard(req, res, (error?: unknown) => {
+      if (error) return next(error);
+      next(new BadRequestError(`Invalid request: ${details.map((d) => `${d.location} ${d.field} ${d.message}`).join("; ")}`, details));
+    });
+  };
+}
+
+function decodes(text: string): boolean {
+  try {
+    decodeURIComponent(text);
+    return true;
+  } catch {
+    return false;
   }
 }
 

@@ -2,6 +2,8 @@
 // body of one operation, every invalid field reported (one detail per field). Parameters are
 // read the way clients send them: the query string as application/x-www-form-urlencoded (`+` is a
 // space), percent-encoding and UTF-8 checked, numbers only in their canonical decimal form.
+// Every string received (parameters, body values and keys) obeys the contract's character rule
+// (spec/openapi.yaml, info.description "Text"): no control characters, no unpaired surrogates.
 import type { ErrorObject } from "ajv/dist/2020.js";
 import type { Request, RequestHandler } from "express";
 import type { Contract, Operation, ParameterObject, SchemaObject } from "../contract.ts";
@@ -36,6 +38,28 @@ export function parseQuery(raw: string): { values: Record<string, string | strin
   return { values, malformed };
 }
 
+export const PERCENT_ENCODING_MESSAGE = "must be percent-encoded UTF-8 (application/x-www-form-urlencoded)";
+
+/**
+ * Express's router refuses a path whose parameter is not valid percent-encoded UTF-8 before any
+ * operation runs (a URIError with status 400): the operation whose path template matches the raw
+ * path, and one detail per parameter that does not decode.
+ */
+export function malformedPathParameters(contract: Contract, rawPath: string): { operationId?: string; details: InvalidField[] } {
+  const segments = rawPath.split("/");
+  for (const op of contract.operations) {
+    const template = op.path.split("/");
+    if (template.length !== segments.length) continue;
+    const names = template.map((part, i) => (/^\{.+\}$/.test(part) ? part.slice(1, -1) : part === segments[i] ? null : undefined));
+    if (names.includes(undefined)) continue;
+    const details = names.flatMap((name, i) =>
+      name && decodeFormComponent(segments[i]!.replaceAll("+", "%2B")) === undefined ? [{ location: "path" as const, field: name, message: PERCENT_ENCODING_MESSAGE }] : [],
+    );
+    if (details.length) return { operationId: op.operationId, details };
+  }
+  return { details: [{ location: "path", field: "(path)", message: PERCENT_ENCODING_MESSAGE }] };
+}
+
 /** application/x-www-form-urlencoded decoding; undefined for bad percent-encoding or invalid UTF-8. */
 function decodeFormComponent(text: string): string | undefined {
   try {
@@ -55,6 +79,30 @@ function coerce(text: string, type: string | undefined): unknown {
   if (type === "number") return canonicalNumber.test(text) ? Number(text) : text;
   if (type === "boolean") return text === "true" ? true : text === "false" ? false : text;
   return text;
+}
+
+/**
+ * The character rule of the contract: C0 and C1 control characters (U+0000-U+001F, U+007F-U+009F)
+ * and unpaired UTF-16 surrogates are refused in every text (the database cannot store U+0000 or a
+ * lone surrogate, and no field of this API means them).
+ */
+const forbiddenCharacter = /[\p{Cc}\p{Cs}]/u;
+export const TEXT_RULE_MESSAGE = "must not contain control characters (U+0000-U+001F, U+007F-U+009F) or unpaired surrogates";
+
+/** One detail per string (value or object key) that breaks the character rule, named like the schema errors. */
+function textDetails(value: unknown, location: Location, field: string, details: InvalidField[]): void {
+  const named = (f: string) => f || "(root)";
+  if (typeof value === "string") {
+    if (forbiddenCharacter.test(value)) details.push({ location, field: named(field), message: TEXT_RULE_MESSAGE });
+  } else if (Array.isArray(value)) {
+    value.forEach((item, index) => textDetails(item, location, `${field}[${index}]`, details));
+  } else if (value !== null && typeof value === "object") {
+    for (const [key, item] of Object.entries(value)) {
+      const at = field ? `${field}.${key}` : key;
+      if (forbiddenCharacter.test(key)) details.push({ location, field: named(at), message: TEXT_RULE_MESSAGE });
+      else textDetails(item, location, at, details);
+    }
+  }
 }
 
 /** `/filters/conditions/0/operator` -> `filters.conditions[0].operator`. */
@@ -147,7 +195,9 @@ export function requestValidator(contract: Contract, operation: Operation): Requ
     return values;
   }
 
+  /** The character rule first (its detail wins for a field), then the schema. */
   function check(where: Location, validate: ReturnType<Contract["compile"]>, value: unknown, details: InvalidField[]) {
+    textDetails(value, where, "", details);
     if (!validate(value)) details.push(...detailsOf(validate.errors ?? [], where));
   }
 
@@ -173,7 +223,7 @@ export function requestValidator(contract: Contract, operation: Operation): Requ
     const rawQuery = req.originalUrl.includes("?") ? req.originalUrl.slice(req.originalUrl.indexOf("?") + 1) : "";
     const { values: queryTexts, malformed } = parseQuery(rawQuery);
     for (const name of malformed) {
-      details.push({ location: "query", field: name, message: "must be percent-encoded UTF-8 (application/x-www-form-urlencoded)" });
+      details.push({ location: "query", field: name, message: PERCENT_ENCODING_MESSAGE });
     }
     const headerTexts = Object.fromEntries(plans.header.map(({ parameter }) => [parameter.name, req.get(parameter.name)]));
     const input: ValidatedRequest = {

@@ -1,0 +1,225 @@
+// Issue 10: every bad input answered with a 400 naming the field, never a 500; query strings
+// read as clients send them; every invalid field reported; numbers only in canonical form.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { TestApi } from "./support/api.ts";
+import { as, startWithTenants } from "./support/suite.ts";
+import type { Tenant } from "./support/tenants.ts";
+
+let api: TestApi;
+let tenant: Tenant;
+let segmentId: number;
+let email: string;
+
+beforeAll(async () => {
+  ({ api, tenant } = await startWithTenants());
+  email = encodeURIComponent(tenant.admin.email);
+  segmentId = await api.services.segments.create(tenant.accountId, tenant.admin.email, {
+    datasetId: tenant.datasets[0],
+    name: "Robustness",
+    filters: { match: "all", conditions: [{ field: "country", operator: "eq", value: "DE" }] },
+  });
+});
+afterAll(() => api?.close());
+
+const TEXT_RULE = /control characters|surrogate/;
+
+/** A 400 whose details name `field` at `location`, and nothing logged as failed. */
+function expectNamed(res: { status: number; body: { details?: { location: string; field: string; message: string }[] } }, location: string, field: string, message: RegExp = /./) {
+  expect(res.status, JSON.stringify(res.body)).toBe(400);
+  expect(res.body.details).toContainEqual({ location, field, message: expect.stringMatching(message) });
+}
+
+const json = (text: string) => (req: ReturnType<ReturnType<TestApi["request"]>["post"]>) => req.set("content-type", "application/json").send(text);
+
+describe("the character rule of text fields", () => {
+  const request = () => api.request();
+  const cases: [string, () => Promise<any>, string, string][] = [
+    ["a dataset name", () => request().post(`/v1/datasets?email=${email}`).set(as(tenant.key)).send({ name: "Main\u0000site" }), "body", "name"],
+    ["a user's name", () => request().post(`/v1/users?email=${email}`).set(as(tenant.key)).send({ email: "nul@example.test", name: "N\u0000l", datasetIds: [] }), "body", "name"],
+    ["humanName", () => request().put(`/v1/datasets/${tenant.datasets[0]}/name?email=${email}&humanName=a%00b`).set(as(tenant.key)), "query", "humanName"],
+    ["segmentName", () => request().put(`/v1/segments/${segmentId}?email=${email}&segmentName=a%00b`).set(as(tenant.key)).send({}), "query", "segmentName"],
+    [
+      "formInputAttribute",
+      () => request().put(`/v1/datasets/${tenant.datasets[0]}/form-tracking?email=${email}&formTracking=true&allowIpMasking=true&formInputAttribute=na%00me`).set(as(tenant.key)),
+      "query",
+      "formInputAttribute",
+    ],
+    [
+      "a filter value",
+      () =>
+        request()
+          .post(`/v1/segments?email=${email}`)
+          .set(as(tenant.key))
+          .send({ datasetId: tenant.datasets[0], name: "Nul", filters: { match: "all", conditions: [{ field: "country", operator: "eq", value: "D\u0000E" }] } }),
+      "body",
+      "filters.conditions[0].value",
+    ],
+    [
+      "a lone surrogate in a filter value",
+      () =>
+        json(`{"datasetId":"${tenant.datasets[0]}","name":"Lone","filters":{"match":"all","conditions":[{"field":"country","operator":"eq","value":"B\\ud800"}]}}`)(
+          request().post(`/v1/segments?email=${email}`).set(as(tenant.key)),
+        ),
+      "body",
+      "filters.conditions[0].value",
+    ],
+    [
+      "a filter of the leads list",
+      () =>
+        request()
+          .get(`/v1/leads`)
+          .query({ email: tenant.admin.email, datasetId: tenant.datasets[0], filter: JSON.stringify({ match: "all", conditions: [{ field: "country", operator: "eq", value: "\u0000" }] }) })
+          .set(as(tenant.key)),
+      "query",
+      "filter.conditions[0].value",
+    ],
+    [
+      "exclusion data",
+      () => request().post("/v1/dataset-exclusion").set(as(tenant.key)).send({ datasetId: tenant.datasets[0], type: "organizationDomain", data: "evil\u0000.example" }),
+      "body",
+      "data",
+    ],
+    [
+      "a tag",
+      () => request().put("/v1/management/lead-tags").set(as(tenant.key)).send({ datasetId: tenant.datasets[0], leadId: "lead_1", add: ["h\u0000t"] }),
+      "body",
+      "add[0]",
+    ],
+    ["a leadId in the path", () => request().get(`/v1/leads/a%00b/visits?email=${email}&datasetId=${tenant.datasets[0]}`).set(as(tenant.key)), "path", "leadId"],
+    ["a leadId in a body", () => request().put("/v1/management/lead-tags").set(as(tenant.key)).send({ datasetId: tenant.datasets[0], leadId: "l\u0007", add: ["hot"] }), "body", "leadId"],
+    ["a DEL character in a name", () => request().post(`/v1/datasets?email=${email}`).set(as(tenant.key)).send({ name: "Main\u007fsite" }), "body", "name"],
+    ["a C1 control character in a name", () => request().post(`/v1/datasets?email=${email}`).set(as(tenant.key)).send({ name: "Main\u0085site" }), "body", "name"],
+  ];
+
+  it.each(cases)("when text breaks the character rule (%s), then 400 naming the field", async (_what, send, location, field) => {
+    const res = await send();
+    expectNamed(res, location, field, TEXT_RULE);
+    expect(api.logs.join("\n")).not.toMatch(/request failed|does not match the spec/);
+  });
+
+  it("when text holds letters of any script and emoji, then it is accepted", async () => {
+    const res = await api.request().post(`/v1/datasets?email=${email}`).set(as(tenant.key)).send({ name: "Café 東京 😀 Ω" });
+    expect(res.status).toBe(200);
+  });
+});
+
+describe("dates that do not exist", () => {
+  const summary = (body: object) => api.request().post("/api/credits/usage/summary").set(as(tenant.key)).send(body);
+
+  it.each([
+    ["from", { from: "2026-02-29", to: "2026-03-31" }],
+    ["from", { from: "2026-04-31", to: "2026-05-31" }],
+    ["to", { from: "2026-01-01", to: "2026-13-01" }],
+    ["from", { from: "2026-02-30", to: "2026-03-01" }],
+  ])("when %s is not a day of the calendar (%j), then 400 naming it, not an ordering error", async (field, body) => {
+    const res = await summary(body);
+    expect(res.status).toBe(400);
+    expect(Object.keys(res.body.params)).toEqual([field]);
+    expect(res.body.params[field]).not.toMatch(/after/);
+  });
+
+  it("when 2028-02-29 (a leap day) is asked, then it is a day", async () => {
+    expect((await summary({ from: "2028-02-29", to: "2028-03-01" })).status).toBe(200);
+  });
+});
+
+describe("query strings as clients send them", () => {
+  const rename = (query: string) => api.request().put(`/v1/datasets/${tenant.datasets[1]}/name?email=${email}&${query}`).set(as(tenant.key));
+  const nameOf = async () => (await api.db.prisma.dataset.findUnique({ where: { id: tenant.datasets[1] }, select: { name: true } }))!.name;
+
+  it("when a value has `+` for a space (form encoding), then it is read as a space", async () => {
+    expect((await rename("humanName=Main+web+site")).status).toBe(204);
+    expect(await nameOf()).toBe("Main web site");
+  });
+
+  it("when a value has the characters encodeURIComponent leaves raw, then they are accepted as they are", async () => {
+    expect((await rename("humanName=A!(b)*'c,d~e-f_g.h")).status).toBe(204);
+    expect(await nameOf()).toBe("A!(b)*'c,d~e-f_g.h");
+  });
+
+  it("when URLSearchParams encodes the query, then it is read back exactly", async () => {
+    const humanName = "Ünïcode & co + 50% (new)";
+    const res = await api.request().put(`/v1/datasets/${tenant.datasets[1]}/name?${new URLSearchParams({ email: tenant.admin.email, humanName })}`).set(as(tenant.key));
+    expect(res.status).toBe(204);
+    expect(await nameOf()).toBe(humanName);
+  });
+
+  it("when an email has a raw `+`, then it is a space by the form rules, so 400 naming email", async () => {
+    expectNamed(await api.request().get(`/v1/users?email=ada+admin@example.test`).set(as(tenant.key)), "query", "email");
+  });
+
+  it.each(["%zz", "%E0%A4%A", "%C0%AF", "%ED%A0%80", "%"])("when a query value is malformed (%s), then 400 naming the parameter and nothing stored", async (bad) => {
+    const before = await nameOf();
+    expectNamed(await rename(`humanName=a${bad}`), "query", "humanName", /percent-encoded UTF-8/);
+    expect(await nameOf()).toBe(before);
+  });
+
+  it.each(["%zz", "%E0%A4%A", "%C0%AF"])("when a path parameter is malformed (%s), then 400 naming the parameter", async (bad) => {
+    const res = await api.request().get(`/v1/leads/a${bad}/visits?email=${email}&datasetId=${tenant.datasets[0]}`).set(as(tenant.key));
+    expectNamed(res, "path", "leadId", /percent-encoded UTF-8/);
+    expect(api.logs.join("\n")).not.toMatch(/request failed|does not match the spec/);
+  });
+});
+
+describe("every invalid field reported", () => {
+  it("when several fields are invalid, then one detail per field", async () => {
+    const res = await api.request().post(`/v1/users?email=not-an-email`).set(as(tenant.key)).send({ email: 3, name: "", role: "boss", extra: 1 });
+    expect(res.status).toBe(400);
+    const fields = res.body.details.map((d: { location: string; field: string }) => `${d.location} ${d.field}`);
+    expect(fields.sort()).toEqual(["body email", "body extra", "body name", "body role", "query email"]);
+  });
+
+  it("when the body is missing, then 400 naming the body", async () => {
+    expectNamed(await api.request().post(`/v1/users?email=${email}`).set(as(tenant.key)), "body", "(root)", /required/);
+  });
+
+  it("when the content type is not JSON, then 400 naming the body", async () => {
+    const res = await api.request().post(`/v1/users?email=${email}`).set(as(tenant.key)).set("content-type", "text/plain").send("name=x");
+    expectNamed(res, "body", "(root)", /application\/json/);
+  });
+
+  it.each(["null", "42", '"x"', "[]", "true"])("when the body is %s, then 400: it must be an object (it is JSON)", async (text) => {
+    const res = await json(text)(api.request().post(`/v1/users?email=${email}`).set(as(tenant.key)));
+    expectNamed(res, "body", "(root)", /must be object/);
+    expect(res.body.error).toBe("validation_failed");
+  });
+
+  it("when PUT /v1/segments/{segmentId} comes without a body, then 400 body required and the segment unchanged", async () => {
+    const before = await api.db.prisma.segment.findUnique({ where: { id: segmentId } });
+    for (const req of [
+      api.request().put(`/v1/segments/${segmentId}?segmentName=Renamed`).set(as(tenant.key)),
+      api.request().put(`/v1/segments/${segmentId}?segmentName=Renamed`).set(as(tenant.key)).set("content-type", "application/json"),
+    ]) {
+      expectNamed(await req, "body", "(root)", /required/);
+    }
+    expect(await api.db.prisma.segment.findUnique({ where: { id: segmentId } })).toEqual(before);
+  });
+});
+
+describe("strict numbers", () => {
+  it.each(["0x1", "1e0", "1.0", "+1", "01", "%201", "1%20", "-0", "9007199254740993"])("when userId is %s, then 400 naming userId", async (text) => {
+    expectNamed(await api.request().put(`/v1/users/${text}/name`).set(as(tenant.key)).send({ name: "X" }), "path", "userId");
+  });
+
+  it.each(["0xa", "1e1", "10.0", "+10", "010", "%2010"])("when limit is %s, then 400 naming limit", async (text) => {
+    expectNamed(await api.request().get(`/v1/users?email=${email}&limit=${text}`).set(as(tenant.key)), "query", "limit");
+  });
+
+  it("when the numbers are canonical, then they are accepted", async () => {
+    expect((await api.request().put(`/v1/users/${tenant.member.id}/name`).set(as(tenant.key)).send({ name: "Max" })).status).toBe(204);
+    expect((await api.request().get(`/v1/users?email=${email}&limit=10`).set(as(tenant.key))).status).toBe(200);
+  });
+});
+
+describe("precedence on a path that does not decode", () => {
+  it("when the request has no key, then 401 before the 400 of the path", async () => {
+    const res = await api.request().get(`/v1/leads/a%zz/visits?email=${email}&datasetId=${tenant.datasets[0]}`);
+    expect(res.status).toBe(401);
+  });
+
+  it("when the request has a key, then it is counted by the rate limit (the RateLimit headers) and answered 400", async () => {
+    const res = await api.request().get(`/v1/leads/a%zz/visits`).set(as(tenant.key));
+    expect(res.status).toBe(400);
+    expect(res.headers.ratelimit).toBeDefined();
+  });
+});
