@@ -96,6 +96,8 @@ logger.info("listening", {
 });
 // Picks up the certificate jobs a previous process left unfinished, then those that are queued.
 const worker = startCertificateWorker(services.certificateJobs, trackingDomains.jobs, logger);
+// Background jobs (mail, digests, ...): picks up what a previous process left, in every process.
+services.jobs.start();
 process.on("SIGTERM", () => void stop("SIGTERM"));
 process.on("SIGINT", () => void stop("SIGINT"));
 if (config.seedDemo && role === "single") await printDemo(baseUrl(running.port, running.protocol));
@@ -145,6 +147,7 @@ async function stop(signal: string): Promise<void> {
   logger.info("stopping", { signal, timeoutMs: config.timeouts.shutdownMs });
   await running.shutdown();
   await worker.stop();
+  await services.jobs.stop();
   await ingest?.stop();
   await rateLimiter.close();
   await db.close();

@@ -1,6 +1,7 @@
 // The rules of each tag, built once per app around one database client.
 import { loadTrackingDomainConfig, type TrackingDomainConfig } from "../ctd/config.ts";
 import type { Db, Sql } from "../db/database.ts";
+import { createJobQueue } from "../jobs/queue.ts";
 import { createLogger, type Logger } from "../logging.ts";
 import { accessService } from "./access.ts";
 import { accountService } from "./accounts.ts";
@@ -31,11 +32,13 @@ export interface ServiceOptions {
   keyCacheMs?: number;
   /** The driver, for the hot path's statements (`Database.sql`); through Prisma when absent. */
   sql?: Sql;
+  /** How often the job queue looks for due jobs when nobody wakes it (default 1 s). */
+  jobPollMs?: number;
 }
 
 export function createServices(
   db: Db,
-  { trackingDomains = loadTrackingDomainConfig({}), logger = createLogger(), now = () => new Date(), keyCacheMs, sql }: ServiceOptions = {},
+  { trackingDomains = loadTrackingDomainConfig({}), logger = createLogger(), now = () => new Date(), keyCacheMs, sql, jobPollMs }: ServiceOptions = {},
 ) {
   const hotSql: Sql = sql ?? ((statement) => db.$queryRawUnsafe(statement.text, ...statement.values));
   const access = accessService(db);
@@ -44,7 +47,10 @@ export function createServices(
   const contacts = contactService(db);
   const credits = creditService(db, hotSql);
   const idempotency = idempotencyService(db, now);
+  // the durable background jobs of this process (server/main.ts starts and stops it)
+  const jobs = createJobQueue(db, logger, { now, pollMs: jobPollMs });
   return {
+    jobs,
     accounts: accountService(db, hotSql, { keyCacheMs }),
     access,
     users: userService(db, access),
