@@ -90,7 +90,7 @@ export function createApp({
     }),
   );
   // The invited person's accept page (no key: the link's token is the credential); outside the partner spec.
-  app.use(invitationRoutes(db.prisma));
+  app.use(invitationRoutes({ open: services.users.openInvitation, accept: services.users.acceptInvitation }));
   const chain: OperationChain = {
     // The key is checked before the body is read: 401 and the licence's 403 win over a
     // malformed body's 400 (the spec's order of precedence), and anonymous bodies are not read.

@@ -49,7 +49,7 @@ const page = (title: string, body: string) =>
 const invalid = () => page("This invitation link does not work", "<p>It was used already, has expired, or a newer invitation replaced it. Ask an admin of the account to resend the invitation.</p>");
 
 /** An open invitation's account name for a token; undefined when the link does not work. */
-async function openInvitation(db: Db, token: string, now: Date) {
+export async function openInvitation(db: Db, token: string, now: Date) {
   if (!token) return undefined;
   return db.invitation.findFirst({
     where: { tokenHash: hashToken(token), acceptedAt: null, revokedAt: null, expiresAt: { gt: now } },
@@ -77,13 +77,18 @@ export async function acceptInvitation(db: Db, token: string, now: Date): Promis
 }
 
 /** GET shows the page with the accept button; POST (form field `token`) accepts: 200, or 410 when the link does not work. */
-export function invitationRoutes(db: Db, now: () => Date = () => new Date()): express.Router {
+export interface InvitationLinks {
+  open(token: string): ReturnType<typeof openInvitation>;
+  accept(token: string): ReturnType<typeof acceptInvitation>;
+}
+
+export function invitationRoutes(links: InvitationLinks): express.Router {
   const router = express.Router();
   router.get(ACCEPT_PATH, async (req, res, next) => {
     try {
       const token = typeof req.query.token === "string" ? req.query.token : "";
       res.set("cache-control", "no-store").set("referrer-policy", "no-referrer").type("html");
-      const open = await openInvitation(db, token, now());
+      const open = await links.open(token);
       if (!open) return void res.status(410).send(invalid());
       res.send(
         page(
@@ -99,7 +104,7 @@ export function invitationRoutes(db: Db, now: () => Date = () => new Date()): ex
     try {
       const token = typeof req.body?.token === "string" ? (req.body.token as string) : "";
       res.set("cache-control", "no-store").type("html");
-      const accepted = await acceptInvitation(db, token, now());
+      const accepted = await links.accept(token);
       if (!accepted) return void res.status(410).send(invalid());
       res.send(page(`Welcome to ${accepted.accountName}`, "<p>Your invitation is accepted: your membership is active.</p>"));
     } catch (error) {

@@ -5,7 +5,7 @@ import type { Prisma } from "../../generated/prisma/client.ts";
 import { Conflict, NotFound, TooManyRequests } from "../domain/errors.ts";
 import { normaliseEmail } from "../ids.ts";
 import type { JobQueue } from "../jobs/queue.ts";
-import { ACCEPT_PATH, invitationMail, issueInvitation } from "../notify/invitations.ts";
+import { ACCEPT_PATH, acceptInvitation, invitationMail, issueInvitation, openInvitation } from "../notify/invitations.ts";
 import { enqueueMail } from "../notify/mail.ts";
 import type { AccessService } from "./access.ts";
 import { DEFAULT_PAGE_SIZE, decodeCursor, type Page, readAfterId, toPage } from "./paging.ts";
@@ -92,6 +92,12 @@ export function userService(db: Db, access: AccessService, invitations: Invitati
         return id;
       });
     },
+
+    /** The invitation a link's token opens (for the accept page); undefined when the link does not work. */
+    openInvitation: (token: string) => openInvitation(db, token, invitations.now()),
+
+    /** Accepts the invitation of a link's token once: the membership becomes active. */
+    acceptInvitation: (token: string) => acceptInvitation(db, token, invitations.now()),
 
     /** Renames the member within this account only (another account keeps its own name for them). */
     async rename(accountId: string, userId: number, name: string): Promise<void> {
