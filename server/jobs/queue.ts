@@ -60,8 +60,8 @@ export interface JobQueue {
   start(): void;
   /** Claim soon (after an enqueue in this process). */
   wake(): void;
-  /** Stops claiming, finishes the jobs in hand, then resolves. */
-  stop(): Promise<void>;
+  /** Stops claiming, finishes the jobs in hand (at most `graceMs`, default 10 s), then resolves. */
+  stop(graceMs?: number): Promise<void>;
   /** Tests: claims and runs (one at a time) until nothing registered is due. */
   drain(): Promise<void>;
 }
@@ -271,11 +271,14 @@ export function createJobQueue(db: PrismaClient, logger: Logger, options: { poll
 
     wake,
 
-    async stop() {
+    async stop(graceMs = 10_000) {
       stopped = true;
       clearTimeout(timer);
       await ticking;
-      await Promise.allSettled([...inHand]);
+      // a job still running after the grace is left to its lease: another process takes it over
+      let grace: NodeJS.Timeout | undefined;
+      await Promise.race([Promise.allSettled([...inHand]), new Promise((resolve) => (grace = setTimeout(resolve, graceMs)))]);
+      clearTimeout(grace);
       started = false;
     },
 
