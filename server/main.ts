@@ -11,6 +11,7 @@ import { ensureDemo } from "./demo.ts";
 import { listen } from "./listen.ts";
 import { createLogger } from "./logging.ts";
 import { createRateLimiter } from "./rate-limiter.ts";
+import { startDigestScheduler } from "./notify/segment-alerts.ts";
 import { createServices } from "./services/index.ts";
 import { sharedResolver } from "./tracking/resolver.ts";
 import { startIngestWriter } from "./tracking/writer.ts";
@@ -37,6 +38,15 @@ function loadConfigOrExit() {
   }
 }
 
+/** Production sends real mail: it refuses to start without SMTP_URL (elsewhere .eml files stand in). */
+function requireMailInProduction() {
+  if (config.production && !config.mail.smtpUrl) {
+    console.error("configuration error: SMTP_URL is required in production (smtp://user:password@host:587)");
+    process.exit(1);
+  }
+}
+requireMailInProduction();
+
 /** Resolves the key now: production refuses to start without CTD_ENCRYPTION_KEY, development warns once. */
 function trackingDomainSettings() {
   try {
@@ -54,7 +64,15 @@ const db = await openDatabaseOrExit(config.database, { share: role === "worker" 
 const applied = role === "worker" ? [] : await db.migrate();
 if (role !== "worker") logger.info("database ready", { kind: db.kind, migrationsApplied: applied });
 
-const services = createServices(db.prisma, { trackingDomains, logger, sql: db.sql });
+// Links in mail point at PUBLIC_BASE_URL, or at the address this process listens on (known after listen).
+let publicUrl = config.notify.publicUrl ?? `http://${config.host}:${config.port}`;
+const services = createServices(db.prisma, {
+  trackingDomains,
+  logger,
+  sql: db.sql,
+  mail: config.mail,
+  notify: { ...config.notify, publicUrl: () => publicUrl },
+});
 if (role === "primary") {
   const workers = await startWorkers({ count: config.workers, sharedRateLimit: !!config.rateLimit.redis, logger }).catch((error: Error) => {
     logger.error("workers did not start", { error: error.message });
@@ -73,7 +91,13 @@ const rateLimiter = await createRateLimiter(config.rateLimit, logger);
 const tracking = trackingSettings();
 sharedResolver({ ipv6Geo: config.tracking.ipv6Geo });
 const ingest = tracking.writer.enabled
-  ? startIngestWriter(db.prisma, { contacts: services.contacts, credits: services.credits, now: () => new Date() }, logger, tracking.writer)
+  ? startIngestWriter(
+      db.prisma,
+      { contacts: services.contacts, credits: services.credits, now: () => new Date() },
+      logger,
+      // a visit may make a lead enter segments (compose further onIngested hooks here)
+      { ...tracking.writer, onIngested: services.segmentAlerts.onIngested },
+    )
   : undefined;
 const app = createApp({
   db,
@@ -87,6 +111,7 @@ const app = createApp({
   tracking: { config: tracking, onQueued: ingest?.wake },
 });
 const running = await listen(app, config, logger);
+if (!config.notify.publicUrl) publicUrl = baseUrl(running.port, running.protocol);
 logger.info("listening", {
   protocol: running.protocol,
   host: config.host,
@@ -96,6 +121,10 @@ logger.info("listening", {
 });
 // Picks up the certificate jobs a previous process left unfinished, then those that are queued.
 const worker = startCertificateWorker(services.certificateJobs, trackingDomains.jobs, logger);
+// Background jobs (mail, digests, ...): picks up what a previous process left, in every process.
+services.jobs.start();
+const digests = startDigestScheduler(services.segmentAlerts, logger);
+logger.info("mail transport", { destination: services.mailer.destination });
 process.on("SIGTERM", () => void stop("SIGTERM"));
 process.on("SIGINT", () => void stop("SIGINT"));
 if (config.seedDemo && role === "single") await printDemo(baseUrl(running.port, running.protocol));
@@ -116,6 +145,7 @@ async function printDemo(baseUrl: string): Promise<void> {
     [
       "",
       `API reference: ${baseUrl}/docs (no key needed)`,
+      `Mail (invitations, segment alerts) goes to: ${services.mailer.destination}`,
       "Demo account ready. A new demo key is issued at every start (the previous one is revoked).",
       `  account id:  ${demo.accountId}`,
       `  API key:     ${demo.key}`,
@@ -145,6 +175,9 @@ async function stop(signal: string): Promise<void> {
   logger.info("stopping", { signal, timeoutMs: config.timeouts.shutdownMs });
   await running.shutdown();
   await worker.stop();
+  digests.stop();
+  await services.jobs.stop();
+  services.mailer.close();
   await ingest?.stop();
   await rateLimiter.close();
   await db.close();

@@ -1,6 +1,12 @@
 // The rules of each tag, built once per app around one database client.
 import { loadTrackingDomainConfig, type TrackingDomainConfig } from "../ctd/config.ts";
 import type { Db, Sql } from "../db/database.ts";
+import os from "node:os";
+import path from "node:path";
+import type { MailConfig, NotifyConfig } from "../config.ts";
+import { createJobQueue } from "../jobs/queue.ts";
+import { createMailer, type Mailer, registerMailJobs } from "../notify/mail.ts";
+import { registerSegmentAlertJobs, segmentAlertService } from "../notify/segment-alerts.ts";
 import { createLogger, type Logger } from "../logging.ts";
 import { accessService } from "./access.ts";
 import { accountService } from "./accounts.ts";
@@ -31,30 +37,55 @@ export interface ServiceOptions {
   keyCacheMs?: number;
   /** The driver, for the hot path's statements (`Database.sql`); through Prisma when absent. */
   sql?: Sql;
+  /** How often the job queue looks for due jobs when nobody wakes it (default 1 s). */
+  jobPollMs?: number;
+  /** E-mail: SMTP or an outbox directory (default: .eml files in the system's temporary directory). */
+  mail?: MailConfig;
+  /** Invitations and digests; `publicUrl` may be a getter (known once the server listens). */
+  notify?: Partial<Omit<NotifyConfig, "publicUrl">> & { publicUrl?: string | (() => string) };
 }
+
+const defaultMail = (): MailConfig => ({ from: "Lead Intelligence <no-reply@leadintel.io>", outboxDir: path.join(os.tmpdir(), "lead-intel-mail") });
 
 export function createServices(
   db: Db,
-  { trackingDomains = loadTrackingDomainConfig({}), logger = createLogger(), now = () => new Date(), keyCacheMs, sql }: ServiceOptions = {},
+  { trackingDomains = loadTrackingDomainConfig({}), logger = createLogger(), now = () => new Date(), keyCacheMs, sql, jobPollMs, mail, notify = {} }: ServiceOptions = {},
 ) {
   const hotSql: Sql = sql ?? ((statement) => db.$queryRawUnsafe(statement.text, ...statement.values));
   const access = accessService(db);
   const certificateJobs = certificateJobService(db, { config: trackingDomains, logger });
-  const segments = segmentService(db, access);
   const contacts = contactService(db);
   const credits = creditService(db, hotSql);
   const idempotency = idempotencyService(db, now);
+  // the durable background jobs of this process (server/main.ts starts and stops it)
+  const jobs = createJobQueue(db, logger, { now, pollMs: jobPollMs });
+  const mailer: Mailer = createMailer(mail ?? defaultMail());
+  registerMailJobs(jobs, mailer, logger);
+  const segmentAlerts = segmentAlertService(db, jobs, { now, digestHourUtc: notify.digestHourUtc });
+  registerSegmentAlertJobs(db, jobs, mailer, logger);
+  const segments = segmentService(db, access, segmentAlerts);
+  const publicUrl = notify.publicUrl;
+  const invitations = {
+    jobs,
+    now,
+    publicUrl: typeof publicUrl === "function" ? publicUrl : () => publicUrl ?? "http://127.0.0.1:3000",
+    ttlHours: notify.inviteTtlHours ?? 168,
+    resendSeconds: notify.inviteResendSeconds ?? 60,
+  };
   return {
+    jobs,
+    mailer,
+    segmentAlerts,
     accounts: accountService(db, hotSql, { keyCacheMs }),
     access,
-    users: userService(db, access),
+    users: userService(db, access, invitations),
     userDatasets: userDatasetService(db, access),
     datasets: datasetService(db, access),
     trackingDomains: trackingDomainService(db, access, trackingDomains, certificateJobs),
     certificateJobs,
     segments,
     segmentPreferences: segmentPreferenceService(db, access, segments),
-    leadOperations: leadOperationService(db, access),
+    leadOperations: leadOperationService(db, access, segmentAlerts),
     leads: leadService(db, access, segments),
     contacts,
     credits,

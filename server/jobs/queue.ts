@@ -1,0 +1,301 @@
+// The one durable job mechanism for background work (mail, digests, webhooks, ...): jobs are rows
+// of the Job table. A worker claims a due job with one conditional UPDATE whose target row is
+// chosen FOR UPDATE SKIP LOCKED, taking a lease (a fresh token and an expiry) that it renews while
+// the handler runs. Every later write is conditional on that token, so a worker that lost its lease
+// changes nothing; a job whose lease ran out (its process was SIGKILLed) is due again and claimed
+// by any process. Several processes on one database never run a job twice at the same time.
+// Delivery is at least once: a handler may run again after a crash, so handlers are idempotent.
+// The same statements run on PGlite and PostgreSQL (the generalised certificate-job design; see
+// README "Background jobs").
+import { randomBytes, randomUUID } from "node:crypto";
+import { hostname } from "node:os";
+import { Prisma, type PrismaClient } from "../../generated/prisma/client.ts";
+import { type Logger, redact } from "../logging.ts";
+
+export interface Job {
+  id: bigint;
+  kind: string;
+  payload: unknown;
+  /** 1-based: the attempt this run is. */
+  attempt: number;
+}
+export type JobHandler = (job: Job) => Promise<void>;
+
+/** Run the job again at `at` (a Retry-After); counts as an attempt. */
+export class RetryAt extends Error {
+  constructor(
+    public at: Date,
+    message?: string,
+  ) {
+    super(message ?? `retry at ${at.toISOString()}`);
+    this.name = "RetryAt";
+  }
+}
+
+/** No more attempts: the job is dead at once (a webhook answered 410). */
+export class GiveUp extends Error {
+  constructor(message?: string) {
+    super(message ?? "gave up");
+    this.name = "GiveUp";
+  }
+}
+
+export interface JobKindOptions {
+  maxAttempts: number;
+  /** Delay after failed attempt n (1-based); the queue adds ±20 % jitter unless `jitter` is false. */
+  backoffMs: (attempt: number) => number;
+  jitter?: boolean;
+  /** How long a claim holds the job without renewal (default 60 s; renewed every third of it). */
+  leaseMs?: number;
+  /** Jobs of this kind one queue runs at the same time (default 1). */
+  concurrency?: number;
+  /** Replace the payload by null once the job is done or dead (it holds addresses, links, bodies). */
+  forgetPayload?: boolean;
+}
+
+export interface JobQueue {
+  register(kind: string, handler: JobHandler, options: JobKindOptions): void;
+  /** Inside the caller's transaction when `tx` is one: the job exists iff the caller's write commits. dedupeKey unique: a second enqueue with the same key is a no-op. */
+  enqueue(tx: Prisma.TransactionClient | PrismaClient, job: { kind: string; payload: unknown; runAt?: Date; dedupeKey?: string }): Promise<void>;
+  start(): void;
+  /** Claim soon (after an enqueue in this process). */
+  wake(): void;
+  /** Stops claiming, finishes the jobs in hand (at most `graceMs`, default 10 s), then resolves. */
+  stop(graceMs?: number): Promise<void>;
+  /** Tests: claims and runs (one at a time) until nothing registered is due. */
+  drain(): Promise<void>;
+}
+
+interface Registered {
+  handler: JobHandler;
+  options: Required<JobKindOptions>;
+  inFlight: number;
+}
+
+interface Claimed {
+  id: bigint;
+  kind: string;
+  payload: string;
+  attempts: number;
+  leaseToken: string;
+}
+
+const DEFAULT_LEASE_MS = 60_000;
+const ERROR_LIMIT = 500;
+
+/** A failure's message for the lastError column and the log: no addresses, bounded. */
+export function errorText(error: unknown): string {
+  const text = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+  return redact(text).slice(0, ERROR_LIMIT);
+}
+
+export function createJobQueue(db: PrismaClient, logger: Logger, options: { pollMs?: number; now?: () => Date } = {}): JobQueue {
+  const pollMs = options.pollMs ?? 1_000;
+  const now = options.now ?? (() => new Date());
+  const workerId = `${hostname()}:${process.pid}:${randomBytes(3).toString("hex")}`;
+  const kinds = new Map<string, Registered>();
+  const inHand = new Set<Promise<void>>();
+  let started = false;
+  let stopped = false;
+  let timer: NodeJS.Timeout | undefined;
+  let ticking: Promise<void> | undefined;
+  let again = false;
+
+  async function claim(kind: string, leaseMs: number): Promise<Claimed | undefined> {
+    const at = now();
+    const leaseToken = `${workerId}/${randomUUID()}`;
+    const until = new Date(at.getTime() + leaseMs);
+    // Due: queued and its time has come, or running under a lease that ran out (a dead worker).
+    const rows = await db.$queryRaw<Omit<Claimed, "leaseToken">[]>(Prisma.sql`
+      UPDATE "Job" SET "state" = 'running', "leaseToken" = ${leaseToken}, "leaseUntil" = ${until},
+        "attempts" = "attempts" + 1, "startedAt" = ${at}
+      WHERE "id" = (
+        SELECT "id" FROM "Job"
+        WHERE "kind" = ${kind}
+          AND (("state" = 'queued' AND "runAfter" <= ${at}) OR ("state" = 'running' AND "leaseUntil" < ${at}))
+        ORDER BY "runAfter", "id"
+        LIMIT 1
+        FOR UPDATE SKIP LOCKED)
+      AND (("state" = 'queued' AND "runAfter" <= ${at}) OR ("state" = 'running' AND "leaseUntil" < ${at}))
+      RETURNING "id", "kind", "payload"::text AS "payload", "attempts"`);
+    const row = rows[0];
+    return row ? { ...row, id: BigInt(row.id), attempts: Number(row.attempts), leaseToken } : undefined;
+  }
+
+  /** A write of the lease holder; false when the job is no longer this worker's. */
+  async function asHolder(job: Claimed, set: Prisma.Sql): Promise<boolean> {
+    const count = await db.$executeRaw(Prisma.sql`UPDATE "Job" SET ${set} WHERE "id" = ${job.id} AND "leaseToken" = ${job.leaseToken}`);
+    return count === 1;
+  }
+
+  const finished = (state: "done" | "dead", lastError: string | null, registered: Registered) =>
+    Prisma.sql`"state" = ${state}::"JobState", "leaseToken" = NULL, "leaseUntil" = NULL, "finishedAt" = ${now()}, "lastError" = ${lastError}${
+      registered.options.forgetPayload ? Prisma.sql`, "payload" = 'null'::jsonb` : Prisma.empty
+    }`;
+
+  async function settle(job: Claimed, registered: Registered, error: unknown): Promise<void> {
+    const fields = { jobId: String(job.id), kind: job.kind, attempt: job.attempts };
+    const message = errorText(error);
+    const last = job.attempts >= registered.options.maxAttempts;
+    if (error instanceof GiveUp || last) {
+      await asHolder(job, finished("dead", message, registered));
+      logger.warn("job dead", { ...fields, error: message });
+      return;
+    }
+    let runAfter: Date;
+    if (error instanceof RetryAt) runAfter = error.at;
+    else {
+      const base = Math.max(0, registered.options.backoffMs(job.attempts));
+      const factor = registered.options.jitter ? 0.8 + Math.random() * 0.4 : 1;
+      runAfter = new Date(now().getTime() + Math.round(base * factor));
+    }
+    await asHolder(job, Prisma.sql`"state" = 'queued', "leaseToken" = NULL, "leaseUntil" = NULL, "runAfter" = ${runAfter}, "lastError" = ${message}`);
+    logger.warn("job will be retried", { ...fields, runAfter: runAfter.toISOString(), error: message });
+  }
+
+  async function run(job: Claimed, registered: Registered): Promise<void> {
+    const { leaseMs, maxAttempts } = registered.options;
+    const fields = { jobId: String(job.id), kind: job.kind, attempt: job.attempts };
+    if (job.attempts > maxAttempts) {
+      // its last attempt died with its process
+      await asHolder(job, finished("dead", "interrupted too often", registered));
+      logger.warn("job dead", { ...fields, error: "interrupted too often" });
+      return;
+    }
+    const heartbeat = setInterval(() => {
+      const until = new Date(now().getTime() + leaseMs);
+      asHolder(job, Prisma.sql`"leaseUntil" = ${until}`).then(
+        (held) => held || logger.warn("job lease lost", fields),
+        (error: unknown) => logger.error("job lease renewal failed", { ...fields, error: errorText(error) }),
+      );
+    }, Math.max(leaseMs / 3, 10));
+    try {
+      await registered.handler({ id: job.id, kind: job.kind, payload: JSON.parse(job.payload), attempt: job.attempts });
+      clearInterval(heartbeat);
+      if (await asHolder(job, finished("done", null, registered))) logger.debug("job done", fields);
+      else logger.warn("job finished after its lease was lost", fields);
+    } catch (error) {
+      clearInterval(heartbeat);
+      await settle(job, registered, error);
+    } finally {
+      clearInterval(heartbeat);
+    }
+  }
+
+  /** One pass: claims what the free slots allow and starts it; returns the number claimed. */
+  async function claimRound(): Promise<number> {
+    let claimed = 0;
+    for (const [kind, registered] of kinds) {
+      while (!stopped && registered.inFlight < registered.options.concurrency) {
+        const job = await claim(kind, registered.options.leaseMs);
+        if (!job) break;
+        claimed++;
+        registered.inFlight++;
+        const done: Promise<void> = run(job, registered)
+          .catch((error: unknown) => logger.error("job could not record its outcome", { jobId: String(job.id), kind, error: errorText(error) }))
+          .finally(() => {
+            registered.inFlight--;
+            inHand.delete(done);
+            if (started && !stopped) wake();
+          });
+        inHand.add(done);
+      }
+    }
+    return claimed;
+  }
+
+  function schedule(delay: number) {
+    if (stopped || !started) return;
+    clearTimeout(timer);
+    timer = setTimeout(tick, delay);
+  }
+
+  function tick() {
+    if (stopped) return;
+    if (ticking) {
+      again = true;
+      return;
+    }
+    ticking = claimRound()
+      .catch((error: unknown) => {
+        logger.error("job queue could not claim", { error: errorText(error) });
+        return 0;
+      })
+      .then(() => {
+        ticking = undefined;
+        if (again) {
+          again = false;
+          schedule(0);
+        } else schedule(pollMs);
+      });
+  }
+
+  function wake() {
+    schedule(0);
+  }
+
+  return {
+    register(kind, handler, kindOptions) {
+      kinds.set(kind, {
+        handler,
+        options: {
+          maxAttempts: kindOptions.maxAttempts,
+          backoffMs: kindOptions.backoffMs,
+          jitter: kindOptions.jitter ?? true,
+          leaseMs: kindOptions.leaseMs ?? DEFAULT_LEASE_MS,
+          concurrency: kindOptions.concurrency ?? 1,
+          forgetPayload: kindOptions.forgetPayload ?? false,
+        },
+        inFlight: 0,
+      });
+    },
+
+    async enqueue(tx, job) {
+      const payload = JSON.stringify(job.payload ?? null);
+      const runAfter = job.runAt ?? now();
+      await tx.$executeRaw(Prisma.sql`
+        INSERT INTO "Job" ("kind", "payload", "runAfter", "dedupeKey")
+        VALUES (${job.kind}, ${payload}::jsonb, ${runAfter}, ${job.dedupeKey ?? null})
+        ON CONFLICT ("dedupeKey") DO NOTHING`);
+      // Outside a transaction the job is committed now; inside one the caller wakes after commit.
+      if ("$transaction" in tx) wake();
+    },
+
+    start() {
+      if (started) return;
+      started = true;
+      stopped = false;
+      logger.info("job queue started", { workerId, kinds: [...kinds.keys()] });
+      schedule(0);
+    },
+
+    wake,
+
+    async stop(graceMs = 10_000) {
+      stopped = true;
+      clearTimeout(timer);
+      await ticking;
+      // a job still running after the grace is left to its lease: another process takes it over
+      let grace: NodeJS.Timeout | undefined;
+      await Promise.race([Promise.allSettled([...inHand]), new Promise((resolve) => (grace = setTimeout(resolve, graceMs)))]);
+      clearTimeout(grace);
+      started = false;
+    },
+
+    async drain() {
+      for (;;) {
+        let claimed = 0;
+        for (const [kind, registered] of kinds) {
+          const job = await claim(kind, registered.options.leaseMs);
+          if (!job) continue;
+          claimed++;
+          await run(job, registered);
+        }
+        if (!claimed) {
+          await Promise.allSettled([...inHand]);
+          return;
+        }
+      }
+    },
+  };
+}
