@@ -1,5 +1,7 @@
 // The rules of each tag, built once per app around one database client.
-import { loadTrackingDomainConfig, type TrackingDomainConfig } from "../ctd/config.ts";
+import { loadTrackingDomainConfig, resolveEncryptionKey, type TrackingDomainConfig } from "../ctd/config.ts";
+import { secretBox } from "../ctd/secret-box.ts";
+import { loadWebhookConfig, type WebhookConfig } from "../notify/config.ts";
 import type { Db, Sql } from "../db/database.ts";
 import { createJobQueue } from "../jobs/queue.ts";
 import { createLogger, type Logger } from "../logging.ts";
@@ -21,6 +23,8 @@ import { userDatasetService } from "./user-datasets.ts";
 import { userService } from "./users.ts";
 import { sharedResolver } from "../tracking/resolver.ts";
 import { trackingService } from "./tracking.ts";
+import { registerWebhookJobs } from "../notify/webhook-job.ts";
+import { webhookService } from "./webhooks.ts";
 
 export interface ServiceOptions {
   /** Custom tracking domains; their defaults when not given. */
@@ -34,11 +38,13 @@ export interface ServiceOptions {
   sql?: Sql;
   /** How often the job queue looks for due jobs when nobody wakes it (default 1 s). */
   jobPollMs?: number;
+  /** Webhook delivery; its defaults when not given. */
+  webhooks?: WebhookConfig;
 }
 
 export function createServices(
   db: Db,
-  { trackingDomains = loadTrackingDomainConfig({}), logger = createLogger(), now = () => new Date(), keyCacheMs, sql, jobPollMs }: ServiceOptions = {},
+  { trackingDomains = loadTrackingDomainConfig({}), logger = createLogger(), now = () => new Date(), keyCacheMs, sql, jobPollMs, webhooks = loadWebhookConfig({}) }: ServiceOptions = {},
 ) {
   const hotSql: Sql = sql ?? ((statement) => db.$queryRawUnsafe(statement.text, ...statement.values));
   const access = accessService(db);
@@ -49,8 +55,13 @@ export function createServices(
   const idempotency = idempotencyService(db, now);
   // the durable background jobs of this process (server/main.ts starts and stops it)
   const jobs = createJobQueue(db, logger, { now, pollMs: jobPollMs });
+  // endpoint secrets are sealed with the tracking-domain key (CTD_ENCRYPTION_KEY), asked for on first use
+  const webhookSecrets = secretBox(() => resolveEncryptionKey(trackingDomains, logger));
+  registerWebhookJobs(db, jobs, { config: webhooks, secrets: webhookSecrets, logger, now });
   return {
     jobs,
+    webhooks: webhookService(db, { config: webhooks, secrets: webhookSecrets, jobs: () => jobs, now }),
+    webhookConfig: webhooks,
     accounts: accountService(db, hotSql, { keyCacheMs }),
     access,
     users: userService(db, access),
