@@ -14,6 +14,7 @@ import { createRateLimiter } from "./rate-limiter.ts";
 import { createServices } from "./services/index.ts";
 import { sharedResolver } from "./tracking/resolver.ts";
 import { startIngestWriter } from "./tracking/writer.ts";
+import { webhookEvents } from "./notify/events.ts";
 
 const config = loadConfigOrExit();
 const logger = createLogger(config.logLevel);
@@ -54,7 +55,7 @@ const db = await openDatabaseOrExit(config.database, { share: role === "worker" 
 const applied = role === "worker" ? [] : await db.migrate();
 if (role !== "worker") logger.info("database ready", { kind: db.kind, migrationsApplied: applied });
 
-const services = createServices(db.prisma, { trackingDomains, logger, sql: db.sql });
+const services = createServices(db.prisma, { trackingDomains, logger, sql: db.sql, webhooks: config.webhooks });
 if (role === "primary") {
   const workers = await startWorkers({ count: config.workers, sharedRateLimit: !!config.rateLimit.redis, logger }).catch((error: Error) => {
     logger.error("workers did not start", { error: error.message });
@@ -72,8 +73,15 @@ const rateLimiter = await createRateLimiter(config.rateLimit, logger);
 // drains the collector's queue (and whatever a previous process left in it).
 const tracking = trackingSettings();
 sharedResolver({ ipv6Geo: config.tracking.ipv6Geo });
+// Webhook events of what the writer wrote: lead.created and lead.visited inside each batch's
+// transaction (outbox), contact.enriched after enrichment. Compose other hooks here.
+const webhooks = webhookEvents(db.prisma, services.jobs, { wake: () => services.jobs.wake() });
 const ingest = tracking.writer.enabled
-  ? startIngestWriter(db.prisma, { contacts: services.contacts, credits: services.credits, now: () => new Date() }, logger, tracking.writer)
+  ? startIngestWriter(db.prisma, { contacts: services.contacts, credits: services.credits, now: () => new Date() }, logger, {
+      ...tracking.writer,
+      onIngested: webhooks.onIngested,
+      onEnriched: webhooks.onEnriched,
+    })
   : undefined;
 const app = createApp({
   db,
