@@ -12,8 +12,14 @@ const logger = createLogger(config.logLevel);
 const { writer: settings } = config.tracking;
 const db = await openDatabaseOrExit(config.database);
 await db.migrate();
-const services = createServices(db.prisma, { logger });
-const writer = startIngestWriter(db.prisma, { contacts: services.contacts, credits: services.credits, now: () => new Date() }, logger, settings);
+const services = createServices(db.prisma, { logger, mail: config.mail, notify: config.notify });
+// segment entries are recorded with each batch; the alert jobs are run by the service's processes
+const writer = startIngestWriter(
+  db.prisma,
+  { contacts: services.contacts, credits: services.credits, now: () => new Date() },
+  logger,
+  { ...settings, onIngested: services.segmentAlerts.onIngested },
+);
 logger.info("ingest writer running", { batchSize: settings.batchSize, pollMs: settings.pollMs });
 
 async function stop(signal: string): Promise<void> {

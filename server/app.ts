@@ -22,6 +22,7 @@ import { memoryRateLimiter, type RateLimiter } from "./rate-limiter.ts";
 import { ACME_CHALLENGE_PATH, acmeChallenge } from "./routes/custom-tracking-domains.ts";
 import { createHandlers } from "./routes/index.ts";
 import { createServices, type Services } from "./services/index.ts";
+import { invitationRoutes } from "./notify/invitations.ts";
 import { loadContract } from "./contract.ts";
 import { collectorRoutes } from "./tracking/collector.ts";
 import { loadTrackingConfig, type TrackingConfig } from "./tracking/config.ts";
@@ -88,6 +89,8 @@ export function createApp({
       onQueued: tracking.onQueued,
     }),
   );
+  // The invited person's accept page (no key: the link's token is the credential); outside the partner spec.
+  app.use(invitationRoutes({ open: services.users.openInvitation, accept: services.users.acceptInvitation }));
   const chain: OperationChain = {
     // The key is checked before the body is read: 401 and the licence's 403 win over a
     // malformed body's 400 (the spec's order of precedence), and anonymous bodies are not read.

@@ -41,6 +41,26 @@ export interface TimeoutsConfig {
   shutdownMs: number;
 }
 
+export interface MailConfig {
+  /** SMTP server (`smtp://user:pass@host:587`, `smtps://...`); unset: mail is written as .eml files to `outboxDir`. */
+  smtpUrl?: string;
+  /** The From of every mail. */
+  from: string;
+  /** Where mail goes without SMTP_URL (outside production only). */
+  outboxDir: string;
+}
+
+export interface NotifyConfig {
+  /** The service's public base URL, for links in mail; unset: the address it listens on. */
+  publicUrl?: string;
+  /** How long an invitation's accept link works. */
+  inviteTtlHours: number;
+  /** The least time between two resends of one member's invitation. */
+  inviteResendSeconds: number;
+  /** When daily and weekly digests are sent (UTC hour; weekly on Monday). */
+  digestHourUtc: number;
+}
+
 export interface Config {
   port: number;
   host: string;
@@ -68,6 +88,10 @@ export interface Config {
   tracking: TrackingConfig;
   /** Webhook delivery (the `WEBHOOK_*` variables). */
   webhooks: WebhookConfig;
+  /** E-mail (the `SMTP_URL`, `MAIL_*` variables); production requires SMTP_URL (checked by server/main.ts). */
+  mail: MailConfig;
+  /** Invitations and segment alerts. */
+  notify: NotifyConfig;
 }
 
 const on = /^(1|true|yes|on)$/i;
@@ -113,6 +137,13 @@ const environment = z.object({
   TLS_KEY_FILE: text,
   TRUST_PROXY: text,
   REQUIRE_HTTPS: flag,
+  SMTP_URL: text.refine((v) => v === undefined || /^smtps?:\/\//.test(v), "must be an smtp:// or smtps:// URL"),
+  MAIL_FROM: text.transform((v) => v ?? "Lead Intelligence <no-reply@leadintel.io>"),
+  MAIL_DIR: text,
+  PUBLIC_BASE_URL: text.refine((v) => v === undefined || /^https?:\/\/[^/]+/.test(v), "must be an http(s) URL"),
+  INVITE_TTL_HOURS: integer(168),
+  INVITE_RESEND_SECONDS: integer(60, 0),
+  DIGEST_HOUR_UTC: integer(7, 0).refine((h) => h <= 23, "must be an hour 0-23"),
 });
 
 /** `true`/`false`, a hop count, or what express accepts as a list (`loopback`, `10.0.0.0/8, 127.0.0.1`). */
@@ -166,5 +197,17 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     trackingDomains: loadTrackingDomainConfig(env),
     tracking: loadTrackingConfig(env),
     webhooks: loadWebhookConfig(env),
+    mail: {
+      smtpUrl: e.SMTP_URL,
+      from: e.MAIL_FROM,
+      // next to the embedded database's directory: .data/mail by default
+      outboxDir: path.resolve(e.MAIL_DIR ?? path.join(path.dirname(e.DATA_DIR), "mail")),
+    },
+    notify: {
+      publicUrl: e.PUBLIC_BASE_URL?.replace(/\/+$/, ""),
+      inviteTtlHours: e.INVITE_TTL_HOURS,
+      inviteResendSeconds: e.INVITE_RESEND_SECONDS,
+      digestHourUtc: e.DIGEST_HOUR_UTC,
+    },
   };
 }

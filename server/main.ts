@@ -11,6 +11,7 @@ import { ensureDemo } from "./demo.ts";
 import { listen } from "./listen.ts";
 import { createLogger } from "./logging.ts";
 import { createRateLimiter } from "./rate-limiter.ts";
+import { startDigestScheduler } from "./notify/segment-alerts.ts";
 import { createServices } from "./services/index.ts";
 import { sharedResolver } from "./tracking/resolver.ts";
 import { startIngestWriter } from "./tracking/writer.ts";
@@ -38,6 +39,15 @@ function loadConfigOrExit() {
   }
 }
 
+/** Production sends real mail: it refuses to start without SMTP_URL (elsewhere .eml files stand in). */
+function requireMailInProduction() {
+  if (config.production && !config.mail.smtpUrl) {
+    console.error("configuration error: SMTP_URL is required in production (smtp://user:password@host:587)");
+    process.exit(1);
+  }
+}
+requireMailInProduction();
+
 /** Resolves the key now: production refuses to start without CTD_ENCRYPTION_KEY, development warns once. */
 function trackingDomainSettings() {
   try {
@@ -55,7 +65,16 @@ const db = await openDatabaseOrExit(config.database, { share: role === "worker" 
 const applied = role === "worker" ? [] : await db.migrate();
 if (role !== "worker") logger.info("database ready", { kind: db.kind, migrationsApplied: applied });
 
-const services = createServices(db.prisma, { trackingDomains, logger, sql: db.sql, webhooks: config.webhooks });
+// Links in mail point at PUBLIC_BASE_URL, or at the address this process listens on (known after listen).
+let publicUrl = config.notify.publicUrl ?? `http://${config.host}:${config.port}`;
+const services = createServices(db.prisma, {
+  trackingDomains,
+  logger,
+  sql: db.sql,
+  mail: config.mail,
+  webhooks: config.webhooks,
+  notify: { ...config.notify, publicUrl: () => publicUrl },
+});
 if (role === "primary") {
   const workers = await startWorkers({ count: config.workers, sharedRateLimit: !!config.rateLimit.redis, logger }).catch((error: Error) => {
     logger.error("workers did not start", { error: error.message });
@@ -77,11 +96,21 @@ sharedResolver({ ipv6Geo: config.tracking.ipv6Geo });
 // transaction (outbox), contact.enriched after enrichment. Compose other hooks here.
 const webhooks = webhookEvents(db.prisma, services.jobs, { wake: () => services.jobs.wake() });
 const ingest = tracking.writer.enabled
-  ? startIngestWriter(db.prisma, { contacts: services.contacts, credits: services.credits, now: () => new Date() }, logger, {
-      ...tracking.writer,
-      onIngested: webhooks.onIngested,
-      onEnriched: webhooks.onEnriched,
-    })
+  ? startIngestWriter(
+      db.prisma,
+      { contacts: services.contacts, credits: services.credits, now: () => new Date() },
+      logger,
+      // a visit may make a lead enter segments, and makes lead.created / lead.visited webhook events
+      // (both inside the batch's transaction); enrichment makes contact.enriched
+      {
+        ...tracking.writer,
+        onIngested: async (result, tx) => {
+          await services.segmentAlerts.onIngested(result, tx);
+          await webhooks.onIngested(result, tx);
+        },
+        onEnriched: webhooks.onEnriched,
+      },
+    )
   : undefined;
 const app = createApp({
   db,
@@ -95,6 +124,7 @@ const app = createApp({
   tracking: { config: tracking, onQueued: ingest?.wake },
 });
 const running = await listen(app, config, logger);
+if (!config.notify.publicUrl) publicUrl = baseUrl(running.port, running.protocol);
 logger.info("listening", {
   protocol: running.protocol,
   host: config.host,
@@ -106,6 +136,8 @@ logger.info("listening", {
 const worker = startCertificateWorker(services.certificateJobs, trackingDomains.jobs, logger);
 // Background jobs (mail, digests, ...): picks up what a previous process left, in every process.
 services.jobs.start();
+const digests = startDigestScheduler(services.segmentAlerts, logger);
+logger.info("mail transport", { destination: services.mailer.destination });
 process.on("SIGTERM", () => void stop("SIGTERM"));
 process.on("SIGINT", () => void stop("SIGINT"));
 if (config.seedDemo && role === "single") await printDemo(baseUrl(running.port, running.protocol));
@@ -126,6 +158,7 @@ async function printDemo(baseUrl: string): Promise<void> {
     [
       "",
       `API reference: ${baseUrl}/docs (no key needed)`,
+      `Mail (invitations, segment alerts) goes to: ${services.mailer.destination}`,
       "Demo account ready. A new demo key is issued at every start (the previous one is revoked).",
       `  account id:  ${demo.accountId}`,
       `  API key:     ${demo.key}`,
@@ -155,7 +188,9 @@ async function stop(signal: string): Promise<void> {
   logger.info("stopping", { signal, timeoutMs: config.timeouts.shutdownMs });
   await running.shutdown();
   await worker.stop();
+  digests.stop();
   await services.jobs.stop();
+  services.mailer.close();
   await ingest?.stop();
   await rateLimiter.close();
   await db.close();

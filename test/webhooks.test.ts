@@ -259,6 +259,10 @@ describe("delivery", () => {
     const endpoint = await api.request().get(`/v1/webhooks/endpoints/${endpointId}`).set(as(tenant.key));
     expect(endpoint.body).toMatchObject({ enabled: false, disabledReason: "failing" });
     expect((await deliveries(endpointId))[0]!.state).toBe("failed");
+    // the account's admin is e-mailed (a mail job, written with the disabling)
+    const mails = await api.db.prisma.job.findMany({ where: { kind: "mail", dedupeKey: { startsWith: `webhook-disabled:${endpointId}:` } } });
+    expect(mails).toHaveLength(1);
+    expect(mails[0]!.dedupeKey).toMatch(new RegExp(`:${tenant.admin.id}$`));
     // enabling starts afresh
     const enabled = await api.request().patch(`/v1/webhooks/endpoints/${endpointId}`).set(as(tenant.key)).send({ enabled: true });
     expect(enabled.body).toMatchObject({ enabled: true, disabledReason: null });
@@ -323,6 +327,20 @@ describe("listWebhookDeliveries", () => {
     const other = await createTenant(api.services, "Other");
     expect((await api.request().get(`/v1/webhooks/endpoints/${endpointId}/deliveries`).set(as(other.key))).status).toBe(404);
     await drain();
+    await api.request().delete(`/v1/webhooks/endpoints/${endpointId}`).set(as(tenant.key)).expect(204);
+  });
+});
+
+describe("segment.lead_entered", () => {
+  it("when a lead enters a segment, then the segment's entry is published to subscribed endpoints in the same transaction", async () => {
+    const { endpointId } = await createEndpoint(["segment.lead_entered"]);
+    await api.db.prisma.$transaction((tx) =>
+      events().onSegmentEntered([{ accountId: tenant.accountId, datasetId: tenant.datasets[0], segmentId: 7, leadId: "lead_entered", enteredAt: now() }], tx),
+    );
+    await drain();
+    expect(receiver.received.map((r) => r.verified)).toEqual([
+      { type: "segment.lead_entered", timestamp: expect.any(String), data: { accountId: tenant.accountId, datasetId: tenant.datasets[0], leadId: "lead_entered", segmentId: 7 } },
+    ]);
     await api.request().delete(`/v1/webhooks/endpoints/${endpointId}`).set(as(tenant.key)).expect(204);
   });
 });

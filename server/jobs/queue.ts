@@ -49,6 +49,8 @@ export interface JobKindOptions {
   leaseMs?: number;
   /** Jobs of this kind one queue runs at the same time (default 1). */
   concurrency?: number;
+  /** Replace the payload by null once the job is done or dead (it holds addresses, links, bodies). */
+  forgetPayload?: boolean;
 }
 
 export interface JobQueue {
@@ -66,7 +68,7 @@ export interface JobQueue {
 
 interface Registered {
   handler: JobHandler;
-  options: Required<Omit<JobKindOptions, "jitter">> & { jitter: boolean };
+  options: Required<JobKindOptions>;
   inFlight: number;
 }
 
@@ -126,15 +128,17 @@ export function createJobQueue(db: PrismaClient, logger: Logger, options: { poll
     return count === 1;
   }
 
-  const finished = (state: "done" | "dead", lastError: string | null) =>
-    Prisma.sql`"state" = ${state}::"JobState", "leaseToken" = NULL, "leaseUntil" = NULL, "finishedAt" = ${now()}, "lastError" = ${lastError}`;
+  const finished = (state: "done" | "dead", lastError: string | null, registered: Registered) =>
+    Prisma.sql`"state" = ${state}::"JobState", "leaseToken" = NULL, "leaseUntil" = NULL, "finishedAt" = ${now()}, "lastError" = ${lastError}${
+      registered.options.forgetPayload ? Prisma.sql`, "payload" = 'null'::jsonb` : Prisma.empty
+    }`;
 
   async function settle(job: Claimed, registered: Registered, error: unknown): Promise<void> {
     const fields = { jobId: String(job.id), kind: job.kind, attempt: job.attempts };
     const message = errorText(error);
     const last = job.attempts >= registered.options.maxAttempts;
     if (error instanceof GiveUp || last) {
-      await asHolder(job, finished("dead", message));
+      await asHolder(job, finished("dead", message, registered));
       logger.warn("job dead", { ...fields, error: message });
       return;
     }
@@ -154,7 +158,7 @@ export function createJobQueue(db: PrismaClient, logger: Logger, options: { poll
     const fields = { jobId: String(job.id), kind: job.kind, attempt: job.attempts };
     if (job.attempts > maxAttempts) {
       // its last attempt died with its process
-      await asHolder(job, finished("dead", "interrupted too often"));
+      await asHolder(job, finished("dead", "interrupted too often", registered));
       logger.warn("job dead", { ...fields, error: "interrupted too often" });
       return;
     }
@@ -168,7 +172,7 @@ export function createJobQueue(db: PrismaClient, logger: Logger, options: { poll
     try {
       await registered.handler({ id: job.id, kind: job.kind, payload: JSON.parse(job.payload), attempt: job.attempts });
       clearInterval(heartbeat);
-      if (await asHolder(job, finished("done", null))) logger.debug("job done", fields);
+      if (await asHolder(job, finished("done", null, registered))) logger.debug("job done", fields);
       else logger.warn("job finished after its lease was lost", fields);
     } catch (error) {
       clearInterval(heartbeat);
@@ -240,6 +244,7 @@ export function createJobQueue(db: PrismaClient, logger: Logger, options: { poll
           jitter: kindOptions.jitter ?? true,
           leaseMs: kindOptions.leaseMs ?? DEFAULT_LEASE_MS,
           concurrency: kindOptions.concurrency ?? 1,
+          forgetPayload: kindOptions.forgetPayload ?? false,
         },
         inFlight: 0,
       });

@@ -10,6 +10,7 @@ import type { WebhookConfig } from "./config.ts";
 import { createSender, type AttemptOutcome, type Sender } from "./delivery.ts";
 import { WEBHOOK_JOB } from "./events.ts";
 import { GiveUp, type JobQueue, RetryAt } from "../jobs/queue.ts";
+import { MAIL_JOB } from "./mail.ts";
 
 export const secretContext = (endpointId: string) => `webhook-endpoint:${endpointId}`;
 
@@ -118,4 +119,34 @@ export function registerWebhookJobs(db: Db, jobs: JobQueue, options: WebhookWork
       concurrency: 8,
     },
   );
+}
+
+/**
+ * The EndpointDisabledHook of the service: one e-mail (a `mail` job, server/notify/mail.ts) to
+ * each admin of the account, in the transaction that disabled the endpoint. Names the endpoint
+ * and its URL without query (which may hold a token); never the secret.
+ */
+export function notifyAdminsOfDisabledEndpoint(jobs: Pick<JobQueue, "enqueue">): EndpointDisabledHook {
+  return async (tx, { accountId, endpointId, url, failingSince }) => {
+    const admins = await tx.membership.findMany({ where: { accountId, role: "admin" }, select: { userId: true, user: { select: { email: true } } } });
+    const parsed = new URL(url);
+    const shown = `${parsed.origin}${parsed.pathname}`;
+    const since = failingSince.toISOString();
+    for (const admin of admins) {
+      await jobs.enqueue(tx, {
+        kind: MAIL_JOB,
+        dedupeKey: `webhook-disabled:${endpointId}:${failingSince.getTime()}:${admin.userId}`,
+        payload: {
+          to: admin.user.email,
+          subject: `Webhook endpoint ${endpointId} was disabled`,
+          text: [
+            `Your webhook endpoint ${endpointId} (${shown}) has failed every delivery attempt since ${since}, so it was disabled.`,
+            "No further events are sent to it. Fix the receiver, enable the endpoint again",
+            `(PATCH /v1/webhooks/endpoints/${endpointId} with {"enabled": true}) and replay the failed deliveries`,
+            `(POST /v1/webhooks/endpoints/${endpointId}/replay).`,
+          ].join("\n"),
+        },
+      });
+    }
+  };
 }

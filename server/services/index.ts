@@ -3,7 +3,12 @@ import { loadTrackingDomainConfig, resolveEncryptionKey, type TrackingDomainConf
 import { secretBox } from "../ctd/secret-box.ts";
 import { loadWebhookConfig, type WebhookConfig } from "../notify/config.ts";
 import type { Db, Sql } from "../db/database.ts";
+import os from "node:os";
+import path from "node:path";
+import type { MailConfig, NotifyConfig } from "../config.ts";
 import { createJobQueue } from "../jobs/queue.ts";
+import { createMailer, type Mailer, registerMailJobs } from "../notify/mail.ts";
+import { registerSegmentAlertJobs, segmentAlertService } from "../notify/segment-alerts.ts";
 import { createLogger, type Logger } from "../logging.ts";
 import { accessService } from "./access.ts";
 import { accountService } from "./accounts.ts";
@@ -23,7 +28,8 @@ import { userDatasetService } from "./user-datasets.ts";
 import { userService } from "./users.ts";
 import { sharedResolver } from "../tracking/resolver.ts";
 import { trackingService } from "./tracking.ts";
-import { registerWebhookJobs } from "../notify/webhook-job.ts";
+import { notifyAdminsOfDisabledEndpoint, registerWebhookJobs } from "../notify/webhook-job.ts";
+import { webhookEvents } from "../notify/events.ts";
 import { webhookService } from "./webhooks.ts";
 
 export interface ServiceOptions {
@@ -40,16 +46,21 @@ export interface ServiceOptions {
   jobPollMs?: number;
   /** Webhook delivery; its defaults when not given. */
   webhooks?: WebhookConfig;
+  /** E-mail: SMTP or an outbox directory (default: .eml files in the system's temporary directory). */
+  mail?: MailConfig;
+  /** Invitations and digests; `publicUrl` may be a getter (known once the server listens). */
+  notify?: Partial<Omit<NotifyConfig, "publicUrl">> & { publicUrl?: string | (() => string) };
 }
+
+const defaultMail = (): MailConfig => ({ from: "Lead Intelligence <no-reply@leadintel.io>", outboxDir: path.join(os.tmpdir(), "lead-intel-mail") });
 
 export function createServices(
   db: Db,
-  { trackingDomains = loadTrackingDomainConfig({}), logger = createLogger(), now = () => new Date(), keyCacheMs, sql, jobPollMs, webhooks = loadWebhookConfig({}) }: ServiceOptions = {},
+  { trackingDomains = loadTrackingDomainConfig({}), logger = createLogger(), now = () => new Date(), keyCacheMs, sql, jobPollMs, mail, notify = {}, webhooks = loadWebhookConfig({}) }: ServiceOptions = {},
 ) {
   const hotSql: Sql = sql ?? ((statement) => db.$queryRawUnsafe(statement.text, ...statement.values));
   const access = accessService(db);
   const certificateJobs = certificateJobService(db, { config: trackingDomains, logger });
-  const segments = segmentService(db, access);
   const contacts = contactService(db);
   const credits = creditService(db, hotSql);
   const idempotency = idempotencyService(db, now);
@@ -57,21 +68,38 @@ export function createServices(
   const jobs = createJobQueue(db, logger, { now, pollMs: jobPollMs });
   // endpoint secrets are sealed with the tracking-domain key (CTD_ENCRYPTION_KEY), asked for on first use
   const webhookSecrets = secretBox(() => resolveEncryptionKey(trackingDomains, logger));
-  registerWebhookJobs(db, jobs, { config: webhooks, secrets: webhookSecrets, logger, now });
+  const mailer: Mailer = createMailer(mail ?? defaultMail());
+  registerMailJobs(jobs, mailer, logger);
+  const segmentAlerts = segmentAlertService(db, jobs, { now, digestHourUtc: notify.digestHourUtc });
+  registerSegmentAlertJobs(db, jobs, mailer, logger);
+  const segments = segmentService(db, access, segmentAlerts);
+  const publicUrl = notify.publicUrl;
+  const invitations = {
+    jobs,
+    now,
+    publicUrl: typeof publicUrl === "function" ? publicUrl : () => publicUrl ?? "http://127.0.0.1:3000",
+    ttlHours: notify.inviteTtlHours ?? 168,
+    resendSeconds: notify.inviteResendSeconds ?? 60,
+  };
+  registerWebhookJobs(db, jobs, { config: webhooks, secrets: webhookSecrets, logger, now, onEndpointDisabled: notifyAdminsOfDisabledEndpoint(jobs) });
+  // a lead entering a segment is a segment.lead_entered webhook event, in the entries' transaction
+  segmentAlerts.onSegmentEntered(webhookEvents(db, jobs, { now }).onSegmentEntered);
   return {
     jobs,
     webhooks: webhookService(db, { config: webhooks, secrets: webhookSecrets, jobs: () => jobs, now }),
     webhookConfig: webhooks,
+    mailer,
+    segmentAlerts,
     accounts: accountService(db, hotSql, { keyCacheMs }),
     access,
-    users: userService(db, access),
+    users: userService(db, access, invitations),
     userDatasets: userDatasetService(db, access),
     datasets: datasetService(db, access),
     trackingDomains: trackingDomainService(db, access, trackingDomains, certificateJobs),
     certificateJobs,
     segments,
     segmentPreferences: segmentPreferenceService(db, access, segments),
-    leadOperations: leadOperationService(db, access),
+    leadOperations: leadOperationService(db, access, segmentAlerts),
     leads: leadService(db, access, segments),
     contacts,
     credits,

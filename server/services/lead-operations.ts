@@ -2,6 +2,7 @@
 import type { components } from "../../generated/openapi.ts";
 import type { Db } from "../db/database.ts";
 import { Invalid, NotFound } from "../domain/errors.ts";
+import type { SegmentAlertService } from "../notify/segment-alerts.ts";
 import type { AccessService } from "./access.ts";
 import { normaliseTags } from "./tags.ts";
 
@@ -22,7 +23,7 @@ function tagChanges(update: LeadTagsUpdate): { add: string[]; remove: string[] }
   return { add: add.tags, remove: remove.tags };
 }
 
-export function leadOperationService(db: Db, access: AccessService) {
+export function leadOperationService(db: Db, access: AccessService, alerts: SegmentAlertService) {
   return {
     /**
      * Adds and removes tags in one UPDATE, computed from the row it locks, so concurrent
@@ -31,13 +32,19 @@ export function leadOperationService(db: Db, access: AccessService) {
     async updateTags(accountId: string, update: LeadTagsUpdate): Promise<void> {
       const { add, remove } = tagChanges(update);
       await access.dataset(accountId, update.datasetId);
-      const updated = await (db.$executeRaw`
-        UPDATE "Lead" SET "tags" = ARRAY(
-          SELECT t FROM unnest("tags" || ${add}::text[]) AS t
-          WHERE NOT (t = ANY (${remove}::text[]))
-          GROUP BY t ORDER BY t COLLATE "C")
-        WHERE "accountId" = ${accountId} AND "datasetId" = ${update.datasetId} AND "id" = ${update.leadId}`);
+      const updated = await db.$transaction(async (tx) => {
+        const count = await tx.$executeRaw`
+          UPDATE "Lead" SET "tags" = ARRAY(
+            SELECT t FROM unnest("tags" || ${add}::text[]) AS t
+            WHERE NOT (t = ANY (${remove}::text[]))
+            GROUP BY t ORDER BY t COLLATE "C")
+          WHERE "accountId" = ${accountId} AND "datasetId" = ${update.datasetId} AND "id" = ${update.leadId}`;
+        // a tag may make the lead match a segment
+        if (count) await alerts.evaluate(tx, { accountId, datasetId: update.datasetId, leadIds: [update.leadId] });
+        return count;
+      });
       if (updated === 0) throw leadNotFound(update.datasetId, update.leadId);
+      alerts.wake();
     },
 
     /** Makes a member who reaches the dataset the lead's assignee. */
@@ -47,7 +54,12 @@ export function leadOperationService(db: Db, access: AccessService) {
       if (!lead) throw leadNotFound(datasetId, leadId);
       await access.member(accountId, assigneeUserId);
       await access.requireReach(accountId, datasetId, [assigneeUserId]);
-      await db.lead.updateMany({ where: { accountId, datasetId, id: leadId }, data: { assigneeUserId: BigInt(assigneeUserId) } });
+      await db.$transaction(async (tx) => {
+        await tx.lead.updateMany({ where: { accountId, datasetId, id: leadId }, data: { assigneeUserId: BigInt(assigneeUserId) } });
+        // an assignment may make the lead match a segment (assigneeUserId filters)
+        await alerts.evaluate(tx, { accountId, datasetId, leadIds: [leadId] });
+      });
+      alerts.wake();
     },
   };
 }

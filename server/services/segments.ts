@@ -3,6 +3,7 @@
 import type { components } from "../../generated/openapi.ts";
 import type { Db } from "../db/database.ts";
 import { NotFound } from "../domain/errors.ts";
+import type { SegmentAlertService } from "../notify/segment-alerts.ts";
 import type { AccessService } from "./access.ts";
 import { checkFilter, type SegmentFilter } from "./lead-filter.ts";
 import { DEFAULT_PAGE_SIZE, decodeCursor, type Page, toPage } from "./paging.ts";
@@ -69,7 +70,7 @@ function readPosition(value: unknown): number | undefined {
   return Number.isSafeInteger(after) && (after as number) > 0 ? (after as number) : undefined;
 }
 
-export function segmentService(db: Db, access: AccessService) {
+export function segmentService(db: Db, access: AccessService, alerts: SegmentAlertService) {
   return {
     /** One page of a dataset's segments, by id; the acting user must reach the dataset. */
     async list(keyAccountId: string, query: SegmentQuery): Promise<Page<SegmentDto>> {
@@ -92,7 +93,9 @@ export function segmentService(db: Db, access: AccessService) {
       checkFilter(input.filters, "body", "filters");
       const actor = await access.actor(accountId, actorEmail);
       await access.reachableDataset(actor, input.datasetId);
-      const created = await db.segment.create({
+      // the leads that match already enter the new segment, in the same transaction
+      const created = await db.$transaction(async (tx) => {
+        const segment = await tx.segment.create({
           data: {
             accountId,
             datasetId: input.datasetId,
@@ -104,17 +107,28 @@ export function segmentService(db: Db, access: AccessService) {
           },
           select: { id: true },
         });
+        await alerts.evaluate(tx, { accountId, datasetId: input.datasetId, segmentIds: [segment.id] });
+        return segment;
+      });
+      alerts.wake();
       return created.id;
     },
 
     /** Renames the segment and replaces the filters and e-mail preferences that are given. */
     async update(accountId: string, segmentId: number, name: string, changes: SegmentChanges): Promise<void> {
       if (changes.filters) checkFilter(changes.filters, "body", "filters");
-      const { count } = await db.segment.updateMany({
+      const updated = await db.$transaction(async (tx) => {
+        const rows = await tx.segment.updateManyAndReturn({
           where: { accountId, id: segmentId },
           data: { name, nameKey: name.toLowerCase(), ...(changes.filters && { filters: changes.filters }), ...emailColumns(changes.emailPreferences) },
+          select: { datasetId: true },
         });
-      if (count === 0) throw segmentNotFound(segmentId);
+        // a changed filter may let leads enter (entries are never removed: a lead enters once)
+        if (rows[0] && changes.filters) await alerts.evaluate(tx, { accountId, datasetId: rows[0].datasetId, segmentIds: [segmentId] });
+        return rows.length;
+      });
+      if (updated === 0) throw segmentNotFound(segmentId);
+      alerts.wake();
     },
 
     /** Deletes the segment; the foreign key removes the default-segment preferences that name it. */

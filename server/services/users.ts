@@ -1,8 +1,12 @@
 // User Management: members of an account, their names and invitations.
 import type { components } from "../../generated/openapi.ts";
 import type { Db } from "../db/database.ts";
-import { Conflict, NotFound } from "../domain/errors.ts";
+import type { Prisma } from "../../generated/prisma/client.ts";
+import { Conflict, NotFound, TooManyRequests } from "../domain/errors.ts";
 import { normaliseEmail } from "../ids.ts";
+import type { JobQueue } from "../jobs/queue.ts";
+import { ACCEPT_PATH, acceptInvitation, invitationMail, issueInvitation, openInvitation } from "../notify/invitations.ts";
+import { enqueueMail } from "../notify/mail.ts";
 import type { AccessService } from "./access.ts";
 import { DEFAULT_PAGE_SIZE, decodeCursor, type Page, readAfterId, toPage } from "./paging.ts";
 
@@ -15,7 +19,29 @@ export interface NewMember {
   datasetIds?: string[];
 }
 
-export function userService(db: Db, access: AccessService) {
+export interface InvitationSettings {
+  jobs: JobQueue;
+  now: () => Date;
+  /** The service's public base URL (the accept link's origin). */
+  publicUrl: () => string;
+  ttlHours: number;
+  /** Least time between two invitations of one member (resend: 429 within it). */
+  resendSeconds: number;
+}
+
+export function userService(db: Db, access: AccessService, invitations: InvitationSettings) {
+  /** A new link for the member (older ones stop working) and its e-mail, in the caller's transaction. */
+  async function invite(tx: Prisma.TransactionClient, accountId: string, userId: bigint): Promise<void> {
+    const now = invitations.now();
+    const { token, expiresAt } = await issueInvitation(tx, { accountId, userId }, now, invitations.ttlHours);
+    const member = await tx.membership.findUniqueOrThrow({
+      where: { accountId_userId: { accountId, userId } },
+      select: { name: true, user: { select: { email: true } }, account: { select: { name: true } } },
+    });
+    const link = `${invitations.publicUrl()}${ACCEPT_PATH}?token=${token}`;
+    await enqueueMail(invitations.jobs, tx, invitationMail(member.user.email, member.account.name, member.name, link, expiresAt));
+  }
+
   return {
     /** One page of the account's members by user id, with their dataset associations; admins only. */
     async list(accountId: string, actorEmail: string, query: { cursor?: string; limit?: number }): Promise<Page<AccountUserDto>> {
@@ -59,10 +85,19 @@ export function userService(db: Db, access: AccessService) {
         const user = await tx.user.upsert({ where: { email }, create: { email }, update: {}, select: { id: true } });
         await tx.membership.create({ data: { accountId, userId: user.id, name: input.name, role: input.role ?? "member" } });
         await tx.userDataset.createMany({ data: datasetIds.map((datasetId) => ({ accountId, userId: user.id, datasetId })) });
-        await tx.invitation.create({ data: { accountId, userId: user.id } });
+        await invite(tx, accountId, user.id);
         return Number(user.id);
+      }).then((id) => {
+        invitations.jobs.wake();
+        return id;
       });
     },
+
+    /** The invitation a link's token opens (for the accept page); undefined when the link does not work. */
+    openInvitation: (token: string) => openInvitation(db, token, invitations.now()),
+
+    /** Accepts the invitation of a link's token once: the membership becomes active. */
+    acceptInvitation: (token: string) => acceptInvitation(db, token, invitations.now()),
 
     /** Renames the member within this account only (another account keeps its own name for them). */
     async rename(accountId: string, userId: number, name: string): Promise<void> {
@@ -70,16 +105,27 @@ export function userService(db: Db, access: AccessService) {
       if (count === 0) throw new NotFound(`User ${userId} is not a member of this account`);
     },
 
-    /** Queues a new invitation e-mail; only for a member who has not accepted yet. */
+    /**
+     * Sends a new invitation e-mail whose link replaces the previous one; only for a member who has
+     * not accepted yet, and at most once per `resendSeconds` per member (the membership row is
+     * locked for the check, so concurrent resends cannot both pass).
+     */
     async resendInvitation(accountId: string, actorEmail: string, userId: number): Promise<void> {
       await access.admin(accountId, actorEmail);
-      const member = await db.membership.findUnique({
-        where: { accountId_userId: { accountId, userId: BigInt(userId) } },
-        select: { state: true },
+      const id = BigInt(userId);
+      await db.$transaction(async (tx) => {
+        const [member] = await tx.$queryRaw<{ state: string }[]>`
+          SELECT "state"::text AS "state" FROM "Membership" WHERE "accountId" = ${accountId} AND "userId" = ${id} FOR UPDATE`;
+        if (!member) throw new NotFound(`User ${userId} is not a member of this account`);
+        if (member.state !== "invited") throw new Conflict(`User ${userId} has already accepted the invitation`);
+        const last = await tx.invitation.findFirst({ where: { accountId, userId: id }, orderBy: { createdAt: "desc" }, select: { createdAt: true } });
+        const waitMs = last ? last.createdAt.getTime() + invitations.resendSeconds * 1000 - invitations.now().getTime() : 0;
+        if (waitMs > 0) {
+          throw new TooManyRequests(`The invitation of user ${userId} was sent moments ago; try again later`, Math.ceil(waitMs / 1000));
+        }
+        await invite(tx, accountId, id);
       });
-      if (!member) throw new NotFound(`User ${userId} is not a member of this account`);
-      if (member.state !== "invited") throw new Conflict(`User ${userId} has already accepted the invitation`);
-      await db.invitation.create({ data: { accountId, userId: BigInt(userId) } });
+      invitations.jobs.wake();
     },
   };
 }

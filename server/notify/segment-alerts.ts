@@ -1,0 +1,249 @@
+// Segment entries and the alerts made from them. A lead that comes to match a segment (a visit, a
+// tag, an assignment, a new or changed filter) is recorded once per (segment, lead) by one
+// INSERT ... SELECT ... ON CONFLICT DO NOTHING RETURNING per segment: concurrent evaluations
+// cannot record it twice, and only the statement that inserted the row sees it returned.
+// Listeners (onSegmentEntered) run in the same transaction; so does the enqueueing of the alerts:
+// `instant` segments get a mail job at once, `daily` and `weekly` ones a digest per period at a
+// fixed UTC hour (weekly on Monday), made once per (segment, period) by its job's dedupe key.
+import { Prisma, type PrismaClient } from "../../generated/prisma/client.ts";
+import type { Db } from "../db/database.ts";
+import type { JobQueue } from "../jobs/queue.ts";
+import type { Logger } from "../logging.ts";
+import { filterSql, type SegmentFilter } from "../services/lead-filter.ts";
+import { notExcluded } from "../services/leads.ts";
+import type { IngestResult } from "../tracking/ingest.ts";
+import { escapeHtml } from "./invitations.ts";
+import type { Mailer } from "./mail.ts";
+
+type Tx = Prisma.TransactionClient | PrismaClient;
+
+export interface SegmentEntered {
+  segmentId: number;
+  accountId: string;
+  datasetId: string;
+  leadId: string;
+  enteredAt: Date;
+}
+
+export type SegmentEnteredListener = (entries: SegmentEntered[], tx: Tx) => Promise<void>;
+
+export const INSTANT_JOB = "segment-alert";
+export const DIGEST_JOB = "segment-digest";
+const DAY = 86_400_000;
+/** Leads named in one instant mail (the rest are counted). */
+const INSTANT_LIST = 20;
+/** Rows in one digest's CSV. */
+const DIGEST_ROWS = 10_000;
+
+export interface EvaluationScope {
+  accountId: string;
+  datasetId: string;
+  /** Only these leads (a visit, a tag); all the dataset's leads when absent (a segment's filter changed). */
+  leadIds?: string[];
+  /** Only these segments; all the dataset's when absent. */
+  segmentIds?: number[];
+}
+
+/** The digest period that ended last at or before `now`: [start, end). */
+export function lastPeriod(frequency: "daily" | "weekly", now: Date, hourUtc: number): { start: Date; end: Date } {
+  const today = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate(), hourUtc);
+  let end = today <= now.getTime() ? today : today - DAY;
+  if (frequency === "weekly") {
+    const weekday = (new Date(end).getUTCDay() + 6) % 7; // Monday 0
+    end -= weekday * DAY;
+  }
+  const length = frequency === "daily" ? DAY : 7 * DAY;
+  return { start: new Date(end - length), end: new Date(end) };
+}
+
+export function segmentAlertService(db: Db, jobs: JobQueue, { now = () => new Date(), digestHourUtc = 7 }: { now?: () => Date; digestHourUtc?: number } = {}) {
+  const listeners = new Set<SegmentEnteredListener>();
+
+  async function evaluate(tx: Tx, scope: EvaluationScope): Promise<SegmentEntered[]> {
+    if (scope.leadIds && !scope.leadIds.length) return [];
+    const segments = await tx.segment.findMany({
+      where: { accountId: scope.accountId, datasetId: scope.datasetId, ...(scope.segmentIds && { id: { in: scope.segmentIds } }) },
+      select: { id: true, filters: true, emailEnabled: true, emailFrequency: true },
+      orderBy: { id: "asc" },
+    });
+    const at = now();
+    const entered: SegmentEntered[] = [];
+    for (const segment of segments) {
+      const rows = await tx.$queryRaw<{ leadId: string }[]>(Prisma.sql`
+        INSERT INTO "SegmentEntry" ("segmentId", "datasetId", "leadId", "accountId", "enteredAt")
+        SELECT ${segment.id}, l."datasetId", l."id", l."accountId", ${at}
+        FROM "Lead" l
+        WHERE l."datasetId" = ${scope.datasetId} AND l."accountId" = ${scope.accountId}
+          ${scope.leadIds ? Prisma.sql`AND l."id" = ANY(${scope.leadIds}::text[])` : Prisma.empty}
+          AND ${filterSql(segment.filters as unknown as SegmentFilter)} AND ${notExcluded}
+        ORDER BY l."id"
+        ON CONFLICT ("segmentId", "leadId") DO NOTHING
+        RETURNING "leadId"`);
+      if (!rows.length) continue;
+      const leadIds = rows.map((r) => r.leadId).sort();
+      for (const leadId of leadIds) entered.push({ segmentId: segment.id, accountId: scope.accountId, datasetId: scope.datasetId, leadId, enteredAt: at });
+      if (segment.emailEnabled && segment.emailFrequency === "instant") {
+        await jobs.enqueue(tx, { kind: INSTANT_JOB, payload: { segmentId: segment.id, leadIds: leadIds.slice(0, INSTANT_LIST), total: leadIds.length } });
+      }
+    }
+    if (entered.length) for (const listener of listeners) await listener(entered, tx);
+    return entered;
+  }
+
+  /** The ingest writer's hook: the batch's created and visited leads, per dataset. */
+  async function onIngested(result: IngestResult, tx: Prisma.TransactionClient): Promise<void> {
+    const byDataset = new Map<string, { accountId: string; datasetId: string; leadIds: string[] }>();
+    for (const lead of [...result.leadsCreated, ...result.leadsVisited]) {
+      const key = `${lead.accountId}\u0000${lead.datasetId}`;
+      const group = byDataset.get(key) ?? { accountId: lead.accountId, datasetId: lead.datasetId, leadIds: [] };
+      group.leadIds.push(lead.leadId);
+      byDataset.set(key, group);
+    }
+    for (const scope of byDataset.values()) await evaluate(tx, scope);
+  }
+
+  /**
+   * Queues the digest of every segment with daily or weekly mail whose last period (ended at
+   * `digestHourUtc`) has entries; one job per (segment, period) however often and wherever this
+   * runs. Returns how many new jobs were queued.
+   */
+  async function scheduleDigests(at: Date = now()): Promise<number> {
+    let queued = 0;
+    for (const frequency of ["daily", "weekly"] as const) {
+      const { start, end } = lastPeriod(frequency, at, digestHourUtc);
+      queued += await db.$executeRaw(Prisma.sql`
+        INSERT INTO "Job" ("kind", "payload", "runAfter", "dedupeKey")
+        SELECT ${DIGEST_JOB}, jsonb_build_object('segmentId', s."id", 'frequency', ${frequency}::text, 'start', ${start.toISOString()}::text, 'end', ${end.toISOString()}::text),
+          ${at}, 'digest:' || s."id" || ':' || ${start.toISOString()}::text
+        FROM "Segment" s
+        WHERE s."emailEnabled" AND s."emailFrequency" = ${frequency}::"EmailFrequency"
+          AND EXISTS (SELECT 1 FROM "SegmentEntry" e WHERE e."segmentId" = s."id" AND e."enteredAt" >= ${start} AND e."enteredAt" < ${end})
+        ON CONFLICT ("dedupeKey") DO NOTHING`);
+    }
+    if (queued) jobs.wake();
+    return queued;
+  }
+
+  return {
+    evaluate,
+    /** After the transaction that evaluated committed: its instant alerts go out now. */
+    wake: () => jobs.wake(),
+    onIngested,
+    scheduleDigests,
+    /** Called with the new entries inside the transaction that recorded them (webhooks publish `segment.lead_entered` from here). */
+    onSegmentEntered(listener: SegmentEnteredListener): () => void {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+  };
+}
+
+export type SegmentAlertService = ReturnType<typeof segmentAlertService>;
+
+interface LeadLine {
+  leadId: string;
+  organizationName: string;
+  organizationDomain: string | null;
+  industry: string | null;
+  employeeCount: number | null;
+  country: string | null;
+  city: string | null;
+  lastVisitAt: Date;
+  enteredAt: Date;
+}
+
+/** A CSV field: quoted when needed; a leading = + - @ is neutralised (spreadsheet formulas). */
+function csvField(value: unknown): string {
+  let text = value === null || value === undefined ? "" : value instanceof Date ? value.toISOString() : String(value);
+  if (/^[=+\-@\t\r]/.test(text)) text = `'${text}`;
+  return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+}
+
+const CSV_COLUMNS = ["leadId", "organizationName", "organizationDomain", "industry", "employeeCount", "country", "city", "lastVisitAt", "enteredAt"] as const;
+
+export function leadsCsv(leads: LeadLine[]): string {
+  return [CSV_COLUMNS.join(","), ...leads.map((lead) => CSV_COLUMNS.map((c) => csvField(lead[c])).join(","))].join("\r\n") + "\r\n";
+}
+
+function leadTable(leads: LeadLine[]): string {
+  const rows = leads
+    .map((l) => `<tr><td>${escapeHtml(l.organizationName)}</td><td>${escapeHtml(l.organizationDomain ?? "")}</td><td>${escapeHtml([l.city, l.country].filter(Boolean).join(", "))}</td><td>${l.lastVisitAt.toISOString().slice(0, 16).replace("T", " ")}</td></tr>`)
+    .join("");
+  return `<table><thead><tr><th>Organisation</th><th>Domain</th><th>Location</th><th>Last visit (UTC)</th></tr></thead><tbody>${rows}</tbody></table>`;
+}
+
+/** The instant and digest mail jobs (they send through `mailer` themselves: one job, one message). */
+export function registerSegmentAlertJobs(db: Db, jobs: JobQueue, mailer: Mailer, logger: Logger): void {
+  async function recipient(segmentId: number) {
+    return db.segment.findUnique({
+      where: { id: segmentId },
+      select: { id: true, name: true, datasetId: true, emailEnabled: true, emailFrequency: true, user: { select: { state: true, user: { select: { email: true } } } } },
+    });
+  }
+
+  const leadLines = (segmentId: number, where: Prisma.Sql, limit: number) =>
+    db.$queryRaw<LeadLine[]>(Prisma.sql`
+      SELECT l."id" AS "leadId", l."organizationName", l."organizationDomain", l."industry", l."employeeCount", l."country", l."city", l."lastVisitAt", e."enteredAt"
+      FROM "SegmentEntry" e JOIN "Lead" l ON l."datasetId" = e."datasetId" AND l."id" = e."leadId"
+      WHERE e."segmentId" = ${segmentId} AND ${where}
+      ORDER BY e."enteredAt", l."id"
+      LIMIT ${limit}`);
+
+  jobs.register(
+    INSTANT_JOB,
+    async (job) => {
+      const { segmentId, leadIds, total } = job.payload as { segmentId: number; leadIds: string[]; total: number };
+      const segment = await recipient(segmentId);
+      // deleted, switched off or changed since: nothing to send
+      if (!segment || !segment.emailEnabled || segment.emailFrequency !== "instant") return;
+      const leads = await leadLines(segmentId, Prisma.sql`e."leadId" = ANY(${leadIds}::text[])`, INSTANT_LIST);
+      if (!leads.length) return;
+      const more = total - leads.length;
+      const subject = total === 1 ? `New lead in "${segment.name}": ${leads[0]!.organizationName}` : `${total} new leads in "${segment.name}"`;
+      await mailer.send(
+        {
+          to: segment.user.user.email,
+          subject,
+          text: `${leads.map((l) => `- ${l.organizationName}${l.organizationDomain ? ` (${l.organizationDomain})` : ""}`).join("\n")}${more > 0 ? `\n…and ${more} more` : ""}\n`,
+          html: `<p>New in segment <b>${escapeHtml(segment.name)}</b>:</p>${leadTable(leads)}${more > 0 ? `<p>…and ${more} more.</p>` : ""}`,
+        },
+        `<job-${job.id}@lead-intel>`,
+      );
+      logger.info("segment alert sent", { jobId: String(job.id), segmentId, leads: leads.length });
+    },
+    { maxAttempts: 8, backoffMs: (n) => Math.min(60_000 * 2 ** (n - 1), 7_200_000), concurrency: 2 },
+  );
+
+  jobs.register(
+    DIGEST_JOB,
+    async (job) => {
+      const { segmentId, frequency, start, end } = job.payload as { segmentId: number; frequency: string; start: string; end: string };
+      const segment = await recipient(segmentId);
+      if (!segment || !segment.emailEnabled || segment.emailFrequency !== frequency) return;
+      const leads = await leadLines(segmentId, Prisma.sql`e."enteredAt" >= ${new Date(start)} AND e."enteredAt" < ${new Date(end)}`, DIGEST_ROWS);
+      if (!leads.length) return; // an empty period sends nothing
+      const day = start.slice(0, 10);
+      await mailer.send(
+        {
+          to: segment.user.user.email,
+          subject: `${frequency === "daily" ? "Daily" : "Weekly"} digest of "${segment.name}": ${leads.length} new lead${leads.length === 1 ? "" : "s"}`,
+          text: `${leads.length} leads entered the segment between ${start} and ${end}; the attached CSV lists them.\n`,
+          html: `<p>${leads.length} lead${leads.length === 1 ? "" : "s"} entered segment <b>${escapeHtml(segment.name)}</b> between ${start} and ${end} (UTC).</p>${leadTable(leads.slice(0, 50))}${leads.length > 50 ? "<p>All of them are in the attached CSV.</p>" : ""}`,
+          attachments: [{ filename: `segment-${segmentId}-${day}.csv`, content: leadsCsv(leads), contentType: "text/csv" }],
+        },
+        `<digest-${segmentId}-${day}-${frequency}@lead-intel>`,
+      );
+      logger.info("segment digest sent", { jobId: String(job.id), segmentId, leads: leads.length });
+    },
+    { maxAttempts: 8, backoffMs: (n) => Math.min(60_000 * 2 ** (n - 1), 7_200_000) },
+  );
+}
+
+/** Runs scheduleDigests every minute (each instance; the dedupe keys make it once). */
+export function startDigestScheduler(alerts: SegmentAlertService, logger: Logger, everyMs = 60_000): { stop(): void } {
+  const run = () => alerts.scheduleDigests().catch((error: unknown) => logger.error("digest scheduling failed", { error: String(error) }));
+  void run();
+  const timer = setInterval(run, everyMs);
+  timer.unref();
+  return { stop: () => clearInterval(timer) };
+}
