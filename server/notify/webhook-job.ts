@@ -115,7 +115,8 @@ export function registerWebhookJobs(db: Db, jobs: JobQueue, options: WebhookWork
       maxAttempts,
       backoffMs: (attempt) => config.retryScheduleMs[Math.min(attempt, config.retryScheduleMs.length) - 1] ?? 0,
       jitter: config.jitter,
-      leaseMs: config.timeoutMs + 30_000,
+      // renewed while the attempt runs; after a crash the delivery is retried this soon
+      leaseMs: config.timeoutMs + 5_000,
       concurrency: 8,
     },
   );
