@@ -2,10 +2,11 @@
 // written in the caller's transaction (outbox), attempts run by the shared job queue, and every
 // request the receiver gets verified with the standardwebhooks library's own verifier.
 import http from "node:http";
-import type { AddressInfo } from "node:net";
+import net, { type AddressInfo } from "node:net";
 import { Webhook } from "standardwebhooks";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { loadWebhookConfig } from "../server/notify/config.ts";
+import { createSender } from "../server/notify/delivery.ts";
 import { webhookEvents } from "../server/notify/events.ts";
 import { createServices } from "../server/services/index.ts";
 import { loadTrackingDomainConfig } from "../server/ctd/config.ts";
@@ -234,6 +235,28 @@ describe("delivery", () => {
     expect(test.status).toBe(409);
     expect(test.body.error).toBe("endpoint_disabled");
     await api.request().delete(`/v1/webhooks/endpoints/${endpointId}`).set(as(tenant.key)).expect(204);
+  });
+
+  it("when delivery runs without the test switch, then a loopback receiver is never connected to (non_public_address)", async () => {
+    const send = createSender({ timeoutMs: 2000, allowPrivateAddresses: false, now });
+    const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+    for (const url of [receiver.url, receiver.url.replace("127.0.0.1", "localhost")]) {
+      const outcome = await send({ url, id: "msg_guarded", secret, body: "{}" });
+      expect(outcome, url).toMatchObject({ ok: false, statusCode: null, errorClass: "non_public_address" });
+    }
+    expect(receiver.received).toEqual([]);
+  });
+
+  it("when the receiver never answers, then the attempt ends at the timeout as timeout", async () => {
+    const sockets: net.Socket[] = [];
+    const silent = net.createServer((socket) => void sockets.push(socket));
+    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+    const send = createSender({ timeoutMs: 300, allowPrivateAddresses: true, now });
+    const outcome = await send({ url: `http://127.0.0.1:${(silent.address() as AddressInfo).port}/`, id: "msg_silent", secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", body: "{}" });
+    expect(outcome).toMatchObject({ ok: false, statusCode: null, errorClass: "timeout" });
+    expect(sockets).toHaveLength(1);
+    for (const socket of sockets) socket.destroy();
+    await new Promise<void>((resolve) => silent.close(() => resolve()));
   });
 
   it("when the receiver redirects, then the attempt fails as redirect and is not followed", async () => {

@@ -72,30 +72,37 @@ export function createSender({ timeoutMs, allowPrivateAddresses, now }: SendOpti
         clearTimeout(timer);
         resolve(outcome);
       };
-      const req = client.request(
-        url,
-        {
-          method: "POST",
-          agent: url.protocol === "https:" ? httpsAgent : httpAgent,
-          headers: { ...headers, "content-length": Buffer.byteLength(request.body) },
-        },
-        (res) => {
-          const status = res.statusCode ?? 0;
-          // the answer's body is not kept; read it so the socket is released
-          res.resume();
-          res.on("error", () => {});
-          const ok = status >= 200 && status < 300;
-          const errorClass: AttemptErrorClass | null = ok ? null : status >= 300 && status < 400 ? "redirect" : "http_status";
-          const retryAfter = ok ? undefined : parseRetryAfter(res.headers["retry-after"], now());
-          res.on("end", () => finish({ ok, statusCode: status, durationMs: elapsed(), errorClass, retryAt: retryAfter }));
-          res.on("close", () => finish({ ok, statusCode: status, durationMs: elapsed(), errorClass, retryAt: retryAfter }));
-        },
-      );
       const timer = setTimeout(() => {
         const error = Object.assign(new Error("webhook attempt timed out"), { code: "WEBHOOK_TIMEOUT" });
-        req.destroy(error);
+        req?.destroy(error);
         finish({ ok: false, statusCode: null, durationMs: elapsed(), errorClass: "timeout" });
       }, timeoutMs);
+      let req: http.ClientRequest | undefined;
+      // the guard refuses a literal non-public address synchronously, while connecting
+      try {
+        req = client.request(
+          url,
+          {
+            method: "POST",
+            agent: url.protocol === "https:" ? httpsAgent : httpAgent,
+            headers: { ...headers, "content-length": Buffer.byteLength(request.body) },
+          },
+          (res) => {
+            const status = res.statusCode ?? 0;
+            // the answer's body is not kept; read it so the socket is released
+            res.resume();
+            res.on("error", () => {});
+            const ok = status >= 200 && status < 300;
+            const errorClass: AttemptErrorClass | null = ok ? null : status >= 300 && status < 400 ? "redirect" : "http_status";
+            const retryAfter = ok ? undefined : parseRetryAfter(res.headers["retry-after"], now());
+            res.on("end", () => finish({ ok, statusCode: status, durationMs: elapsed(), errorClass, retryAt: retryAfter }));
+            res.on("close", () => finish({ ok, statusCode: status, durationMs: elapsed(), errorClass, retryAt: retryAfter }));
+          },
+        );
+      } catch (error) {
+        finish({ ok: false, statusCode: null, durationMs: elapsed(), errorClass: classify(error) });
+        return;
+      }
       req.on("error", (error) => finish({ ok: false, statusCode: null, durationMs: elapsed(), errorClass: classify(error) }));
       req.end(request.body);
     });
