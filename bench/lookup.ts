@@ -187,6 +187,7 @@ async function start(target: Target): Promise<Running> {
       LOG_LEVEL: "info", // request log lines are written, as in production, and dropped
       CTD_ENCRYPTION_KEY: randomBytes(32).toString("hex"),
       REQUIRE_HTTPS: "false", // plain HTTP on loopback, as behind a TLS-terminating proxy
+      SMTP_URL: "smtp://127.0.0.1:2525", // production requires one; the bench sends no mail
       RATE_LIMIT_REQUESTS: "1000000000", // one key makes every request: the bench measures the look-up
       WEB_CONCURRENCY: String(target.workers ?? 1),
     },

@@ -28,7 +28,14 @@ export function startProcess(script: string, env: Record<string, string>): Child
 /** Starts server/main.ts in production mode with `env` on top; resolves once `probePath` answers. */
 export async function startService(port: number, env: Record<string, string>, probePath = "/healthz"): Promise<ChildProcess> {
   // request logs are written (as in production) and dropped
-  const child = startProcess("server/main.ts", { NODE_ENV: "production", PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "info", ...env });
+  const child = startProcess("server/main.ts", {
+    NODE_ENV: "production",
+    PORT: String(port),
+    HOST: "127.0.0.1",
+    LOG_LEVEL: "info",
+    SMTP_URL: "smtp://127.0.0.1:2525", // production requires one; the benches send no mail
+    ...env,
+  });
   for (let tries = 0; tries < 600; tries++) {
     if (child.exitCode !== null) throw new Error("the service exited before it listened");
     const up = await fetch(`http://127.0.0.1:${port}${probePath}`, { method: "POST" }).then(() => true, () => false);

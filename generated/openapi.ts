@@ -53,7 +53,10 @@ export interface paths {
          *     e-mail address yet, the user is created (globally) with the body's `name`; otherwise the
          *     existing user is associated with the account. The `name` is the user's display name in
          *     this account (each account keeps its own). The membership gets the
-         *     body's `role` and starts `invited`, and an invitation e-mail is queued. Each entry of
+         *     body's `role` and starts `invited`, and an invitation e-mail is queued (sent by a durable
+         *     job). Its accept link works once and expires (7 days by default); following it and
+         *     confirming on the page it opens (`/invitations/accept`, outside this API: the invited
+         *     person has no key) makes the membership `active`. Each entry of
          *     `datasetIds` becomes a user-dataset association. Answers 204 without a body: the new
          *     user's `userId` appears in `GET /v1/users` and in the items of `GET /v1/user-datasets`.
          *     - 403 `forbidden`: the acting user (query `email`) is not a member, or not an admin.
@@ -78,11 +81,14 @@ export interface paths {
         /**
          * Resend a user's invitation e-mail
          * @description Queues the invitation e-mail of a user whose membership in the key's account is still
-         *     `invited`. Note that this GET has a side effect (as the interface specification defines
-         *     it): do not call it from prefetchers or retry it blindly.
+         *     `invited`, with a new accept link: the links of earlier invitations stop working. Note
+         *     that this GET has a side effect (as the interface specification defines it): do not call
+         *     it from prefetchers or retry it blindly.
          *     - 403 `forbidden`: the acting user (query `email`) is not a member, or not an admin.
          *     - 404 `not_found`: the user is not a member of the key's account.
          *     - 409 `conflict`: the membership is already `active`.
+         *     - 429 `rate_limited`: the user's last invitation was sent less than a minute ago
+         *       (`INVITE_RESEND_SECONDS`); `retryAfterSeconds` says when to try again.
          */
         get: operations["resendInvite"];
         put?: never;

@@ -38,4 +38,14 @@ describe("loadConfig", () => {
   it("when the headers timeout exceeds the request timeout, then it is refused (node would be)", () => {
     expect(() => loadConfig({ HEADERS_TIMEOUT_MS: "70000" })).toThrow(/HEADERS_TIMEOUT_MS/);
   });
+
+  it("when mail is not configured, then .eml files go next to the embedded database; SMTP_URL must be an smtp URL", () => {
+    const config = loadConfig({ DATA_DIR: "/srv/li/pglite" });
+    expect(config.mail).toEqual({ smtpUrl: undefined, from: expect.stringContaining("@"), outboxDir: "/srv/li/mail" });
+    expect(config.notify).toEqual({ publicUrl: undefined, inviteTtlHours: 168, inviteResendSeconds: 60, digestHourUtc: 7 });
+    expect(loadConfig({ SMTP_URL: "smtps://u:p@mail.example:465", PUBLIC_BASE_URL: "https://api.example/" }).mail.smtpUrl).toBe("smtps://u:p@mail.example:465");
+    expect(loadConfig({ PUBLIC_BASE_URL: "https://api.example/" }).notify.publicUrl).toBe("https://api.example");
+    expect(() => loadConfig({ SMTP_URL: "mail.example:25" })).toThrow(/SMTP_URL/);
+    expect(() => loadConfig({ DIGEST_HOUR_UTC: "24" })).toThrow(/DIGEST_HOUR_UTC/);
+  });
 });
