@@ -369,14 +369,24 @@ describe("segment.lead_entered", () => {
 });
 
 describe("tracking", () => {
-  it("when a tracked visit creates a lead, then a signed lead.created delivery carries it", async () => {
-    const { endpointId } = await createEndpoint(["lead.created", "lead.visited"]);
+  it("when a tracked visit creates a lead that matches a segment, then signed lead.created and segment.lead_entered deliveries carry it", async () => {
+    const { endpointId } = await createEndpoint(["lead.created", "lead.visited", "segment.lead_entered"]);
     const hooks = events();
+    // composed as server/main.ts does: segment entries (whose listener publishes segment.lead_entered), then lead events
     const writer = createIngestWriter(api.db.prisma, { contacts: api.services.contacts, credits: api.services.credits, now }, api.logger, {
-      onIngested: hooks.onIngested,
+      onIngested: async (result, tx) => {
+        await api.services.segmentAlerts.onIngested(result, tx);
+        await hooks.onIngested(result, tx);
+      },
       onEnriched: hooks.onEnriched,
     });
     const datasetId = tenant.datasets[0];
+    const segment = await api.request().post("/v1/segments").query({ email: tenant.admin.email }).set(as(tenant.key)).send({
+      datasetId,
+      name: "US visitors",
+      filters: { match: "all", conditions: [{ field: "country", operator: "eq", value: "US" }] },
+    });
+    expect(segment.status, JSON.stringify(segment.body)).toBe(200);
     const visit = (visitorId: string) =>
       api
         .request()
@@ -393,10 +403,13 @@ describe("tracking", () => {
     await drain();
     const leads = await api.request().get("/v1/leads").query({ email: tenant.admin.email, datasetId }).set(as(tenant.key));
     const [lead] = leads.body.data;
-    expect(receiver.received.map((r) => r.verified.type)).toEqual(["lead.created", "lead.visited"]);
+    expect(receiver.received.map((r) => r.verified.type).sort()).toEqual(["lead.created", "lead.visited", "segment.lead_entered"]);
+    const entered = receiver.received.find((r) => r.verified.type === "segment.lead_entered")!;
+    expect(entered.verified.data).toMatchObject({ datasetId, leadId: lead.leadId, segmentId: segment.body.id });
+    receiver.received = receiver.received.filter((r) => r !== entered);
     expect(receiver.received[0]!.verified.data).toMatchObject({ accountId: tenant.accountId, datasetId, leadId: lead.leadId, lead: { organizationName: lead.organizationName } });
     expect(Buffer.byteLength(receiver.received[0]!.body)).toBeLessThan(20 * 1024);
-    expect((await deliveries(endpointId)).map((d) => d.state)).toEqual(["delivered", "delivered"]);
+    expect((await deliveries(endpointId)).map((d) => d.state)).toEqual(["delivered", "delivered", "delivered"]);
     await api.request().delete(`/v1/webhooks/endpoints/${endpointId}`).set(as(tenant.key)).expect(204);
   });
 });
