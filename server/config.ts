@@ -4,6 +4,7 @@ import path from "node:path";
 import { z } from "zod";
 import { loadTrackingDomainConfig, type TrackingDomainConfig } from "./ctd/config.ts";
 import { loadTrackingConfig, type TrackingConfig } from "./tracking/config.ts";
+import { loadWebhookConfig, type WebhookConfig } from "./notify/config.ts";
 
 export interface DatabaseConfig {
   /** A PostgreSQL URL; when absent the embedded PGlite database in `dataDir` is used. */
@@ -85,6 +86,8 @@ export interface Config {
   trackingDomains: TrackingDomainConfig;
   /** The tracking script, collector and ingest writer (the `COLLECT_*`, `TRACKING_*`, `INGEST_*` variables). */
   tracking: TrackingConfig;
+  /** Webhook delivery (the `WEBHOOK_*` variables). */
+  webhooks: WebhookConfig;
   /** E-mail (the `SMTP_URL`, `MAIL_*` variables); production requires SMTP_URL (checked by server/main.ts). */
   mail: MailConfig;
   /** Invitations and segment alerts. */
@@ -193,6 +196,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     requireHttps: e.REQUIRE_HTTPS ?? production,
     trackingDomains: loadTrackingDomainConfig(env),
     tracking: loadTrackingConfig(env),
+    webhooks: loadWebhookConfig(env),
     mail: {
       smtpUrl: e.SMTP_URL,
       from: e.MAIL_FROM,

@@ -15,6 +15,7 @@ import { startDigestScheduler } from "./notify/segment-alerts.ts";
 import { createServices } from "./services/index.ts";
 import { sharedResolver } from "./tracking/resolver.ts";
 import { startIngestWriter } from "./tracking/writer.ts";
+import { webhookEvents } from "./notify/events.ts";
 
 const config = loadConfigOrExit();
 const logger = createLogger(config.logLevel);
@@ -71,6 +72,7 @@ const services = createServices(db.prisma, {
   logger,
   sql: db.sql,
   mail: config.mail,
+  webhooks: config.webhooks,
   notify: { ...config.notify, publicUrl: () => publicUrl },
 });
 if (role === "primary") {
@@ -90,13 +92,24 @@ const rateLimiter = await createRateLimiter(config.rateLimit, logger);
 // drains the collector's queue (and whatever a previous process left in it).
 const tracking = trackingSettings();
 sharedResolver({ ipv6Geo: config.tracking.ipv6Geo });
+// Webhook events of what the writer wrote: lead.created and lead.visited inside each batch's
+// transaction (outbox), contact.enriched after enrichment. Compose other hooks here.
+const webhooks = webhookEvents(db.prisma, services.jobs, { wake: () => services.jobs.wake() });
 const ingest = tracking.writer.enabled
   ? startIngestWriter(
       db.prisma,
       { contacts: services.contacts, credits: services.credits, now: () => new Date() },
       logger,
-      // a visit may make a lead enter segments (compose further onIngested hooks here)
-      { ...tracking.writer, onIngested: services.segmentAlerts.onIngested },
+      // a visit may make a lead enter segments, and makes lead.created / lead.visited webhook events
+      // (both inside the batch's transaction); enrichment makes contact.enriched
+      {
+        ...tracking.writer,
+        onIngested: async (result, tx) => {
+          await services.segmentAlerts.onIngested(result, tx);
+          await webhooks.onIngested(result, tx);
+        },
+        onEnriched: webhooks.onEnriched,
+      },
     )
   : undefined;
 const app = createApp({

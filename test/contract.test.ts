@@ -162,6 +162,16 @@ const expectedOutcome: Record<string, { status: number; why: string }> = {
   listLeadVisits: { status: 404, why: "datasets[0] has no leads" },
   lookupIp: { status: 200, why: "the example address is on Apple's network" },
   lookupDomain: { status: 200, why: "the example domain is a curated organisation" },
+  listWebhookEndpoints: { status: 200, why: "the account's endpoints (none yet)" },
+  createWebhookEndpoint: { status: 201, why: "the example URL is https and its name does not resolve to a private address" },
+  getWebhookEndpoint: { status: 404, why: "the example endpoint is not in the fresh account" },
+  updateWebhookEndpoint: { status: 404, why: "the example endpoint is not in the fresh account" },
+  deleteWebhookEndpoint: { status: 404, why: "the example endpoint is not in the fresh account" },
+  rotateWebhookSecret: { status: 404, why: "the example endpoint is not in the fresh account" },
+  sendWebhookTestEvent: { status: 404, why: "the example endpoint is not in the fresh account" },
+  listWebhookDeliveries: { status: 404, why: "the example endpoint is not in the fresh account" },
+  replayWebhookDelivery: { status: 404, why: "the example endpoint is not in the fresh account" },
+  replayWebhookDeliveries: { status: 404, why: "the example endpoint is not in the fresh account" },
 };
 
 

@@ -12,6 +12,7 @@ import { segmentRoutes } from "./segments.ts";
 import { userDatasetRoutes } from "./user-datasets.ts";
 import { userRoutes } from "./users.ts";
 import { trackingRoutes } from "./tracking.ts";
+import { webhookRoutes } from "./webhooks.ts";
 
 export function createHandlers(services: Services): OperationHandlers {
   return {
@@ -26,5 +27,6 @@ export function createHandlers(services: Services): OperationHandlers {
     ...lookupRoutes(services),
     ...creditReportRoutes(services),
     ...trackingRoutes(services),
+    ...webhookRoutes(services),
   };
 }

@@ -1,5 +1,7 @@
 // The rules of each tag, built once per app around one database client.
-import { loadTrackingDomainConfig, type TrackingDomainConfig } from "../ctd/config.ts";
+import { loadTrackingDomainConfig, resolveEncryptionKey, type TrackingDomainConfig } from "../ctd/config.ts";
+import { secretBox } from "../ctd/secret-box.ts";
+import { loadWebhookConfig, type WebhookConfig } from "../notify/config.ts";
 import type { Db, Sql } from "../db/database.ts";
 import os from "node:os";
 import path from "node:path";
@@ -26,6 +28,9 @@ import { userDatasetService } from "./user-datasets.ts";
 import { userService } from "./users.ts";
 import { sharedResolver } from "../tracking/resolver.ts";
 import { trackingService } from "./tracking.ts";
+import { notifyAdminsOfDisabledEndpoint, registerWebhookJobs } from "../notify/webhook-job.ts";
+import { webhookEvents } from "../notify/events.ts";
+import { webhookService } from "./webhooks.ts";
 
 export interface ServiceOptions {
   /** Custom tracking domains; their defaults when not given. */
@@ -39,6 +44,8 @@ export interface ServiceOptions {
   sql?: Sql;
   /** How often the job queue looks for due jobs when nobody wakes it (default 1 s). */
   jobPollMs?: number;
+  /** Webhook delivery; its defaults when not given. */
+  webhooks?: WebhookConfig;
   /** E-mail: SMTP or an outbox directory (default: .eml files in the system's temporary directory). */
   mail?: MailConfig;
   /** Invitations and digests; `publicUrl` may be a getter (known once the server listens). */
@@ -49,7 +56,7 @@ const defaultMail = (): MailConfig => ({ from: "Lead Intelligence <no-reply@lead
 
 export function createServices(
   db: Db,
-  { trackingDomains = loadTrackingDomainConfig({}), logger = createLogger(), now = () => new Date(), keyCacheMs, sql, jobPollMs, mail, notify = {} }: ServiceOptions = {},
+  { trackingDomains = loadTrackingDomainConfig({}), logger = createLogger(), now = () => new Date(), keyCacheMs, sql, jobPollMs, mail, notify = {}, webhooks = loadWebhookConfig({}) }: ServiceOptions = {},
 ) {
   const hotSql: Sql = sql ?? ((statement) => db.$queryRawUnsafe(statement.text, ...statement.values));
   const access = accessService(db);
@@ -59,6 +66,8 @@ export function createServices(
   const idempotency = idempotencyService(db, now);
   // the durable background jobs of this process (server/main.ts starts and stops it)
   const jobs = createJobQueue(db, logger, { now, pollMs: jobPollMs });
+  // endpoint secrets are sealed with the tracking-domain key (CTD_ENCRYPTION_KEY), asked for on first use
+  const webhookSecrets = secretBox(() => resolveEncryptionKey(trackingDomains, logger));
   const mailer: Mailer = createMailer(mail ?? defaultMail());
   registerMailJobs(jobs, mailer, logger);
   const segmentAlerts = segmentAlertService(db, jobs, { now, digestHourUtc: notify.digestHourUtc });
@@ -72,8 +81,13 @@ export function createServices(
     ttlHours: notify.inviteTtlHours ?? 168,
     resendSeconds: notify.inviteResendSeconds ?? 60,
   };
+  registerWebhookJobs(db, jobs, { config: webhooks, secrets: webhookSecrets, logger, now, onEndpointDisabled: notifyAdminsOfDisabledEndpoint(jobs) });
+  // a lead entering a segment is a segment.lead_entered webhook event, in the entries' transaction
+  segmentAlerts.onSegmentEntered(webhookEvents(db, jobs, { now }).onSegmentEntered);
   return {
     jobs,
+    webhooks: webhookService(db, { config: webhooks, secrets: webhookSecrets, jobs: () => jobs, now }),
+    webhookConfig: webhooks,
     mailer,
     segmentAlerts,
     accounts: accountService(db, hotSql, { keyCacheMs }),

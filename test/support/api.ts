@@ -6,6 +6,7 @@ import { type AppOptions, createApp } from "../../server/app.ts";
 import { loadTrackingDomainConfig, type TrackingDomainConfig } from "../../server/ctd/config.ts";
 import { newEncryptionKey } from "../../server/ctd/secret-box.ts";
 import { createLogger, type Logger } from "../../server/logging.ts";
+import type { WebhookConfig } from "../../server/notify/config.ts";
 import { memoryRateLimiter } from "../../server/rate-limiter.ts";
 import { createServices, type ServiceOptions, type Services } from "../../server/services/index.ts";
 import { createTestDatabase, type TestDatabase } from "./database.ts";
@@ -17,6 +18,8 @@ export interface TestApiOptions extends TestAppOptions {
   trackingDomains?: TrackingDomainConfig;
   /** The clock of charges and idempotency keys, for the app and `services` alike. */
   now?: () => Date;
+  /** Webhook delivery (test/webhooks.test.ts: loopback receivers, a short schedule). */
+  webhooks?: WebhookConfig;
   /** E-mail settings (a loopback SMTP server: test/support/smtp.ts). */
   mail?: ServiceOptions["mail"];
   notify?: ServiceOptions["notify"];
@@ -65,14 +68,14 @@ function hermeticTrackingDomains(): TrackingDomainConfig {
  * The rate limit of the in-process test app is on (every response carries the RateLimit headers)
  * but high enough never to throttle a test file; test/rate-limit.test.ts passes its own limiter.
  */
-export async function startTestApi({ trackingDomains, now, mail, notify, ...options }: TestApiOptions = {}): Promise<TestApi> {
+export async function startTestApi({ trackingDomains, now, mail, notify, webhooks, ...options }: TestApiOptions = {}): Promise<TestApi> {
   const db = await createTestDatabase();
   const logs: string[] = [];
   const logger = createLogger("info", (line) => {
     logs.push(line);
     record("logs", line);
   });
-  const services = createServices(db.prisma, { logger, now, sql: db.sql, trackingDomains: trackingDomains ?? hermeticTrackingDomains(),
+  const services = createServices(db.prisma, { logger, now, sql: db.sql, webhooks, trackingDomains: trackingDomains ?? hermeticTrackingDomains(),
     mail,
     // invitations may be resent at once unless a test asks for the per-member limit
     notify: { inviteResendSeconds: 0, ...notify },

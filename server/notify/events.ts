@@ -1,0 +1,215 @@
+// Webhook events and their outbox. publishEvent writes, inside the caller's transaction, one
+// delivery row per enabled endpoint of the account subscribed to the event's type and one
+// `webhook` job per delivery: the event exists if and only if the caller's write commits.
+// The hooks below turn what tracking wrote into events; server/main.ts composes them.
+import type { Prisma } from "../../generated/prisma/client.ts";
+import type { Db } from "../db/database.ts";
+import { newId } from "../ids.ts";
+import type { EnrichmentOutcome } from "../tracking/enrichment.ts";
+import type { IngestResult, Tx } from "../tracking/ingest.ts";
+import type { JobQueue } from "../jobs/queue.ts";
+
+export const EVENT_TYPES = ["lead.created", "lead.visited", "segment.lead_entered", "contact.enriched"] as const;
+export type EventType = (typeof EVENT_TYPES)[number];
+/** Sent only on request (POST .../test), whatever the endpoint subscribes to. */
+export const TEST_EVENT = "webhook.test";
+export const WEBHOOK_JOB = "webhook";
+/** The largest body a delivery may carry. */
+export const MAX_PAYLOAD_BYTES = 20 * 1024;
+
+export interface WebhookEvent {
+  accountId: string;
+  type: EventType;
+  data: Record<string, unknown>;
+}
+
+/** A lead entering a segment (the segment-alert helper's onSegmentEntered entries). */
+export interface SegmentEntry {
+  accountId: string;
+  datasetId: string;
+  segmentId: number;
+  leadId: string;
+  enteredAt?: Date;
+}
+
+type Client = Tx | Prisma.TransactionClient;
+type Enqueue = Pick<JobQueue, "enqueue">;
+
+/** The body sent: `{type, timestamp, data}` as JSON, refused above 20 KB. */
+export function payloadOf(type: string, at: Date, data: Record<string, unknown>): string {
+  const body = JSON.stringify({ type, timestamp: at.toISOString(), data });
+  if (Buffer.byteLength(body) > MAX_PAYLOAD_BYTES) throw new Error(`webhook payload of ${type} exceeds ${MAX_PAYLOAD_BYTES} bytes`);
+  return body;
+}
+
+/** The job of a delivery's n-th sending (replays make new jobs). */
+export function deliveryJob(deliveryId: string, replays: number) {
+  return { kind: WEBHOOK_JOB, payload: { deliveryId }, dedupeKey: `webhook:${deliveryId}:${replays}` };
+}
+
+/** Inserts a delivery for `endpointId` and enqueues its job, in `tx`; the delivery id. */
+export async function insertDelivery(
+  tx: Client,
+  jobs: Enqueue,
+  delivery: { accountId: string; endpointId: string; type: string; payload: string; at: Date },
+): Promise<string> {
+  const id = newId("msg");
+  await tx.webhookDelivery.create({
+    data: { id, accountId: delivery.accountId, endpointId: delivery.endpointId, eventType: delivery.type, payload: delivery.payload, createdAt: delivery.at },
+  });
+  await jobs.enqueue(tx as Prisma.TransactionClient, deliveryJob(id, 0));
+  return id;
+}
+
+interface Lead {
+  accountId: string;
+  datasetId: string;
+  id: string;
+  organizationName: string;
+  organizationDomain: string | null;
+  industry: string | null;
+  employeeCount: number | null;
+  country: string | null;
+  city: string | null;
+  firstVisitAt: Date;
+  lastVisitAt: Date;
+  visitCount: number;
+}
+
+function leadData(lead: Lead): Record<string, unknown> {
+  return {
+    accountId: lead.accountId,
+    datasetId: lead.datasetId,
+    leadId: lead.id,
+    lead: {
+      organizationName: lead.organizationName.slice(0, 500),
+      organizationDomain: lead.organizationDomain,
+      industry: lead.industry,
+      employeeCount: lead.employeeCount,
+      country: lead.country,
+      city: lead.city,
+      firstVisitAt: lead.firstVisitAt.toISOString(),
+      lastVisitAt: lead.lastVisitAt.toISOString(),
+      visitCount: lead.visitCount,
+    },
+  };
+}
+
+export interface WebhookEventsOptions {
+  now?: () => Date;
+  /** Told after events were published outside a caller's transaction (the queue's wake). */
+  wake?: () => void;
+}
+
+/** The event side of webhooks around one job queue: publishEvent and the hooks that call it. */
+export function webhookEvents(db: Db, jobs: Enqueue, { now = () => new Date(), wake }: WebhookEventsOptions = {}) {
+  /** The enabled endpoints of these accounts, by account, with their event types. */
+  async function endpointsOf(tx: Client, accountIds: string[]) {
+    if (!accountIds.length) return new Map<string, { id: string; eventTypes: string[] }[]>();
+    const rows = await tx.webhookEndpoint.findMany({
+      where: { accountId: { in: [...new Set(accountIds)] }, enabled: true },
+      select: { id: true, accountId: true, eventTypes: true },
+      orderBy: { id: "asc" },
+    });
+    const byAccount = new Map<string, { id: string; eventTypes: string[] }[]>();
+    for (const row of rows) byAccount.set(row.accountId, [...(byAccount.get(row.accountId) ?? []), row]);
+    return byAccount;
+  }
+
+  async function fanOut(tx: Client, endpoints: { id: string; eventTypes: string[] }[], event: WebhookEvent, at: Date): Promise<number> {
+    const subscribed = endpoints.filter((e) => e.eventTypes.includes(event.type));
+    if (!subscribed.length) return 0;
+    const payload = payloadOf(event.type, at, event.data);
+    for (const endpoint of subscribed) {
+      await insertDelivery(tx, jobs, { accountId: event.accountId, endpointId: endpoint.id, type: event.type, payload, at });
+    }
+    return subscribed.length;
+  }
+
+  /** Fans the event out to the account's enabled endpoints subscribed to its type, in `tx`; how many deliveries. */
+  async function publishEvent(tx: Client, event: WebhookEvent): Promise<number> {
+    const endpoints = (await endpointsOf(tx, [event.accountId])).get(event.accountId) ?? [];
+    return fanOut(tx, endpoints, event, now());
+  }
+
+  /** lead.created and lead.visited of one ingest batch, inside the batch's transaction. */
+  async function onIngested(result: IngestResult, tx: Tx): Promise<void> {
+    const refs = [
+      ...result.leadsCreated.map((r) => ({ ...r, type: "lead.created" as const })),
+      ...result.leadsVisited.map((r) => ({ ...r, type: "lead.visited" as const })),
+    ];
+    if (!refs.length) return;
+    const endpoints = await endpointsOf(tx, refs.map((r) => r.accountId));
+    const wanted = refs.filter((r) => endpoints.get(r.accountId)?.some((e) => e.eventTypes.includes(r.type)));
+    if (!wanted.length) return;
+    const leads = await tx.lead.findMany({ where: { OR: wanted.map((r) => ({ datasetId: r.datasetId, id: r.leadId })) } });
+    const byKey = new Map(leads.map((l) => [`${l.datasetId}/${l.id}`, l]));
+    const at = now();
+    for (const ref of wanted) {
+      const lead = byKey.get(`${ref.datasetId}/${ref.leadId}`);
+      if (!lead) continue;
+      await fanOut(tx, endpoints.get(ref.accountId)!, { accountId: ref.accountId, type: ref.type, data: leadData(lead) }, at);
+    }
+    setTimeout(() => wake?.(), 20).unref();
+  }
+
+  /**
+   * contact.enriched for each visitor the writer enriched. The writer calls this after the
+   * enrichment committed, so these are written in a transaction of their own.
+   */
+  async function onEnriched(outcomes: EnrichmentOutcome[]): Promise<void> {
+    const enriched = outcomes.filter((o) => o.state === "enriched");
+    if (!enriched.length) return;
+    await db.$transaction(async (tx) => {
+      const endpoints = await endpointsOf(tx, enriched.map((o) => o.accountId));
+      const wanted = enriched.filter((o) => endpoints.get(o.accountId)?.some((e) => e.eventTypes.includes("contact.enriched")));
+      if (!wanted.length) return;
+      const visitors = await tx.visitor.findMany({
+        where: { OR: wanted.map((o) => ({ datasetId: o.datasetId, id: o.visitorId })) },
+        select: { datasetId: true, id: true, email: true },
+      });
+      const emails = visitors.map((v) => v.email).filter((e): e is string => !!e);
+      const contacts = emails.length ? await tx.contact.findMany({ where: { email: { in: emails } } }) : [];
+      const contactOf = new Map(contacts.map((c) => [c.email, c]));
+      const visitorOf = new Map(visitors.map((v) => [`${v.datasetId}/${v.id}`, v]));
+      const at = now();
+      for (const o of wanted) {
+        const email = visitorOf.get(`${o.datasetId}/${o.visitorId}`)?.email ?? null;
+        const contact = email ? contactOf.get(email) : undefined;
+        const data = {
+          accountId: o.accountId,
+          datasetId: o.datasetId,
+          leadId: o.leadId,
+          visitorId: o.visitorId,
+          email,
+          contact: contact
+            ? { fullName: contact.fullName, headline: contact.headline, linkedinUrl: contact.linkedinUrl, seniority: contact.seniority, jobFunction: contact.jobFunction, location: contact.location }
+            : null,
+        };
+        await fanOut(tx, endpoints.get(o.accountId)!, { accountId: o.accountId, type: "contact.enriched", data }, at);
+      }
+    });
+    wake?.();
+  }
+
+  /** segment.lead_entered for each entry, inside the transaction that recorded the entries. */
+  async function onSegmentEntered(entries: readonly SegmentEntry[], tx: Client): Promise<void> {
+    if (!entries.length) return;
+    const endpoints = await endpointsOf(tx, entries.map((e) => e.accountId));
+    const wanted = entries.filter((e) => endpoints.get(e.accountId)?.some((x) => x.eventTypes.includes("segment.lead_entered")));
+    if (!wanted.length) return;
+    const leads = await tx.lead.findMany({ where: { OR: wanted.map((e) => ({ datasetId: e.datasetId, id: e.leadId })) } });
+    const byKey = new Map(leads.map((l) => [`${l.datasetId}/${l.id}`, l]));
+    const at = now();
+    for (const entry of wanted) {
+      const lead = byKey.get(`${entry.datasetId}/${entry.leadId}`);
+      const data = { ...(lead ? leadData(lead) : { accountId: entry.accountId, datasetId: entry.datasetId, leadId: entry.leadId }), segmentId: entry.segmentId };
+      await fanOut(tx, endpoints.get(entry.accountId)!, { accountId: entry.accountId, type: "segment.lead_entered", data }, entry.enteredAt ?? at);
+    }
+    setTimeout(() => wake?.(), 20).unref();
+  }
+
+  return { publishEvent, onIngested, onEnriched, onSegmentEntered };
+}
+
+export type WebhookEvents = ReturnType<typeof webhookEvents>;

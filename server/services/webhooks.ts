@@ -1,0 +1,243 @@
+// Webhooks: a partner's endpoints, their secrets, deliveries and replays. Events are written by
+// server/notify/events.ts and delivered by the `webhook` job (server/notify/webhook-job.ts).
+import { randomBytes } from "node:crypto";
+import type { components } from "../../generated/openapi.ts";
+import type { SecretBox } from "../ctd/secret-box.ts";
+import type { Db } from "../db/database.ts";
+import { Conflict, Invalid, NotFound } from "../domain/errors.ts";
+import { newId } from "../ids.ts";
+import type { WebhookConfig } from "../notify/config.ts";
+import { deliveryJob, insertDelivery, payloadOf, TEST_EVENT } from "../notify/events.ts";
+import type { JobQueue } from "../jobs/queue.ts";
+import { checkWebhookUrl } from "../notify/url-check.ts";
+import { secretContext } from "../notify/webhook-job.ts";
+import { decodeCursor, DEFAULT_PAGE_SIZE, type Page, toPage } from "./paging.ts";
+
+type Schemas = components["schemas"];
+type EndpointRow = Awaited<ReturnType<Db["webhookEndpoint"]["findFirstOrThrow"]>>;
+
+/** At most this many endpoints per account. */
+export const MAX_ENDPOINTS = 20;
+const MAX_REPLAY = 1000;
+
+export interface WebhookServiceDeps {
+  config: WebhookConfig;
+  secrets: SecretBox;
+  /** The queue; asked for on first use (the app may be built before the queue). */
+  jobs: () => Pick<JobQueue, "enqueue" | "wake">;
+  now: () => Date;
+}
+
+/** A new signing secret: `whsec_` and 24 random bytes in base64 (what standardwebhooks reads). */
+export function newWebhookSecret(): string {
+  return `whsec_${randomBytes(24).toString("base64")}`;
+}
+
+function endpointDto(row: EndpointRow): Schemas["WebhookEndpoint"] {
+  return {
+    endpointId: row.id,
+    url: row.url,
+    eventTypes: row.eventTypes as Schemas["WebhookEventType"][],
+    enabled: row.enabled,
+    disabledReason: row.enabled ? null : ((row.disabledReason ?? "manual") as "manual" | "gone" | "failing"),
+    createdAt: row.createdAt.toISOString(),
+    updatedAt: row.updatedAt.toISOString(),
+  };
+}
+
+function readPosition(value: unknown): { t: number; id: string } | undefined {
+  const v = value as { t?: unknown; id?: unknown } | null;
+  return Number.isSafeInteger(v?.t) && typeof v?.id === "string" ? { t: v!.t as number, id: v!.id as string } : undefined;
+}
+
+function readSeq(value: unknown): bigint | undefined {
+  const after = (value as { after?: unknown } | null)?.after;
+  return typeof after === "string" && /^\d{1,19}$/.test(after) ? BigInt(after) : undefined;
+}
+
+export function webhookService(db: Db, { config, secrets, jobs, now }: WebhookServiceDeps) {
+  const rules = { requireHttps: config.requireHttps, allowPrivateAddresses: config.allowPrivateAddresses };
+
+  async function endpointOf(accountId: string, endpointId: string): Promise<EndpointRow> {
+    const row = await db.webhookEndpoint.findFirst({ where: { id: endpointId, accountId } });
+    if (!row) throw new NotFound(`No webhook endpoint ${endpointId} in this account`);
+    return row;
+  }
+
+  function requireEnabled(row: EndpointRow): void {
+    if (!row.enabled) throw new Conflict(`Webhook endpoint ${row.id} is disabled: enable it first`, "endpoint_disabled");
+  }
+
+  async function deliveryDto(row: { seq: bigint; id: string; eventType: string; state: string; createdAt: Date; deliveredAt: Date | null; payload: string }): Promise<Schemas["WebhookDelivery"]> {
+    const attempts = await db.webhookAttempt.findMany({ where: { deliverySeq: row.seq }, orderBy: { id: "asc" } });
+    return toDelivery(row, attempts);
+  }
+
+  function toDelivery(
+    row: { id: string; eventType: string; state: string; createdAt: Date; deliveredAt: Date | null; payload: string },
+    attempts: { at: Date; statusCode: number | null; durationMs: number; errorClass: string | null }[],
+  ): Schemas["WebhookDelivery"] {
+    return {
+      deliveryId: row.id,
+      eventType: row.eventType,
+      state: row.state as Schemas["WebhookDeliveryState"],
+      createdAt: row.createdAt.toISOString(),
+      deliveredAt: row.deliveredAt?.toISOString() ?? null,
+      payload: JSON.parse(row.payload) as Record<string, unknown>,
+      attempts: attempts.map((a) => ({
+        at: a.at.toISOString(),
+        statusCode: a.statusCode,
+        durationMs: a.durationMs,
+        errorClass: a.errorClass as Schemas["WebhookAttempt"]["errorClass"],
+      })),
+    };
+  }
+
+  /** Marks the delivery pending again and queues a new job for it, in `tx`; false when it is not the endpoint's. */
+  async function requeue(tx: Parameters<Parameters<Db["$transaction"]>[0]>[0], endpointId: string, deliveryId: string): Promise<boolean> {
+    const rows = await tx.$queryRaw<{ replays: number }[]>`
+      UPDATE "WebhookDelivery" SET state = 'pending', replays = replays + 1
+      WHERE id = ${deliveryId} AND "endpointId" = ${endpointId} RETURNING replays`;
+    if (!rows.length) return false;
+    await jobs().enqueue(tx, deliveryJob(deliveryId, rows[0]!.replays));
+    return true;
+  }
+
+  return {
+    async list(accountId: string, { cursor, limit = DEFAULT_PAGE_SIZE }: { cursor?: string; limit?: number }): Promise<Page<Schemas["WebhookEndpoint"]>> {
+      const after = decodeCursor(cursor, readPosition);
+      const rows = await db.webhookEndpoint.findMany({
+        where: {
+          accountId,
+          ...(after
+            ? { OR: [{ createdAt: { gt: new Date(after.t) } }, { createdAt: new Date(after.t), id: { gt: after.id } }] }
+            : {}),
+        },
+        orderBy: [{ createdAt: "asc" }, { id: "asc" }],
+        take: limit + 1,
+      });
+      const page = toPage(rows, limit, (last) => ({ t: last.createdAt.getTime(), id: last.id }));
+      return { data: page.data.map(endpointDto), nextCursor: page.nextCursor };
+    },
+
+    async get(accountId: string, endpointId: string): Promise<Schemas["WebhookEndpoint"]> {
+      return endpointDto(await endpointOf(accountId, endpointId));
+    },
+
+    async create(accountId: string, input: Schemas["WebhookEndpointCreate"]): Promise<Schemas["WebhookEndpointWithSecret"]> {
+      await checkWebhookUrl(input.url, rules);
+      const id = newId("whe");
+      const secret = newWebhookSecret();
+      const at = now();
+      const row = await db.$transaction(async (tx) => {
+        // the account row serialises creates of one account, so the limit holds under concurrency
+        await tx.$queryRaw`SELECT 1 FROM "Account" WHERE id = ${accountId} FOR UPDATE`;
+        const count = await tx.webhookEndpoint.count({ where: { accountId } });
+        if (count >= MAX_ENDPOINTS) throw new Conflict(`The account has ${MAX_ENDPOINTS} webhook endpoints already`);
+        const enabled = input.enabled ?? true;
+        return tx.webhookEndpoint.create({
+          data: {
+            id,
+            accountId,
+            url: input.url,
+            eventTypes: [...new Set(input.eventTypes)],
+            enabled,
+            disabledReason: enabled ? null : "manual",
+            secretSealed: secrets.seal(secret, secretContext(id)),
+            createdAt: at,
+            updatedAt: at,
+          },
+        });
+      });
+      return { ...endpointDto(row), secret };
+    },
+
+    async update(accountId: string, endpointId: string, input: Schemas["WebhookEndpointUpdate"]): Promise<Schemas["WebhookEndpoint"]> {
+      if (input.url !== undefined) await checkWebhookUrl(input.url, rules);
+      const data = {
+        ...(input.url !== undefined ? { url: input.url } : {}),
+        ...(input.eventTypes !== undefined ? { eventTypes: [...new Set(input.eventTypes)] } : {}),
+        // enabling starts afresh; disabling by hand says so
+        ...(input.enabled === true ? { enabled: true, disabledReason: null, failingSince: null } : {}),
+        ...(input.enabled === false ? { enabled: false, disabledReason: "manual" } : {}),
+        updatedAt: now(),
+      };
+      const changed = await db.webhookEndpoint.updateMany({ where: { id: endpointId, accountId }, data });
+      if (!changed.count) throw new NotFound(`No webhook endpoint ${endpointId} in this account`);
+      return endpointDto(await endpointOf(accountId, endpointId));
+    },
+
+    async remove(accountId: string, endpointId: string): Promise<void> {
+      const removed = await db.webhookEndpoint.deleteMany({ where: { id: endpointId, accountId } });
+      if (!removed.count) throw new NotFound(`No webhook endpoint ${endpointId} in this account`);
+    },
+
+    async rotateSecret(accountId: string, endpointId: string): Promise<Schemas["WebhookSecret"]> {
+      const secret = newWebhookSecret();
+      const changed = await db.webhookEndpoint.updateMany({
+        where: { id: endpointId, accountId },
+        data: { secretSealed: secrets.seal(secret, secretContext(endpointId)), updatedAt: now() },
+      });
+      if (!changed.count) throw new NotFound(`No webhook endpoint ${endpointId} in this account`);
+      return { secret };
+    },
+
+    async sendTest(accountId: string, endpointId: string): Promise<Schemas["WebhookDelivery"]> {
+      const endpoint = await endpointOf(accountId, endpointId);
+      requireEnabled(endpoint);
+      const at = now();
+      const payload = payloadOf(TEST_EVENT, at, { accountId, endpointId, message: "A test event sent on request." });
+      const id = await db.$transaction((tx) => insertDelivery(tx, jobs(), { accountId, endpointId, type: TEST_EVENT, payload, at }));
+      jobs().wake();
+      const row = await db.webhookDelivery.findUniqueOrThrow({ where: { id } });
+      return toDelivery(row, []);
+    },
+
+    async listDeliveries(
+      accountId: string,
+      endpointId: string,
+      { cursor, limit = DEFAULT_PAGE_SIZE, state }: { cursor?: string; limit?: number; state?: Schemas["WebhookDeliveryState"] },
+    ): Promise<Page<Schemas["WebhookDelivery"]>> {
+      await endpointOf(accountId, endpointId);
+      const after = decodeCursor(cursor, readSeq);
+      const rows = await db.webhookDelivery.findMany({
+        where: { endpointId, ...(state ? { state } : {}), ...(after !== undefined ? { seq: { lt: after } } : {}) },
+        orderBy: { seq: "desc" },
+        take: limit + 1,
+        include: { attemptLog: { orderBy: { id: "asc" } } },
+      });
+      const page = toPage(rows, limit, (last) => ({ after: last.seq.toString() }));
+      return { data: page.data.map((row) => toDelivery(row, row.attemptLog)), nextCursor: page.nextCursor };
+    },
+
+    async replay(accountId: string, endpointId: string, deliveryId: string): Promise<Schemas["WebhookDelivery"]> {
+      requireEnabled(await endpointOf(accountId, endpointId));
+      const found = await db.$transaction((tx) => requeue(tx, endpointId, deliveryId));
+      if (!found) throw new NotFound(`No delivery ${deliveryId} of webhook endpoint ${endpointId}`);
+      jobs().wake();
+      return deliveryDto(await db.webhookDelivery.findUniqueOrThrow({ where: { id: deliveryId } }));
+    },
+
+    async replayRange(accountId: string, endpointId: string, input: Schemas["WebhookReplayRequest"]): Promise<Schemas["WebhookReplayResult"]> {
+      const from = new Date(input.from);
+      const to = input.to ? new Date(input.to) : now();
+      if (!(from < to)) throw new Invalid("Invalid request: from must be before to", [{ location: "body", field: "from", message: "must be before to" }]);
+      requireEnabled(await endpointOf(accountId, endpointId));
+      const replayed = await db.$transaction(async (tx) => {
+        const rows = await tx.webhookDelivery.findMany({
+          where: { endpointId, state: input.state ?? "failed", createdAt: { gte: from, lt: to } },
+          orderBy: { seq: "asc" },
+          take: MAX_REPLAY,
+          select: { id: true },
+        });
+        let count = 0;
+        for (const row of rows) if (await requeue(tx, endpointId, row.id)) count += 1;
+        return count;
+      });
+      if (replayed) jobs().wake();
+      return { replayed };
+    },
+  };
+}
+
+export type WebhookService = ReturnType<typeof webhookService>;
