@@ -851,6 +851,193 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/webhooks/endpoints": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the account's webhook endpoints
+         * @description The account's webhook endpoints, oldest first, one page at a time (keyset paging: pass
+         *     `nextCursor` as `cursor`). Secrets are never listed. No acting user: acts with the
+         *     account's authority.
+         */
+        get: operations["listWebhookEndpoints"];
+        put?: never;
+        /**
+         * Create a webhook endpoint
+         * @description Registers a URL that receives the account's events of the given types (see the Webhooks
+         *     tag). The answer holds the endpoint's signing secret (`whsec_...`): it is shown this
+         *     once (rotate it to get a new one). No acting user: acts with the account's authority.
+         *     - 400 `invalid_webhook_url`: the URL is not `https` (plain `http` is accepted only
+         *       outside production), carries user information, or its host is or resolves to a
+         *       non-public address (loopback, private, link-local, ...); `details` says which.
+         *     - 409 `conflict`: the account has 20 endpoints already.
+         */
+        post: operations["createWebhookEndpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/endpoints/{endpointId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read a webhook endpoint
+         * @description One endpoint of the account (without its secret). No acting user.
+         *     - 404 `not_found`: no such endpoint in the account.
+         */
+        get: operations["getWebhookEndpoint"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a webhook endpoint
+         * @description Deletes the endpoint with its deliveries; attempts not yet made are not made. No acting
+         *     user.
+         *     - 404 `not_found`: no such endpoint in the account.
+         */
+        delete: operations["deleteWebhookEndpoint"];
+        options?: never;
+        head?: never;
+        /**
+         * Update a webhook endpoint
+         * @description Changes the given fields: the URL (checked as at create), the event types, and whether
+         *     it is enabled. Enabling an endpoint the service disabled (410 or five days of failures)
+         *     starts it afresh; deliveries that failed meanwhile can be replayed. No acting user.
+         *     - 400 `invalid_webhook_url`: as at create.
+         *     - 404 `not_found`: no such endpoint in the account.
+         */
+        patch: operations["updateWebhookEndpoint"];
+        trace?: never;
+    };
+    "/v1/webhooks/endpoints/{endpointId}/secret/rotate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate an endpoint's signing secret
+         * @description Replaces the endpoint's secret with a new one, shown in the answer this once. Every
+         *     attempt from now on, retries of earlier deliveries included, is signed with the new
+         *     secret. No acting user.
+         *     - 404 `not_found`: no such endpoint in the account.
+         */
+        post: operations["rotateWebhookSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/endpoints/{endpointId}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a test event to an endpoint
+         * @description Queues a `webhook.test` event for the endpoint (whatever event types it subscribes to),
+         *     delivered, signed and retried like any other event. The answer is the delivery: follow
+         *     it in the endpoint's deliveries. No acting user.
+         *     - 404 `not_found`: no such endpoint in the account.
+         *     - 409 `endpoint_disabled`: the endpoint is disabled (enable it first).
+         */
+        post: operations["sendWebhookTestEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/endpoints/{endpointId}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List an endpoint's deliveries
+         * @description The endpoint's deliveries, newest first, each with its state and its attempts (oldest
+         *     first), one page at a time (keyset paging: pass `nextCursor` as `cursor`). No acting
+         *     user.
+         *     - 404 `not_found`: no such endpoint in the account.
+         */
+        get: operations["listWebhookDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/endpoints/{endpointId}/deliveries/{deliveryId}/replay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Replay one delivery
+         * @description Sends the delivery again, whatever its state, with the same body and the same
+         *     `webhook-id` (receivers that deduplicate by it see it once), on a fresh retry schedule;
+         *     its new attempts are added to its list. No acting user.
+         *     - 404 `not_found`: no such endpoint in the account, or no such delivery of it.
+         *     - 409 `endpoint_disabled`: the endpoint is disabled (enable it first).
+         */
+        post: operations["replayWebhookDelivery"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/endpoints/{endpointId}/replay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Replay the failed deliveries of a time range
+         * @description Sends again every delivery of the endpoint created from `from` (inclusive) to `to`
+         *     (exclusive, default now) that is in the state `state` (default `failed`), like
+         *     replaying each one (same body, same `webhook-id`). At most 1000 deliveries, oldest
+         *     first; the answer says how many were queued. No acting user.
+         *     - 400 `validation_failed`: `from` is not before `to`.
+         *     - 404 `not_found`: no such endpoint in the account.
+         *     - 409 `endpoint_disabled`: the endpoint is disabled (enable it first).
+         */
+        post: operations["replayWebhookDeliveries"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -2190,6 +2377,281 @@ export interface components {
             /** @description Cursor of the next page; null on the last page. */
             nextCursor: string | null;
         };
+        /**
+         * @description Id of a webhook endpoint.
+         * @example whe_4k9m2q7x1z5c8f3d
+         */
+        WebhookEndpointId: string;
+        /**
+         * @description Id of a delivery; the `webhook-id` header of its attempts.
+         * @example msg_7d2k9s4x1v8b6m3n
+         */
+        WebhookDeliveryId: string;
+        /**
+         * @description A type of event an endpoint can subscribe to (see the Webhooks tag).
+         * @example lead.created
+         * @enum {string}
+         */
+        WebhookEventType: "lead.created" | "lead.visited" | "segment.lead_entered" | "contact.enriched";
+        /**
+         * Format: uri
+         * @description Where events are POSTed: `https://` (`http://` only outside production), no user information, a host that is and resolves to public addresses only.
+         * @example https://hooks.partner.example/lead-intel
+         */
+        WebhookUrl: string;
+        /**
+         * @example {
+         *       "url": "https://hooks.partner.example/lead-intel",
+         *       "eventTypes": [
+         *         "lead.created",
+         *         "segment.lead_entered"
+         *       ]
+         *     }
+         */
+        WebhookEndpointCreate: {
+            url: components["schemas"]["WebhookUrl"];
+            eventTypes: components["schemas"]["WebhookEventType"][];
+            /** @default true */
+            enabled?: boolean;
+        };
+        /**
+         * @example {
+         *       "eventTypes": [
+         *         "lead.created",
+         *         "lead.visited"
+         *       ],
+         *       "enabled": true
+         *     }
+         */
+        WebhookEndpointUpdate: {
+            url?: components["schemas"]["WebhookUrl"];
+            eventTypes?: components["schemas"]["WebhookEventType"][];
+            enabled?: boolean;
+        };
+        /**
+         * @example {
+         *       "endpointId": "whe_4k9m2q7x1z5c8f3d",
+         *       "url": "https://hooks.partner.example/lead-intel",
+         *       "eventTypes": [
+         *         "lead.created"
+         *       ],
+         *       "enabled": true,
+         *       "disabledReason": null,
+         *       "createdAt": "2026-11-23T09:15:00.000Z",
+         *       "updatedAt": "2026-11-23T09:15:00.000Z"
+         *     }
+         */
+        WebhookEndpoint: {
+            endpointId: components["schemas"]["WebhookEndpointId"];
+            url: string;
+            eventTypes: components["schemas"]["WebhookEventType"][];
+            enabled: boolean;
+            /**
+             * @description Why the endpoint is disabled: `manual` (by the partner), `gone` (it answered 410), `failing` (5 days of failed attempts); null when enabled.
+             * @enum {string|null}
+             */
+            disabledReason: "manual" | "gone" | "failing" | null;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        /**
+         * @example {
+         *       "endpointId": "whe_4k9m2q7x1z5c8f3d",
+         *       "url": "https://hooks.partner.example/lead-intel",
+         *       "eventTypes": [
+         *         "lead.created"
+         *       ],
+         *       "enabled": true,
+         *       "disabledReason": null,
+         *       "createdAt": "2026-11-23T09:15:00.000Z",
+         *       "updatedAt": "2026-11-23T09:15:00.000Z",
+         *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+         *     }
+         */
+        WebhookEndpointWithSecret: {
+            endpointId: components["schemas"]["WebhookEndpointId"];
+            url: string;
+            eventTypes: components["schemas"]["WebhookEventType"][];
+            enabled: boolean;
+            /** @enum {string|null} */
+            disabledReason: "manual" | "gone" | "failing" | null;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+            /** @description The signing secret; shown only here and by rotation. */
+            secret: string;
+        };
+        /**
+         * @example {
+         *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+         *     }
+         */
+        WebhookSecret: {
+            /** @description The new signing secret; shown only here. */
+            secret: string;
+        };
+        /**
+         * @example {
+         *       "data": [
+         *         {
+         *           "endpointId": "whe_4k9m2q7x1z5c8f3d",
+         *           "url": "https://hooks.partner.example/lead-intel",
+         *           "eventTypes": [
+         *             "lead.created"
+         *           ],
+         *           "enabled": true,
+         *           "disabledReason": null,
+         *           "createdAt": "2026-11-23T09:15:00.000Z",
+         *           "updatedAt": "2026-11-23T09:15:00.000Z"
+         *         }
+         *       ],
+         *       "nextCursor": null
+         *     }
+         */
+        WebhookEndpointPage: {
+            data: components["schemas"]["WebhookEndpoint"][];
+            /** @description Cursor of the next page; null on the last page. */
+            nextCursor: string | null;
+        };
+        /**
+         * @description `pending`: an attempt is due or running; `delivered`: a 2xx was received; `failed`: no more attempts (the schedule ran out, the endpoint answered 410 or was disabled).
+         * @example failed
+         * @enum {string}
+         */
+        WebhookDeliveryState: "pending" | "delivered" | "failed";
+        /**
+         * @example {
+         *       "at": "2026-11-23T09:15:01.020Z",
+         *       "statusCode": 503,
+         *       "durationMs": 182,
+         *       "errorClass": "http_status"
+         *     }
+         */
+        WebhookAttempt: {
+            /** Format: date-time */
+            at: string;
+            /** @description The HTTP status received; null when no answer came. */
+            statusCode: number | null;
+            durationMs: number;
+            /**
+             * @description Why the attempt failed; null when it succeeded.
+             * @enum {string|null}
+             */
+            errorClass: "timeout" | "connection" | "non_public_address" | "tls" | "redirect" | "http_status" | null;
+        };
+        /**
+         * @example {
+         *       "deliveryId": "msg_7d2k9s4x1v8b6m3n",
+         *       "eventType": "lead.created",
+         *       "state": "delivered",
+         *       "createdAt": "2026-11-23T09:15:00.800Z",
+         *       "deliveredAt": "2026-11-23T09:15:06.300Z",
+         *       "payload": {
+         *         "type": "lead.created",
+         *         "timestamp": "2026-11-23T09:15:00.800Z",
+         *         "data": {
+         *           "accountId": "acc_2n7d4k9s1x3v8b6m",
+         *           "datasetId": "ds_8f3k2m9q4w7x1z5c",
+         *           "leadId": "lead_5t2k8m1q9x"
+         *         }
+         *       },
+         *       "attempts": [
+         *         {
+         *           "at": "2026-11-23T09:15:01.020Z",
+         *           "statusCode": 503,
+         *           "durationMs": 182,
+         *           "errorClass": "http_status"
+         *         },
+         *         {
+         *           "at": "2026-11-23T09:15:06.300Z",
+         *           "statusCode": 200,
+         *           "durationMs": 95,
+         *           "errorClass": null
+         *         }
+         *       ]
+         *     }
+         */
+        WebhookDelivery: {
+            deliveryId: components["schemas"]["WebhookDeliveryId"];
+            /** @description The event's type (`webhook.test` for a test event). */
+            eventType: string;
+            state: components["schemas"]["WebhookDeliveryState"];
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            deliveredAt: string | null;
+            /** @description The body sent, `{type, timestamp, data}`. */
+            payload: {
+                [key: string]: unknown;
+            };
+            attempts: components["schemas"]["WebhookAttempt"][];
+        };
+        /**
+         * @example {
+         *       "data": [
+         *         {
+         *           "deliveryId": "msg_7d2k9s4x1v8b6m3n",
+         *           "eventType": "webhook.test",
+         *           "state": "delivered",
+         *           "createdAt": "2026-11-23T09:15:00.800Z",
+         *           "deliveredAt": "2026-11-23T09:15:01.100Z",
+         *           "payload": {
+         *             "type": "webhook.test",
+         *             "timestamp": "2026-11-23T09:15:00.800Z",
+         *             "data": {
+         *               "endpointId": "whe_4k9m2q7x1z5c8f3d"
+         *             }
+         *           },
+         *           "attempts": [
+         *             {
+         *               "at": "2026-11-23T09:15:01.020Z",
+         *               "statusCode": 200,
+         *               "durationMs": 80,
+         *               "errorClass": null
+         *             }
+         *           ]
+         *         }
+         *       ],
+         *       "nextCursor": null
+         *     }
+         */
+        WebhookDeliveryPage: {
+            data: components["schemas"]["WebhookDelivery"][];
+            /** @description Cursor of the next page; null on the last page. */
+            nextCursor: string | null;
+        };
+        /**
+         * @example {
+         *       "from": "2026-11-22T00:00:00Z",
+         *       "to": "2026-11-23T00:00:00Z",
+         *       "state": "failed"
+         *     }
+         */
+        WebhookReplayRequest: {
+            /**
+             * Format: date-time
+             * @description Deliveries created at or after this time.
+             */
+            from: string;
+            /**
+             * Format: date-time
+             * @description Deliveries created before this time; now when omitted.
+             */
+            to?: string;
+            state?: components["schemas"]["WebhookDeliveryState"];
+        };
+        /**
+         * @example {
+         *       "replayed": 3
+         *     }
+         */
+        WebhookReplayResult: {
+            /** @description How many deliveries were queued again. */
+            replayed: number;
+        };
     };
     responses: {
         /** @description Success, no body. */
@@ -2405,6 +2867,16 @@ export interface components {
         };
     };
     parameters: {
+        /**
+         * @description Id of a webhook endpoint of the account.
+         * @example whe_4k9m2q7x1z5c8f3d
+         */
+        WebhookEndpointIdPath: components["schemas"]["WebhookEndpointId"];
+        /**
+         * @description Id of a delivery of the endpoint (its `webhook-id`).
+         * @example msg_7d2k9s4x1v8b6m3n
+         */
+        WebhookDeliveryIdPath: components["schemas"]["WebhookDeliveryId"];
         /**
          * @description Id of a user who is a member of the key's account.
          * @example 1042
@@ -3899,6 +4371,364 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listWebhookEndpoints: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Opaque cursor: the `nextCursor` of the previous page. Omit it for the first page. A cursor this API did not return: 400.
+                 * @example eyJhZnRlciI6MTd9
+                 */
+                cursor?: components["parameters"]["Cursor"];
+                /**
+                 * @description Largest number of items on the page.
+                 * @example 100
+                 */
+                limit?: components["parameters"]["Limit"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of endpoints. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    createWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookEndpointCreate"];
+            };
+        };
+        responses: {
+            /** @description The endpoint, with its secret (shown once). */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointWithSecret"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Id of a webhook endpoint of the account.
+                 * @example whe_4k9m2q7x1z5c8f3d
+                 */
+                endpointId: components["parameters"]["WebhookEndpointIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpoint"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    deleteWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Id of a webhook endpoint of the account.
+                 * @example whe_4k9m2q7x1z5c8f3d
+                 */
+                endpointId: components["parameters"]["WebhookEndpointIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["NoContent"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    updateWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Id of a webhook endpoint of the account.
+                 * @example whe_4k9m2q7x1z5c8f3d
+                 */
+                endpointId: components["parameters"]["WebhookEndpointIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookEndpointUpdate"];
+            };
+        };
+        responses: {
+            /** @description The endpoint as it is now. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpoint"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    rotateWebhookSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Id of a webhook endpoint of the account.
+                 * @example whe_4k9m2q7x1z5c8f3d
+                 */
+                endpointId: components["parameters"]["WebhookEndpointIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The new secret. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookSecret"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    sendWebhookTestEvent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Id of a webhook endpoint of the account.
+                 * @example whe_4k9m2q7x1z5c8f3d
+                 */
+                endpointId: components["parameters"]["WebhookEndpointIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The queued delivery. */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDelivery"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listWebhookDeliveries: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Only deliveries in this state.
+                 * @example failed
+                 */
+                state?: components["schemas"]["WebhookDeliveryState"];
+                /**
+                 * @description Opaque cursor: the `nextCursor` of the previous page. Omit it for the first page. A cursor this API did not return: 400.
+                 * @example eyJhZnRlciI6MTd9
+                 */
+                cursor?: components["parameters"]["Cursor"];
+                /**
+                 * @description Largest number of items on the page.
+                 * @example 100
+                 */
+                limit?: components["parameters"]["Limit"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description Id of a webhook endpoint of the account.
+                 * @example whe_4k9m2q7x1z5c8f3d
+                 */
+                endpointId: components["parameters"]["WebhookEndpointIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of deliveries. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDeliveryPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    replayWebhookDelivery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Id of a webhook endpoint of the account.
+                 * @example whe_4k9m2q7x1z5c8f3d
+                 */
+                endpointId: components["parameters"]["WebhookEndpointIdPath"];
+                /**
+                 * @description Id of a delivery of the endpoint (its `webhook-id`).
+                 * @example msg_7d2k9s4x1v8b6m3n
+                 */
+                deliveryId: components["parameters"]["WebhookDeliveryIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The delivery, queued again. */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDelivery"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    replayWebhookDeliveries: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Id of a webhook endpoint of the account.
+                 * @example whe_4k9m2q7x1z5c8f3d
+                 */
+                endpointId: components["parameters"]["WebhookEndpointIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookReplayRequest"];
+            };
+        };
+        responses: {
+            /** @description How many deliveries were queued again. */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookReplayResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };

@@ -2412,7 +2412,7 @@ export interface components {
             url: components["schemas"]["WebhookUrl"];
             eventTypes: components["schemas"]["WebhookEventType"][];
             /** @default true */
-            enabled?: boolean;
+            enabled: boolean;
         };
         /**
          * @example {

@@ -1,19 +1,18 @@
 // Webhooks: a partner's endpoints, their secrets, deliveries and replays. Events are written by
 // server/notify/events.ts and delivered by the `webhook` job (server/notify/webhook-job.ts).
 import { randomBytes } from "node:crypto";
-import type { components } from "../../generated/openapi.ts";
 import type { SecretBox } from "../ctd/secret-box.ts";
 import type { Db } from "../db/database.ts";
 import { Conflict, Invalid, NotFound } from "../domain/errors.ts";
+import type { QueryOf, Schemas } from "../domain/types.ts";
 import { newId } from "../ids.ts";
 import type { WebhookConfig } from "../notify/config.ts";
 import { deliveryJob, insertDelivery, payloadOf, TEST_EVENT } from "../notify/events.ts";
 import type { JobQueue } from "../jobs/queue.ts";
 import { checkWebhookUrl } from "../notify/url-check.ts";
 import { secretContext } from "../notify/webhook-job.ts";
-import { decodeCursor, DEFAULT_PAGE_SIZE, type Page, toPage } from "./paging.ts";
+import { decodeCursor, toPage } from "./paging.ts";
 
-type Schemas = components["schemas"];
 type EndpointRow = Awaited<ReturnType<Db["webhookEndpoint"]["findFirstOrThrow"]>>;
 
 /** At most this many endpoints per account. */
@@ -104,7 +103,7 @@ export function webhookService(db: Db, { config, secrets, jobs, now }: WebhookSe
   }
 
   return {
-    async list(accountId: string, { cursor, limit = DEFAULT_PAGE_SIZE }: { cursor?: string; limit?: number }): Promise<Page<Schemas["WebhookEndpoint"]>> {
+    async list(accountId: string, { cursor, limit }: QueryOf<"listWebhookEndpoints">): Promise<Schemas["WebhookEndpointPage"]> {
       const after = decodeCursor(cursor, readPosition);
       const rows = await db.webhookEndpoint.findMany({
         where: {
@@ -196,8 +195,8 @@ export function webhookService(db: Db, { config, secrets, jobs, now }: WebhookSe
     async listDeliveries(
       accountId: string,
       endpointId: string,
-      { cursor, limit = DEFAULT_PAGE_SIZE, state }: { cursor?: string; limit?: number; state?: Schemas["WebhookDeliveryState"] },
-    ): Promise<Page<Schemas["WebhookDelivery"]>> {
+      { cursor, limit, state }: QueryOf<"listWebhookDeliveries">,
+    ): Promise<Schemas["WebhookDeliveryPage"]> {
       await endpointOf(accountId, endpointId);
       const after = decodeCursor(cursor, readSeq);
       const rows = await db.webhookDelivery.findMany({
