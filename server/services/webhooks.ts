@@ -133,7 +133,7 @@ export function webhookService(db: Db, { config, secrets, jobs, now }: WebhookSe
         await tx.$queryRaw`SELECT 1 FROM "Account" WHERE id = ${accountId} FOR UPDATE`;
         const count = await tx.webhookEndpoint.count({ where: { accountId } });
         if (count >= MAX_ENDPOINTS) throw new Conflict(`The account has ${MAX_ENDPOINTS} webhook endpoints already`);
-        const enabled = input.enabled ?? true;
+        const { enabled } = input; // the spec's default (true) is filled in by the validator
         return tx.webhookEndpoint.create({
           data: {
             id,
