@@ -141,6 +141,8 @@ const constraintAnswers: Record<string, () => ApiError> = {
   Segment_datasetId_nameKey_key: () => new ConflictError("A segment with this name already exists in this dataset"),
   Membership_pkey: () => new ConflictError("The user is already a member of this account"),
   UserDataset_pkey: () => new ConflictError("The user already has access to this dataset"),
+  // a segment deleted while it was being set as a default
+  SegmentPreference_datasetId_segmentId_fkey: () => new NotFoundError("The segment does not exist"),
   Lead_tags_count_check: () => new ConflictError(`A lead has at most ${MAX_TAGS_PER_LEAD} tags`),
 };
 
