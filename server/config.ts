@@ -11,7 +11,18 @@ export interface DatabaseConfig {
   url?: string;
   /** Embedded database directory; undefined means in memory (tests). */
   dataDir?: string;
+  /** Bounds that turn a stopped or unreachable database into a quick 503 (server/db/database.ts). */
+  timeouts?: DatabaseTimeouts;
 }
+
+export interface DatabaseTimeouts {
+  /** Waiting for a connection of the pool, or for a new one to be set up. */
+  connectMs: number;
+  /** One statement: the client gives up after this, the server (PostgreSQL) cancels it too. */
+  queryMs: number;
+}
+
+export const DEFAULT_DATABASE_TIMEOUTS: DatabaseTimeouts = { connectMs: 2_000, queryMs: 5_000 };
 
 export interface RateLimitConfig {
   /** Requests one API key may make per window. */
@@ -122,6 +133,8 @@ const environment = z.object({
   SEED_DEMO: flag,
   DATABASE_URL: text,
   DATA_DIR: text.transform((v) => v ?? ".data/pglite"),
+  DATABASE_CONNECT_TIMEOUT_MS: integer(DEFAULT_DATABASE_TIMEOUTS.connectMs),
+  DATABASE_QUERY_TIMEOUT_MS: integer(DEFAULT_DATABASE_TIMEOUTS.queryMs),
   RATE_LIMIT_REQUESTS: integer(600),
   RATE_LIMIT_WINDOW_SECONDS: integer(60),
   REDIS_URL: text,
@@ -183,7 +196,10 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     validateResponses: e.VALIDATE_RESPONSES ?? !production,
     logLevel: e.LOG_LEVEL,
     seedDemo: e.SEED_DEMO ?? !production,
-    database: e.DATABASE_URL ? { url: e.DATABASE_URL } : { dataDir: path.resolve(e.DATA_DIR) },
+    database: {
+      ...(e.DATABASE_URL ? { url: e.DATABASE_URL } : { dataDir: path.resolve(e.DATA_DIR) }),
+      timeouts: { connectMs: e.DATABASE_CONNECT_TIMEOUT_MS, queryMs: e.DATABASE_QUERY_TIMEOUT_MS },
+    },
     rateLimit: {
       requests: e.RATE_LIMIT_REQUESTS,
       windowSeconds: e.RATE_LIMIT_WINDOW_SECONDS,

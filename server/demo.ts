@@ -27,7 +27,7 @@ export interface Demo {
  * the previous demo key and issues a new one, since keys are stored hashed and cannot be shown again.
  */
 export async function ensureDemo(services: Services): Promise<Demo> {
-  const accountId = (await services.accounts.accountAdministeredBy(DEMO_ADMIN_EMAIL)) ?? (await createDemoAccount(services));
+  const accountId = (await completeDemoAccount(services)) ?? (await createDemoAccount(services));
   for (const key of await services.accounts.listApiKeys(accountId)) {
     if (key.label === DEMO_KEY_LABEL) await services.accounts.revokeApiKey(key.id);
   }
@@ -40,9 +40,26 @@ export async function ensureDemo(services: Services): Promise<Demo> {
   return { accountId, adminEmail: DEMO_ADMIN_EMAIL, key, datasetIds, contactEmail: contact.email, contactLastName };
 }
 
+const DEMO_NAME = "Demo Company";
+/** The demo account's name until its last seed step is done: the mark of a seed that did not finish. */
+const DEMO_NAME_SEEDING = "Demo Company (seeding)";
+
+/**
+ * The demo account, when a previous start finished seeding it. One a previous start left
+ * half-seeded (killed, or failed on the way) is deleted with all its content (one statement) and
+ * seeded again: the seed runs many statements, but it never stays half done.
+ */
+async function completeDemoAccount(services: Services): Promise<string | undefined> {
+  const accountId = await services.accounts.accountAdministeredBy(DEMO_ADMIN_EMAIL);
+  if (!accountId) return undefined;
+  if ((await services.accounts.nameOf(accountId)) !== DEMO_NAME_SEEDING) return accountId;
+  await services.accounts.deleteAccount(accountId);
+  return undefined;
+}
+
 async function createDemoAccount(services: Services): Promise<string> {
   const { accountId } = await services.accounts.createAccount({
-    name: "Demo Company",
+    name: DEMO_NAME_SEEDING,
     licenceDays: 365,
     admin: { email: DEMO_ADMIN_EMAIL, name: "Alex Admin" },
   });
@@ -51,6 +68,7 @@ async function createDemoAccount(services: Services): Promise<string> {
   const maria = await services.users.addMember(accountId, DEMO_ADMIN_EMAIL, { email: "maria@demo.example", name: "Maria Member", role: "member", datasetIds: [website] });
   await services.users.addMember(accountId, DEMO_ADMIN_EMAIL, { email: "li@demo.example", name: "Li Analyst", role: "member" });
   await seedLeads(services, accountId, website, maria);
+  await services.accounts.rename(accountId, DEMO_NAME); // the seed is complete
   return accountId;
 }
 

@@ -17,6 +17,9 @@ export interface RunningServer {
   shutdown(): Promise<void>;
 }
 
+/** How long a connection may stay idle during the drain before it is closed (at most half the shutdown timeout). */
+export const DRAIN_IDLE_GRACE_MS = 1_000;
+
 export async function listen(app: RequestListener, options: ListenOptions, logger: Logger): Promise<RunningServer> {
   const { timeouts, limits, tls } = options;
   const serverOptions: http.ServerOptions = {
@@ -32,16 +35,21 @@ export async function listen(app: RequestListener, options: ListenOptions, logge
   server.keepAliveTimeout = timeouts.keepAliveMs;
 
   const inFlight = new Set<ServerResponse>();
+  /** The last request read on each connection: during the drain its answer closes the connection. */
+  const latest = new WeakMap<object, ServerResponse>();
   let draining = false;
   // Registered before the app, so that it sees every response before the app can send it.
-  server.on("request", (_req: IncomingMessage, res: ServerResponse) => {
+  server.on("request", (req: IncomingMessage, res: ServerResponse) => {
     inFlight.add(res);
-    if (draining) res.setHeader("Connection", "close");
-    res.once("close", () => {
-      inFlight.delete(res);
-      // a keep-alive connection whose response left before the drain started is idle now
-      if (draining) setImmediate(() => server.closeIdleConnections());
-    });
+    latest.set(req.socket, res);
+    // The header is decided when the answer's head is written, not when the request arrives:
+    // pipelined requests already read behind this one are answered first, on the same connection.
+    const writeHead = res.writeHead;
+    res.writeHead = function (this: ServerResponse, ...args: Parameters<typeof writeHead>) {
+      if (draining && latest.get(req.socket) === res) this.setHeader("Connection", "close");
+      return writeHead.apply(this, args);
+    } as typeof writeHead;
+    res.once("close", () => inFlight.delete(res));
   });
   server.on("request", app);
 
@@ -53,12 +61,21 @@ export async function listen(app: RequestListener, options: ListenOptions, logge
     });
   });
 
+  /**
+   * Stops accepting at once. Connections stay open while their requests are answered, each
+   * closed by the answer to the last request read on it (`Connection: close`); a connection
+   * with nothing to answer is closed once it has stayed idle for the idle grace. The grace
+   * is measured after the event loop has read its sockets again (a busy or stopped process may
+   * hold requests that were sent before the signal but not yet read): a request that arrives
+   * within it is answered too. At the shutdown timeout, whatever is left is cut off.
+   */
   async function shutdown(): Promise<void> {
     draining = true;
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-    // answered requests close their connection instead of waiting for the next request
-    for (const res of inFlight) if (!res.headersSent) res.setHeader("Connection", "close");
-    server.closeIdleConnections();
+    const idleGraceMs = Math.min(DRAIN_IDLE_GRACE_MS, timeouts.shutdownMs / 2);
+    // setImmediate: after the poll phase of the loop turn in which the timer fired, so that
+    // bytes that arrived while the timer waited have been read and are requests by then
+    const sweep = setInterval(() => setImmediate(() => server.closeIdleConnections()), idleGraceMs);
     let timer: NodeJS.Timeout | undefined;
     const timedOut = new Promise<boolean>((resolve) => {
       timer = setTimeout(() => resolve(true), timeouts.shutdownMs);
@@ -68,6 +85,7 @@ export async function listen(app: RequestListener, options: ListenOptions, logge
       server.closeAllConnections();
       await closed;
     }
+    clearInterval(sweep);
     clearTimeout(timer);
   }
 

@@ -64,3 +64,36 @@ describe("demo account", () => {
     expect(generateLeads({ count: 50, seed: 9, end })).not.toEqual(generateLeads({ count: 50, seed: 10, end }));
   });
 });
+
+describe("demo account, interrupted", () => {
+  let fresh: TestApi;
+  beforeAll(async () => (fresh = await startTestApi()));
+  afterAll(() => fresh?.close());
+
+  /** The services, with one step of the seed failing as a kill at that moment would leave it. */
+  function failingAt(step: "leads" | "segments"): TestApi["services"] {
+    const { services } = fresh;
+    const fail = () => Promise.reject(new Error("killed while seeding"));
+    return step === "leads"
+      ? { ...services, leads: { ...services.leads, insertLeads: fail } }
+      : { ...services, segmentPreferences: { ...services.segmentPreferences, set: fail } };
+  }
+
+  it("when the seed stops after the account is made, then the next start ends with a complete demo account", async () => {
+    for (const step of ["leads", "segments"] as const) {
+      await expect(ensureDemo(failingAt(step))).rejects.toThrow("killed while seeding");
+    }
+    const demo = await ensureDemo(fresh.services);
+    const { prisma } = fresh.db;
+    expect(await prisma.account.count({ where: { memberships: { some: { user: { email: demo.adminEmail } } } } })).toBe(1);
+    const [website] = demo.datasetIds;
+    expect(demo.datasetIds).toHaveLength(2);
+    expect(await prisma.lead.count({ where: { datasetId: website } })).toBe(302);
+    expect(await prisma.segment.count({ where: { datasetId: website } })).toBe(2);
+    expect(await prisma.segmentPreference.count({ where: { datasetId: website } })).toBe(1);
+    expect(await prisma.lead.count({ where: { datasetId: website, assigneeUserId: { not: null } } })).toBe(5);
+    const users = await fresh.request().get("/v1/users").query({ email: demo.adminEmail }).set({ "x-api-key": demo.key });
+    expect(users.status).toBe(200);
+    expect(users.body.data).toHaveLength(3);
+  });
+});

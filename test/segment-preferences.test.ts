@@ -356,3 +356,52 @@ describe("deleteSegmentPreference", () => {
     expect(res.body.details).toContainEqual(expect.objectContaining({ location: "query", field: "email" }));
   });
 });
+
+// The races below are decided by the database: each round sends both requests at once. On
+// PostgreSQL they run on separate connections and interleave; the in-memory PGlite has one
+// session (the adapter runs one transaction at a time), so there the rounds only check that
+// every outcome is an allowed one.
+describe("setSegmentPreference races", () => {
+  const ROUNDS = 40;
+  const put = (t: Tenant, body: object) =>
+    api.request().put(`/v1/segment/preference?email=${encodeURIComponent(t.admin.email)}`).set(as(t.key)).send(body);
+
+  it("when a member's access is removed while a default is set for them, then no default is left that the member cannot reach", async () => {
+    const { datasetId } = await freshDataset(tenant, 0);
+    const segmentId = await newSegment(tenant, datasetId);
+    const statuses = new Set<string>();
+    for (let round = 0; round < ROUNDS; round++) {
+      const user = await newMember(tenant, [datasetId]);
+      const later = (round % 10) * 2;
+      const [revoked, set] = await Promise.all([
+        new Promise((r) => setTimeout(r, later)).then(() =>
+          api.request().delete("/v1/user-datasets").set(as(tenant.key)).send({ userId: user.id, datasetId })),
+        put(tenant, { segmentId, datasetId, userIds: [user.id] }),
+      ]);
+      statuses.add(`${revoked.status}/${set.status}`);
+      expect(revoked.status).toBe(204);
+      // set first (then removed with the access), or refused: the user no longer reaches the dataset
+      expect([204, 409]).toContain(set.status);
+      const left = await api.db.prisma.segmentPreference.count({ where: { datasetId, userId: BigInt(user.id) } });
+      expect({ round, left }).toEqual({ round, left: 0 });
+    }
+    expect([...statuses].every((s) => ["204/204", "204/409"].includes(s))).toBe(true);
+  });
+
+  it("when a segment is deleted while it is set as a default, then the set answers 204 or 404 and no default points at it", async () => {
+    const { datasetId, users } = await freshDataset(tenant, 2);
+    for (let round = 0; round < ROUNDS; round++) {
+      const segmentId = await newSegment(tenant, datasetId);
+      // the delete starts a little later each round, to land between the set's checks and its writes
+      const later = (round % 10) * 2;
+      const [deleted, set] = await Promise.all([
+        new Promise((r) => setTimeout(r, later)).then(() => api.request().delete(`/v1/segments/${segmentId}`).set(as(tenant.key))),
+        put(tenant, { segmentId, datasetId, userIds: users.map((u) => u.id) }),
+      ]);
+      expect(deleted.status).toBe(204);
+      expect({ round, status: [204, 404].includes(set.status) ? "204 or 404" : set.status }).toEqual({ round, status: "204 or 404" });
+      if (set.status === 404) expect(set.body).toMatchObject({ error: "not_found" });
+      expect(await api.db.prisma.segmentPreference.count({ where: { segmentId } })).toBe(0);
+    }
+  });
+});

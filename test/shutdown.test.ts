@@ -2,6 +2,7 @@
 // flight, closes the connections of those still unfinished after SHUTDOWN_TIMEOUT_MS, closes the
 // database and exits 0.
 import http from "node:http";
+import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type ServerDatabase, type ServerProcess, prepareServerDatabase, startServerProcess } from "./support/server-process.ts";
 
@@ -12,7 +13,6 @@ let server: ServerProcess;
 
 beforeAll(async () => {
   database = await prepareServerDatabase();
-  server = await startServerProcess({ ...database.envFor(0), SHUTDOWN_TIMEOUT_MS: "3000" });
 });
 afterAll(async () => {
   if (server && server.child.exitCode === null) server.child.kill("SIGKILL");
@@ -82,6 +82,11 @@ async function newConnectionsRefused(): Promise<boolean> {
 }
 
 describe("SIGTERM", () => {
+  // one process per describe: the embedded database serves one process at a time
+  beforeAll(async () => {
+    server = await startServerProcess({ ...database.envFor(0), SHUTDOWN_TIMEOUT_MS: "8000" }); // room for 17 requests on a loaded machine
+  });
+
   it("when requests are in flight, then each is answered, new connections are refused, and the process exits 0", async () => {
     const load = Array.from({ length: LOAD }, (_, i) => slowCreateDataset(`Drain ${i}`));
     const stuck = slowCreateDataset("Never finished");
@@ -107,5 +112,57 @@ describe("SIGTERM", () => {
       db.prisma.dataset.findMany({ where: { accountId: database.tenant.accountId, name: { startsWith: "Drain " } } }),
     );
     expect(names).toHaveLength(LOAD);
+  });
+});
+
+describe("SIGTERM while the event loop is busy", () => {
+  const CONNECTIONS = 5;
+  const PIPELINED = 4; // requests per connection: 20 in all
+
+  let busy: ServerProcess;
+  beforeAll(async () => {
+    busy = await startServerProcess({ ...database.envFor(0), SHUTDOWN_TIMEOUT_MS: "10000" });
+  });
+  afterAll(() => {
+    if (busy && busy.child.exitCode === null) busy.child.kill("SIGKILL");
+  });
+
+  const request = () =>
+    `GET /v1/users?email=${encodeURIComponent(database.tenant.admin.email)} HTTP/1.1\r\nHost: 127.0.0.1\r\nx-api-key: ${database.tenant.key}\r\n\r\n`;
+
+  /** A keep-alive connection and everything the server sent on it. */
+  function connection(): Promise<{ socket: net.Socket; received: () => string; closed: Promise<void> }> {
+    return new Promise((resolve, reject) => {
+      let text = "";
+      const socket = net.connect(busy.port, "127.0.0.1", () => resolve({ socket, received: () => text, closed }));
+      const closed = new Promise<void>((done) => socket.once("close", () => done()));
+      socket.on("data", (chunk) => (text += chunk.toString("latin1")));
+      socket.on("error", reject);
+    });
+  }
+  const statuses = (text: string) => [...text.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => Number(m[1]));
+
+  it("when 20 requests were sent on open keep-alive connections but not yet read, then each is answered, the last on each with Connection: close, and the process exits 0", async () => {
+    const connections = await Promise.all(Array.from({ length: CONNECTIONS }, connection));
+    // every connection has been accepted and answered once: open and idle
+    for (const c of connections) c.socket.write(request());
+    while (connections.some((c) => statuses(c.received()).length < 1)) await new Promise((r) => setTimeout(r, 20));
+
+    // a stopped process is the busiest event loop: the requests wait in the kernel, unread
+    busy.child.kill("SIGSTOP");
+    for (const c of connections) c.socket.write(request().repeat(PIPELINED));
+    await new Promise((r) => setTimeout(r, 200));
+    busy.child.kill("SIGTERM");
+    busy.child.kill("SIGCONT");
+
+    await Promise.all(connections.map((c) => c.closed));
+    const answered = connections.map((c) => statuses(c.received()).slice(1));
+    expect(answered).toEqual(Array.from({ length: CONNECTIONS }, () => Array(PIPELINED).fill(200)));
+    for (const c of connections) {
+      const responses = c.received().split(/(?=HTTP\/1\.1 \d{3} )/);
+      expect(responses.at(-1)).toMatch(/^connection: close\r$/im);
+    }
+    expect(await busy.exited).toBe(0);
+    expect(busy.logs.at(-1)).toMatchObject({ msg: "stopped" });
   });
 });

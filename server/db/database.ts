@@ -13,7 +13,7 @@ import pg from "pg";
 import type { SqlMigrationAwareDriverAdapterFactory } from "@prisma/driver-adapter-utils";
 import { PrismaPGlite } from "pglite-prisma-adapter";
 import { PrismaClient } from "../../generated/prisma/client.ts";
-import type { DatabaseConfig } from "../config.ts";
+import { type DatabaseConfig, type DatabaseTimeouts, DEFAULT_DATABASE_TIMEOUTS } from "../config.ts";
 import { DatabaseLockedError, lockedMessage, lockOwner } from "./data-dir-lock.ts";
 import type { EmbeddedMessage } from "./embedded-process.ts";
 import { SOCKET_PORT } from "./embedded-server.ts";
@@ -60,7 +60,28 @@ const EMBEDDED_START_MS = 180_000;
 const EMBEDDED_CLOSE_MS = 60_000;
 const embeddedProcessPath = path.join(path.dirname(fileURLToPath(import.meta.url)), "embedded-process.ts");
 
+/**
+ * The pool's bounds (README, "A stopped database"): waiting for a connection, a statement on the
+ * client (`query_timeout`: the answer to a frozen server), the same on PostgreSQL
+ * (`statement_timeout`), and a transaction left idle by a stalled client. A request that
+ * needs the database thus fails within `connectMs + queryMs` (503), and the pool drops the
+ * connection that timed out, so that it recovers by itself once the database answers again.
+ */
+function poolBounds({ connectMs, queryMs }: DatabaseTimeouts, server: boolean): pg.PoolConfig {
+  return {
+    connectionTimeoutMillis: connectMs,
+    query_timeout: queryMs,
+    keepAlive: true,
+    // server-side settings go in the start-up packet: only for PostgreSQL itself
+    ...(server ? { statement_timeout: queryMs, idle_in_transaction_session_timeout: 2 * queryMs + connectMs } : {}),
+  };
+}
+
+/** How long /readyz waits for the database's answer. */
+export const PING_TIMEOUT_MS = 1_500;
+
 export async function openDatabase(config: DatabaseConfig, options: OpenOptions = {}): Promise<Database> {
+  const timeouts = config.timeouts ?? DEFAULT_DATABASE_TIMEOUTS;
   if (config.url) {
     const url = config.url;
     // The schema engine holds a session advisory lock until its connection closes: give it
@@ -73,9 +94,10 @@ export async function openDatabase(config: DatabaseConfig, options: OpenOptions 
         await pool.end();
       }
     };
-    return onPool("postgres", new pg.Pool({ connectionString: url, max: options.connections ?? 20 }), migrate, async () => {});
+    const pool = new pg.Pool({ connectionString: url, max: options.connections ?? 20, ...poolBounds(timeouts, true) });
+    return onPool("postgres", pool, migrate, async () => {});
   }
-  if (config.dataDir) return openEmbedded(path.resolve(config.dataDir), options);
+  if (config.dataDir) return openEmbedded(path.resolve(config.dataDir), options, timeouts);
   const pglite = new PGlite(options.snapshot ? { loadDataDir: options.snapshot } : {});
   await pglite.waitReady;
   const adapter = new PrismaPGlite(pglite);
@@ -90,17 +112,17 @@ function onPool(kind: Database["kind"], pool: pg.Pool, migrate: () => Promise<st
 }
 
 /** pg over the Unix socket of an embedded database's process. */
-function socketPool(socketDir: string, connections: number): pg.Pool {
-  return new pg.Pool({ host: socketDir, port: SOCKET_PORT, user: "postgres", database: "postgres", max: connections });
+function socketPool(socketDir: string, connections: number, timeouts: DatabaseTimeouts): pg.Pool {
+  return new pg.Pool({ host: socketDir, port: SOCKET_PORT, user: "postgres", database: "postgres", max: connections, ...poolBounds(timeouts, false) });
 }
 
 /** Connects to the process that serves `dataDir`, or starts one (which applies the pending migrations). */
-async function openEmbedded(dataDir: string, options: OpenOptions): Promise<Database> {
+async function openEmbedded(dataDir: string, options: OpenOptions, timeouts: DatabaseTimeouts): Promise<Database> {
   const connections = options.connections ?? 10;
   const owner = await lockOwner(dataDir);
   if (owner?.socketDir && options.share) {
     // migrations are the owner's business: it applied them when it started
-    return onPool("pglite", socketPool(owner.socketDir, connections), async () => [], async () => {});
+    return onPool("pglite", socketPool(owner.socketDir, connections, timeouts), async () => [], async () => {});
   }
   if (owner) throw new DatabaseLockedError(lockedMessage(dataDir, owner));
   const child = fork(embeddedProcessPath, [dataDir], { execArgv: ["--import", "tsx"], stdio: ["ignore", "inherit", "inherit", "ipc"] });
@@ -122,7 +144,7 @@ async function openEmbedded(dataDir: string, options: OpenOptions): Promise<Data
     pending = [];
     return applied;
   };
-  return onPool("pglite", socketPool(message.socketDir, connections), migrate, async () => {
+  return onPool("pglite", socketPool(message.socketDir, connections, timeouts), migrate, async () => {
     if (child.exitCode !== null || child.signalCode !== null) return;
     const exited = once(child, "exit");
     child.disconnect(); // it closes PGlite and releases the lock, then exits
@@ -156,7 +178,13 @@ function wrap(
     sql,
     kind,
     migrate,
-    ping: () => prisma.$queryRaw`SELECT 1`.then(() => true, () => false),
+    // bounded: a frozen database makes /readyz answer 503 quickly, not hang
+    ping: () => {
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), PING_TIMEOUT_MS)));
+      const answered = prisma.$queryRaw`SELECT 1`.then(() => true, () => false);
+      return Promise.race([answered, late]).finally(() => clearTimeout(timer));
+    },
     close: async () => {
       await prisma.$disconnect();
       await closeDriver();

@@ -3,7 +3,7 @@ import type { ErrorRequestHandler } from "express";
 import type { components } from "../../generated/openapi.ts";
 import * as domain from "../domain/errors.ts";
 import type { Contract } from "../contract.ts";
-import { databaseFault, type DatabaseFault } from "../db/errors.ts";
+import { databaseFault, type DatabaseFault, isDatabaseUnavailable } from "../db/errors.ts";
 import type { Logger } from "../logging.ts";
 import { MAX_TAGS_PER_LEAD } from "../services/tags.ts";
 import type { ResponseCheck } from "./response-check.ts";
@@ -122,6 +122,17 @@ export class ConflictError extends ApiError {
   }
 }
 
+/** 503 ServiceUnavailable: the database did not answer in time; `Retry-After` says when to repeat. */
+export class ServiceUnavailableError extends ApiError {
+  readonly status = 503;
+  constructor(readonly retryAfterSeconds = DATABASE_RETRY_AFTER_SECONDS) {
+    super("service_unavailable", "The database did not answer in time; retry after the Retry-After seconds");
+  }
+}
+
+/** The wait announced with a 503: a stopped database's restart or fail-over is rarely quicker. */
+export const DATABASE_RETRY_AFTER_SECONDS = 5;
+
 class InternalError extends ApiError {
   readonly status = 500;
   constructor() {
@@ -142,6 +153,8 @@ const constraintAnswers: Record<string, () => ApiError> = {
   Segment_datasetId_nameKey_key: () => new ConflictError("A segment with this name already exists in this dataset"),
   Membership_pkey: () => new ConflictError("The user is already a member of this account"),
   UserDataset_pkey: () => new ConflictError("The user already has access to this dataset"),
+  // a segment deleted while it was being set as a default
+  SegmentPreference_datasetId_segmentId_fkey: () => new NotFoundError("The segment does not exist"),
   Lead_tags_count_check: () => new ConflictError(`A lead has at most ${MAX_TAGS_PER_LEAD} tags`),
 };
 
@@ -158,6 +171,7 @@ function fromDatabaseFault(fault: DatabaseFault): ApiError {
 export function toApiError(error: unknown): ApiError {
   if (error instanceof ApiError) return error;
   if (error instanceof domain.DomainError) return fromDomainError(error);
+  if (isDatabaseUnavailable(error)) return new ServiceUnavailableError();
   const fault = databaseFault(error);
   if (fault) return fromDatabaseFault(fault);
   const e = (error ?? {}) as BodyParserError;
@@ -224,7 +238,9 @@ export function errorHandler({ logger, contract, check }: ErrorHandlerOptions): 
     }
     const apiError = toApiError(error);
     const log = (res.locals.log as Logger | undefined) ?? logger;
-    if (apiError.status >= 500) {
+    if (apiError instanceof ServiceUnavailableError) {
+      log.warn("database unavailable", { error: error instanceof Error ? error.message : String(error) });
+    } else if (apiError.status >= 500) {
       const msg = error instanceof ResponseViolation ? "response does not match the spec" : "request failed";
       log.error(msg, { error: describe(error) });
     }
@@ -236,6 +252,7 @@ export function errorHandler({ logger, contract, check }: ErrorHandlerOptions): 
     const problem = operationId && check?.(operationId, apiError.status, mediaType, body);
     if (problem) log.error("response does not match the spec", { operationId, status: apiError.status, problem });
     if (apiError instanceof MethodNotAllowedError) res.setHeader("Allow", apiError.allow);
+    if (apiError instanceof ServiceUnavailableError) res.setHeader("Retry-After", String(apiError.retryAfterSeconds));
     res.status(apiError.status).type(mediaType).send(JSON.stringify(body));
   };
 }

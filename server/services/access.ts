@@ -79,9 +79,9 @@ export function accessService(db: Db) {
     },
 
     /** 409 naming the first of `ids` (members of the account) that cannot reach the dataset. */
-    async requireReach(accountId: string, datasetId: string, ids: readonly number[]): Promise<void> {
+    async requireReach(accountId: string, datasetId: string, ids: readonly number[], tx: Pick<Db, "membership"> = db): Promise<void> {
       if (!ids.length) return;
-      const reaching = await db.membership.findMany({
+      const reaching = await tx.membership.findMany({
         where: { accountId, userId: { in: ids.map(BigInt) }, OR: [{ role: "admin" }, { datasets: { some: { datasetId } } }] },
         select: { userId: true },
       });

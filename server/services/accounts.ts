@@ -107,6 +107,27 @@ export function accountService(db: Db, sql: Sql, { keyCacheMs = KEY_CACHE_MS } =
       return membership?.accountId;
     },
 
+    /** The account's name, if the account exists. */
+    async nameOf(accountId: string): Promise<string | undefined> {
+      return (await db.account.findUnique({ where: { id: accountId }, select: { name: true } }))?.name;
+    },
+
+    async rename(accountId: string, name: string): Promise<void> {
+      await db.account.updateMany({ where: { id: accountId }, data: { name } });
+    },
+
+    /**
+     * Deletes the account and everything in it, in one transaction. Segments and assigned leads
+     * go first: their foreign keys to a membership take no cascade (NO ACTION), the rest cascades.
+     */
+    async deleteAccount(accountId: string): Promise<void> {
+      await db.$transaction([
+        db.segment.deleteMany({ where: { accountId } }),
+        db.lead.deleteMany({ where: { accountId } }),
+        db.account.deleteMany({ where: { id: accountId } }),
+      ]);
+    },
+
     /** NotFound when there is no such account. */
     async setLicence(accountId: string, validUntil: Date): Promise<void> {
       const { count } = await db.account.updateMany({ where: { id: accountId }, data: { licenceValidUntil: validUntil } });

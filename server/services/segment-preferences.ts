@@ -44,8 +44,15 @@ export function segmentPreferenceService(db: Db, access: AccessService, segments
       await db.$transaction(async (tx) => {
         // Concurrent calls for one dataset run one after the other, so the outcome is the last
         // call's list rather than a mix of two. NO KEY UPDATE leaves inserts that merely
-        // reference the dataset (leads, segments) unblocked.
+        // reference the dataset (leads, segments) unblocked. Removing a member's access takes
+        // the same lock first (user-datasets.ts): the reach checked below is still true at commit.
         await tx.$queryRaw`SELECT 1 FROM "Dataset" WHERE "id" = ${datasetId} FOR NO KEY UPDATE`;
+        // A segment deleted since the checks above is a 404, decided here: KEY SHARE keeps it
+        // until commit (a concurrent delete waits for this transaction, or has already won).
+        const segment = await tx.$queryRaw<unknown[]>`
+          SELECT 1 FROM "Segment" WHERE "datasetId" = ${datasetId} AND "id" = ${segmentId} FOR KEY SHARE`;
+        if (segment.length === 0) throw new NotFound(`Segment ${segmentId} does not exist`);
+        await access.requireReach(accountId, datasetId, userIds, tx);
         await tx.segmentPreference.deleteMany({ where: { datasetId, userId: { notIn: ids } } });
         await tx.segmentPreference.updateMany({ where: { datasetId, userId: { in: ids }, NOT: { segmentId } }, data: { segmentId } });
         await tx.segmentPreference.createMany({

@@ -40,6 +40,9 @@ export function userDatasetService(db: Db, access: AccessService) {
     async revoke(accountId: string, userId: number, datasetId: string): Promise<void> {
       const where = { accountId, userId: BigInt(userId), datasetId };
       await db.$transaction(async (tx) => {
+        // The lock a concurrent setSegmentPreference takes first (segment-preferences.ts): it either
+        // committed its default before (removed below) or checks the access after this commits.
+        await tx.$queryRaw`SELECT 1 FROM "Dataset" WHERE "id" = ${datasetId} AND "accountId" = ${accountId} FOR NO KEY UPDATE`;
         const { count } = await tx.userDataset.deleteMany({ where });
         if (count === 0) throw new NotFound(`User ${userId} has no access to dataset ${datasetId} to remove`);
         await tx.segmentPreference.deleteMany({ where: { ...where, member: { role: "member" } } });
