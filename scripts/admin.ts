@@ -10,7 +10,7 @@
 // Add --json for machine-readable output. Works on DATABASE_URL or the embedded database: while
 // `npm start` runs on it, through the socket the running service's database process serves it on.
 import { parseArgs } from "node:util";
-import { loadConfig } from "../server/config.ts";
+import { loadOperatorConfig } from "../server/config.ts";
 import { openDatabaseOrExit } from "../server/db/database.ts";
 import { DomainError } from "../server/domain/errors.ts";
 import { createServices, type Services } from "../server/services/index.ts";
@@ -160,7 +160,7 @@ async function main(): Promise<number> {
 
 async function withDatabase(command: (s: Services) => Promise<void>): Promise<void> {
   // a running service's embedded database is shared (it applied the migrations when it started)
-  const db = await openDatabaseOrExit(loadConfig(process.env).database, { share: true, connections: 2 });
+  const db = await openDatabaseOrExit(loadOperatorConfig(process.env).database, { share: true, connections: 2 });
   try {
     await db.migrate();
     await command(createServices(db.prisma));

@@ -2,12 +2,12 @@
 // database) until SIGTERM/SIGINT. Run it beside collectors started with INGEST_WRITER=off, so that
 // writing does not share the collectors' event loop:  npm run ingest
 import { openDatabaseOrExit } from "../server/db/database.ts";
-import { loadConfig } from "../server/config.ts";
+import { loadOperatorConfig } from "../server/config.ts";
 import { createLogger } from "../server/logging.ts";
 import { createServices } from "../server/services/index.ts";
 import { startIngestWriter } from "../server/tracking/writer.ts";
 
-const config = loadConfig(process.env);
+const config = loadOperatorConfig(process.env);
 const logger = createLogger(config.logLevel);
 const { writer: settings } = config.tracking;
 const db = await openDatabaseOrExit(config.database);

@@ -6,14 +6,14 @@ import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { diffMigrationsToSchema, migrationsDir } from "../server/db/migrations.ts";
 import { openDatabaseOrExit } from "../server/db/database.ts";
-import { loadConfig } from "../server/config.ts";
+import { loadOperatorConfig } from "../server/config.ts";
 
 const [command, name] = process.argv.slice(2);
 
 async function main(): Promise<number> {
   switch (command) {
     case "apply": {
-      const db = await openDatabaseOrExit(loadConfig(process.env).database);
+      const db = await openDatabaseOrExit(loadOperatorConfig(process.env).database);
       try {
         const applied = await db.migrate();
         console.log(applied.length ? `applied: ${applied.join(", ")}` : "database is up to date");

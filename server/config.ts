@@ -173,6 +173,15 @@ function tls(certFile: string | undefined, keyFile: string | undefined): Config[
 }
 
 /** Reads the configuration once (server/main.ts at start-up, scripts); everything below gets it passed in. */
+/**
+ * The configuration of an operator command (scripts/): as the service's, but one statement may
+ * run for 10 minutes unless DATABASE_QUERY_TIMEOUT_MS says otherwise (an import, a migration or a
+ * backlog drain is bulk work, not a request waiting for an answer).
+ */
+export function loadOperatorConfig(env: Record<string, string | undefined>): Config {
+  return loadConfig({ DATABASE_QUERY_TIMEOUT_MS: String(10 * 60_000), ...env });
+}
+
 export function loadConfig(env: Record<string, string | undefined>): Config {
   const parsed = environment.safeParse(env);
   if (!parsed.success) {

@@ -1,6 +1,6 @@
 // Operating configuration from the environment: defaults and refusals of nonsense.
 import { describe, expect, it } from "vitest";
-import { loadConfig } from "../server/config.ts";
+import { loadConfig, loadOperatorConfig } from "../server/config.ts";
 
 describe("loadConfig", () => {
   it("when nothing is set, then the documented defaults apply and HTTPS is not required outside production", () => {
@@ -47,5 +47,11 @@ describe("loadConfig", () => {
     expect(loadConfig({ PUBLIC_BASE_URL: "https://api.example/" }).notify.publicUrl).toBe("https://api.example");
     expect(() => loadConfig({ SMTP_URL: "mail.example:25" })).toThrow(/SMTP_URL/);
     expect(() => loadConfig({ DIGEST_HOUR_UTC: "24" })).toThrow(/DIGEST_HOUR_UTC/);
+  });
+
+  it("when an operator command loads its configuration, then a statement may run 10 minutes unless DATABASE_QUERY_TIMEOUT_MS says otherwise", () => {
+    expect(loadConfig({}).database.timeouts.queryMs).toBe(5_000);
+    expect(loadOperatorConfig({}).database.timeouts.queryMs).toBe(600_000);
+    expect(loadOperatorConfig({ DATABASE_QUERY_TIMEOUT_MS: "1234" }).database.timeouts.queryMs).toBe(1_234);
   });
 });
