@@ -50,8 +50,8 @@ describe("loadConfig", () => {
   });
 
   it("when an operator command loads its configuration, then a statement may run 10 minutes unless DATABASE_QUERY_TIMEOUT_MS says otherwise", () => {
-    expect(loadConfig({}).database.timeouts.queryMs).toBe(5_000);
-    expect(loadOperatorConfig({}).database.timeouts.queryMs).toBe(600_000);
-    expect(loadOperatorConfig({ DATABASE_QUERY_TIMEOUT_MS: "1234" }).database.timeouts.queryMs).toBe(1_234);
+    expect(loadConfig({}).database.timeouts?.queryMs).toBe(5_000);
+    expect(loadOperatorConfig({}).database.timeouts?.queryMs).toBe(600_000);
+    expect(loadOperatorConfig({ DATABASE_QUERY_TIMEOUT_MS: "1234" }).database.timeouts?.queryMs).toBe(1_234);
   });
 });

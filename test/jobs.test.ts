@@ -225,8 +225,9 @@ describe("JobQueue", () => {
   it("when a job was interrupted on its last attempt, then the next claim marks it dead without running it", async () => {
     const q = queue();
     let runs = 0;
-    q.register("interrupted", async () => void runs++, { maxAttempts: 2, backoffMs: () => 0 });
-    await q.enqueue(db.prisma, { kind: "interrupted", payload: {} });
+    const deadPayloads: unknown[] = [];
+    q.register("interrupted", async () => void runs++, { maxAttempts: 2, backoffMs: () => 0, onDead: async ({ payload }) => void deadPayloads.push(payload) });
+    await q.enqueue(db.prisma, { kind: "interrupted", payload: { deliveryId: "msg_1" } });
     await db.prisma.job.updateMany({
       where: { kind: "interrupted" },
       data: { state: "running", attempts: 2, leaseToken: "dead-process", leaseUntil: new Date(t0.getTime() - 1) },
@@ -234,5 +235,6 @@ describe("JobQueue", () => {
     await q.drain();
     expect(runs).toBe(0);
     expect(await jobRow("interrupted")).toMatchObject({ state: "dead", attempts: 3, lastError: "interrupted too often" });
+    expect(deadPayloads).toEqual([{ deliveryId: "msg_1" }]); // the kind settles its own state (a webhook delivery)
   });
 });

@@ -51,6 +51,12 @@ export interface JobKindOptions {
   concurrency?: number;
   /** Replace the payload by null once the job is done or dead (it holds addresses, links, bodies). */
   forgetPayload?: boolean;
+  /**
+   * Called once the job is dead, whether its handler failed for the last time or the queue gave
+   * up on it without running it again (its last attempt died with its process): where the kind
+   * keeps state of its own (a webhook delivery), it settles it here.
+   */
+  onDead?: (job: { id: bigint; kind: string; payload: unknown }) => Promise<void>;
 }
 
 export interface JobQueue {
@@ -68,7 +74,7 @@ export interface JobQueue {
 
 interface Registered {
   handler: JobHandler;
-  options: Required<JobKindOptions>;
+  options: Required<Omit<JobKindOptions, "onDead">> & Pick<JobKindOptions, "onDead">;
   inFlight: number;
 }
 
@@ -133,13 +139,18 @@ export function createJobQueue(db: PrismaClient, logger: Logger, options: { poll
       registered.options.forgetPayload ? Prisma.sql`, "payload" = 'null'::jsonb` : Prisma.empty
     }`;
 
+  async function markDead(job: Claimed, registered: Registered, message: string): Promise<void> {
+    if (!(await asHolder(job, finished("dead", message, registered)))) return; // no longer ours
+    logger.warn("job dead", { jobId: String(job.id), kind: job.kind, attempt: job.attempts, error: message });
+    await registered.options.onDead?.({ id: job.id, kind: job.kind, payload: JSON.parse(job.payload) });
+  }
+
   async function settle(job: Claimed, registered: Registered, error: unknown): Promise<void> {
     const fields = { jobId: String(job.id), kind: job.kind, attempt: job.attempts };
     const message = errorText(error);
     const last = job.attempts >= registered.options.maxAttempts;
     if (error instanceof GiveUp || last) {
-      await asHolder(job, finished("dead", message, registered));
-      logger.warn("job dead", { ...fields, error: message });
+      await markDead(job, registered, message);
       return;
     }
     let runAfter: Date;
@@ -158,8 +169,7 @@ export function createJobQueue(db: PrismaClient, logger: Logger, options: { poll
     const fields = { jobId: String(job.id), kind: job.kind, attempt: job.attempts };
     if (job.attempts > maxAttempts) {
       // its last attempt died with its process
-      await asHolder(job, finished("dead", "interrupted too often", registered));
-      logger.warn("job dead", { ...fields, error: "interrupted too often" });
+      await markDead(job, registered, "interrupted too often");
       return;
     }
     const heartbeat = setInterval(() => {
@@ -244,6 +254,7 @@ export function createJobQueue(db: PrismaClient, logger: Logger, options: { poll
           jitter: kindOptions.jitter ?? true,
           leaseMs: kindOptions.leaseMs ?? DEFAULT_LEASE_MS,
           concurrency: kindOptions.concurrency ?? 1,
+          onDead: kindOptions.onDead,
           forgetPayload: kindOptions.forgetPayload ?? false,
         },
         inFlight: 0,

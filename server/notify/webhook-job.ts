@@ -118,6 +118,11 @@ export function registerWebhookJobs(db: Db, jobs: JobQueue, options: WebhookWork
       // renewed while the attempt runs; after a crash the delivery is retried this soon
       leaseMs: config.timeoutMs + 5_000,
       concurrency: 8,
+      // a delivery whose job died without a last run of the handler is failed, not pending forever
+      onDead: async ({ payload }) => {
+        const { deliveryId } = payload as { deliveryId: string };
+        await db.webhookDelivery.updateMany({ where: { id: deliveryId, state: "pending" }, data: { state: "failed" } });
+      },
     },
   );
 }
