@@ -1,5 +1,6 @@
 // Configuration of webhook delivery, from the `WEBHOOK_*` variables (README.md, Webhooks).
 // server/config.ts calls it once with the environment.
+import { flag, positive } from "../env-values.ts";
 
 /** The Standard Webhooks example schedule: after a failed attempt n, wait SCHEDULE[n-1] seconds. */
 export const STANDARD_RETRY_SCHEDULE_SECONDS = [5, 300, 1800, 7200, 18_000, 36_000, 36_000] as const;
@@ -19,18 +20,6 @@ export interface WebhookConfig {
   allowPrivateAddresses: boolean;
   /** Add the queue's jitter to the schedule (off only in tests that count the waits). */
   jitter: boolean;
-}
-
-function flag(value: string | undefined): boolean {
-  return ["1", "true", "yes", "on"].includes((value ?? "").toLowerCase());
-}
-
-function positive(env: Record<string, string | undefined>, name: string, fallback: number): number {
-  const raw = env[name];
-  if (raw === undefined || raw === "") return fallback;
-  const value = Number(raw);
-  if (!Number.isFinite(value) || value <= 0) throw new Error(`${name} must be a positive number, got "${raw}"`);
-  return value;
 }
 
 export function loadWebhookConfig(env: Record<string, string | undefined>): WebhookConfig {

@@ -1,4 +1,6 @@
 // The collector's settings, from the environment.
+import { positiveInteger } from "../env-values.ts";
+
 export interface TrackingConfig {
   /** Requests one client address may send to the collector per minute. */
   ipRequestsPerMinute: number;
@@ -24,28 +26,20 @@ export interface TrackingConfig {
   };
 }
 
-function positive(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
-  const raw = env[name];
-  if (raw === undefined || raw === "") return fallback;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value < 1) throw new Error(`${name} must be a positive integer, got "${raw}"`);
-  return value;
-}
-
 /** From the environment given (server/config.ts passes the process's, once). */
 export function loadTrackingConfig(env: Record<string, string | undefined>): TrackingConfig {
   const loopbackIp = env.TRACKING_LOOPBACK_IP || undefined;
   if (loopbackIp && env.NODE_ENV === "production") throw new Error("TRACKING_LOOPBACK_IP is for the demo and refused in production");
   return {
-    ipRequestsPerMinute: positive(env, "COLLECT_IP_REQUESTS_PER_MINUTE", 600),
-    datasetEventsPerMinute: positive(env, "COLLECT_DATASET_EVENTS_PER_MINUTE", 600_000),
-    settingsTtlSeconds: positive(env, "TRACKING_SETTINGS_TTL_SECONDS", 60),
+    ipRequestsPerMinute: positiveInteger(env, "COLLECT_IP_REQUESTS_PER_MINUTE", 600),
+    datasetEventsPerMinute: positiveInteger(env, "COLLECT_DATASET_EVENTS_PER_MINUTE", 600_000),
+    settingsTtlSeconds: positiveInteger(env, "TRACKING_SETTINGS_TTL_SECONDS", 60),
     loopbackIp,
     ipv6Geo: env.TRACKING_IPV6_GEO === "1",
     writer: {
       enabled: !/^(0|false|off|no)$/i.test(env.INGEST_WRITER ?? ""),
-      batchSize: positive(env, "INGEST_BATCH_SIZE", 1000),
-      pollMs: positive(env, "INGEST_POLL_MS", 250),
+      batchSize: positiveInteger(env, "INGEST_BATCH_SIZE", 1000),
+      pollMs: positiveInteger(env, "INGEST_POLL_MS", 250),
     },
   };
 }
