@@ -306,6 +306,36 @@ describe("addCustomTrackingDomain", () => {
     );
   });
 
+  it("when the attempt's queue job was taken over meanwhile (its lease lost), then the attempt changes nothing", async () => {
+    const datasetId = await datasetWithDomain(api.services, tenant);
+    const ctd = `${fresh("t")}.customer.test`; // no record: the attempt would end pending_dns
+    let asked!: () => void;
+    const checking = new Promise<void>((resolve) => (asked = resolve));
+    let release!: () => void;
+    const released = new Promise<"answer">((resolve) => (release = () => resolve("answer")));
+    dns.gate = (question) => (question.name === ctd ? (asked(), released) : "answer");
+    try {
+      const adding = add({ datasetId, ctd }).then((res) => res); // sends it now
+      await checking;
+      const entry = (await entryOf(datasetId))!;
+      const job = (await queueJobsOf(entry.id))[0]!;
+      expect(job).toMatchObject({ state: "running", attempts: 1 });
+      // another process claimed the job (its lease had run out): a new token, a second attempt
+      await api.db.prisma.job.update({ where: { id: job.id }, data: { attempts: 2, leaseToken: "another-process", leaseUntil: new Date(Date.now() + 600_000) } });
+      release();
+      await vi.waitFor(() => expect(api.logs.some((l) => l.includes("certificate job lease lost") && l.includes(ctd))).toBe(true));
+      expect(await entryOf(datasetId)).toMatchObject({ state: "provisioning", reason: null, job: { state: "running", attempts: 1, lastError: null } });
+      expect((await queueJobsOf(entry.id))[0]).toMatchObject({ state: "running", attempts: 2, leaseToken: "another-process" });
+      // the other process ends it
+      await api.db.prisma.job.update({ where: { id: job.id }, data: { state: "done", leaseToken: null, leaseUntil: null } });
+      await api.db.prisma.trackingDomain.update({ where: { id: entry.id }, data: { state: "pending_dns", reason: "set by the other process" } });
+      expect((await adding).body).toEqual({ responseCode: -1, responseMessage: "set by the other process" });
+    } finally {
+      dns.gate = undefined;
+      release();
+    }
+  });
+
   it("when DNS look-ups keep failing, then each attempt is retried up to the limit and the entry ends failed with the reason", async () => {
     const datasetId = await datasetWithDomain(api.services, tenant);
     const ctd = `${fresh("t")}.customer.test`;
