@@ -336,6 +336,22 @@ describe("addCustomTrackingDomain", () => {
     }
   });
 
+  it("when the domain's queue job died without settling its progress, then adding it again starts a new generation instead of joining nothing", async () => {
+    const datasetId = await datasetWithDomain(api.services, tenant);
+    const ctd = `${fresh("t")}.customer.test`;
+    await add({ datasetId, ctd }); // pending_dns
+    const entry = (await entryOf(datasetId))!;
+    await vi.waitFor(async () => expect(await queueJobsOf(entry.id)).toMatchObject([{ state: "done" }]));
+    // as if the queue gave up on the job and its onDead could not write
+    await api.db.prisma.job.updateMany({ where: { dedupeKey: `certificate:${entry.id}:0` }, data: { state: "dead" } });
+    await api.db.prisma.certificateJob.update({ where: { domainId: entry.id }, data: { state: "running" } });
+    await api.db.prisma.trackingDomain.update({ where: { id: entry.id }, data: { state: "provisioning", reason: null } });
+    dns.zone.cname.set(ctd, "cdn.elsewhere.test");
+    const res = await add({ datasetId, ctd });
+    expect(res.body).toEqual({ responseCode: -1, responseMessage: `${ctd} is a CNAME to cdn.elsewhere.test, not to ${TARGET}. Change the record to point to ${TARGET}. Then call PUT /v1/management/ctd/update to continue.` });
+    expect((await entryOf(datasetId))!.job).toMatchObject({ state: "finished", attempts: 1, generation: 1 });
+  });
+
   it("when DNS look-ups keep failing, then each attempt is retried up to the limit and the entry ends failed with the reason", async () => {
     const datasetId = await datasetWithDomain(api.services, tenant);
     const ctd = `${fresh("t")}.customer.test`;

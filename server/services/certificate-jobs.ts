@@ -79,8 +79,10 @@ type Tx = Prisma.TransactionClient;
 /** The queue job that runs `generation` of a domain's certificate work (a repeated add joins it). */
 export async function enqueueCertificateJob(queue: JobQueue, tx: Tx | Db, domainId: bigint, generation: number): Promise<void> {
   const payload: CertificatePayload = { domainId: String(domainId), generation };
-  await queue.enqueue(tx, { kind: CERTIFICATE_JOB_KIND, payload, dedupeKey: `${CERTIFICATE_JOB_KIND}:${domainId}:${generation}` });
+  await queue.enqueue(tx, { kind: CERTIFICATE_JOB_KIND, payload, dedupeKey: certificateDedupeKey(domainId, generation) });
 }
+
+export const certificateDedupeKey = (domainId: bigint, generation: number) => `${CERTIFICATE_JOB_KIND}:${domainId}:${generation}`;
 
 export function certificateJobService(db: Db, { config, logger, queue }: CertificateJobDeps) {
   const box = secretBox(() => resolveEncryptionKey(config, logger)); // asked for on first use
@@ -254,13 +256,21 @@ export function certificateJobService(db: Db, { config, logger, queue }: Certifi
 
     /**
      * Makes the domain's work runnable again (a new generation with its own queue job), unless it
-     * is queued or running already (then the caller joins it). One transaction, so a worker
+     * is queued or running already on a live queue job (then the caller joins it). One transaction, so a worker
      * finishing meanwhile cannot be overwritten, and the job exists iff the restart commits.
      */
     async requeue(domainId: bigint): Promise<void> {
       const restarted = await db.$transaction(async (tx) => {
+        const current = await tx.certificateJob.findUnique({ where: { domainId }, select: { state: true, generation: true } });
+        if (!current) return false;
+        if (current.state !== "finished") {
+          // joined, unless its queue job ended without settling it (onDead could not write): then it restarts
+          const queued = await tx.job.findUnique({ where: { dedupeKey: certificateDedupeKey(domainId, current.generation) }, select: { state: true } });
+          if (queued && (queued.state === "queued" || queued.state === "running")) return false;
+        }
+        // conditional on the generation read: of two concurrent restarts one wins, the other joins
         const { count } = await tx.certificateJob.updateMany({
-          where: { domainId, state: "finished" },
+          where: { domainId, generation: current.generation, state: current.state },
           data: {
             state: "queued",
             attempts: 0,
