@@ -5,7 +5,6 @@ import { createApp } from "./app.ts";
 import { clusterRole, startWorkers } from "./cluster.ts";
 import { loadConfig } from "./config.ts";
 import { resolveEncryptionKey } from "./ctd/config.ts";
-import { startCertificateWorker } from "./ctd/worker.ts";
 import { openDatabaseOrExit } from "./db/database.ts";
 import { ensureDemo } from "./demo.ts";
 import { listen } from "./listen.ts";
@@ -132,9 +131,8 @@ logger.info("listening", {
   rateLimit: { requests: config.rateLimit.requests, windowSeconds: config.rateLimit.windowSeconds, shared: !!config.rateLimit.redis },
   requireHttps: config.requireHttps,
 });
-// Picks up the certificate jobs a previous process left unfinished, then those that are queued.
-const worker = startCertificateWorker(services.certificateJobs, trackingDomains.jobs, logger);
-// Background jobs (mail, digests, ...): picks up what a previous process left, in every process.
+// Background jobs (certificates, mail, digests, webhooks, ...): picks up what a previous process
+// left (a job whose lease ran out), in every process.
 services.jobs.start();
 const digests = startDigestScheduler(services.segmentAlerts, logger);
 logger.info("mail transport", { destination: services.mailer.destination });
@@ -187,7 +185,6 @@ async function stop(signal: string): Promise<void> {
   stopping = true;
   logger.info("stopping", { signal, timeoutMs: config.timeouts.shutdownMs });
   await running.shutdown();
-  await worker.stop();
   digests.stop();
   await services.jobs.stop();
   services.mailer.close();

@@ -4,9 +4,10 @@
 import { createPublicKey } from "node:crypto";
 import type { Server } from "node:http";
 import * as acme from "acme-client";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { secretBox } from "../server/ctd/secret-box.ts";
-import { type CertificateWorker, startCertificateWorker } from "../server/ctd/worker.ts";
+import { createJobQueue } from "../server/jobs/queue.ts";
+import { certificateJobService } from "../server/services/certificate-jobs.ts";
 import { startTestApi, type TestApi } from "./support/api.ts";
 import { holdAddressLookups, startDnsServer, type TestDnsServer } from "./support/dns-server.ts";
 import { freePort, type Pebble, pebbleMissing, startPebble } from "./support/pebble.ts";
@@ -20,7 +21,7 @@ describe.skipIf(!!pebbleMissing)("custom tracking domains with a certificate aut
   let dns: TestDnsServer;
   let pebble: Pebble;
   let server: Server;
-  let worker: CertificateWorker;
+  let config: ReturnType<typeof trackingDomainConfig>;
   let tenant: Tenant;
   let open: (sealed: string, context: string) => string;
 
@@ -29,7 +30,7 @@ describe.skipIf(!!pebbleMissing)("custom tracking domains with a certificate aut
     dns.zone.a.set(TARGET, "127.0.0.1");
     const port = await freePort();
     pebble = await startPebble({ httpPort: port, dnsServer: dns.address });
-    const config = trackingDomainConfig(dns.address, {
+    config = trackingDomainConfig(dns.address, {
       CTD_ACME_DIRECTORY_URL: pebble.directoryUrl,
       CTD_ACME_CA_FILE: pebble.caFile,
       CTD_JOB_MAX_ATTEMPTS: "2",
@@ -39,11 +40,11 @@ describe.skipIf(!!pebbleMissing)("custom tracking domains with a certificate aut
     server = await new Promise<Server>((resolve) => {
       const listening = api.app.listen(port, "127.0.0.1", () => resolve(listening));
     });
-    worker = startCertificateWorker(api.services.certificateJobs, config.jobs, api.logger);
+    api.services.jobs.start(); // certificate jobs run on the job queue
     tenant = await createTenant(api.services, "Acme");
   });
   afterAll(async () => {
-    await worker?.stop();
+    await api?.services.jobs.stop();
     await new Promise((resolve) => (server ? server.close(resolve) : resolve(undefined)));
     await pebble?.close();
     await dns?.close();
@@ -89,7 +90,11 @@ describe.skipIf(!!pebbleMissing)("custom tracking domains with a certificate aut
       expect(res.body).toEqual({ responseCode: 0, responseMessage: `${ctd} is live; its certificate is valid until ${entry.certificateNotAfter!.toISOString()}.` });
       expect(entry).toMatchObject({ domain: ctd, state: "active", reason: null });
       expectIssued(entry, ctd);
-      expect(entry.job).toMatchObject({ state: "finished", attempts: 1, lastError: null, leaseToken: null });
+      expect(entry.job).toMatchObject({ state: "finished", attempts: 1, lastError: null });
+      // its queue job ran once and holds no lease (marked done just after the answer)
+      await vi.waitFor(async () =>
+        expect(await api.db.prisma.job.findMany({ where: { dedupeKey: `certificate:${entry.id}:0` } })).toMatchObject([{ state: "done", attempts: 1, leaseToken: null }]),
+      );
       expect(entry.job!.orderUrl).toMatch(new RegExp(`^${new URL(pebble.directoryUrl).origin}/`));
 
       const read = await api.request().get(`/v1/management/ctd?datasetId=${datasetId}`).set("x-api-key", tenant.key);
@@ -138,18 +143,20 @@ describe.skipIf(!!pebbleMissing)("custom tracking domains with a certificate aut
     });
   });
 
-  describe("a worker stopped midway", () => {
-    it("when the worker stops while the CA validates (a graceful shutdown), then another worker continues the same ACME order to a certificate", async () => {
+  describe("a queue stopped midway", () => {
+    it("when the job queue stops while the CA validates (a graceful shutdown), then the attempt in hand finishes the same ACME order before the stop ends, counted once, and another process's queue does not run it twice", async () => {
       const datasetId = await datasetWithDomain(api.services, tenant);
       const ctd = pointed();
       const { caIsValidating, release } = holdAddressLookups(dns, ctd);
+      const other = createJobQueue(api.db.prisma, api.logger, { pollMs: 50 });
+      certificateJobService(api.db.prisma, { config, logger: api.logger, queue: other });
       try {
         const adding = call("post", "/v1/management/ctd/add", { datasetId, ctd }).then((res) => res); // sends it now
         await caIsValidating;
         const before = (await entryOf(datasetId))!.job!;
         expect(before).toMatchObject({ state: "running", attempts: 1 });
-        const stopping = worker.stop(30_000); // gives the lease back at once
-        worker = startCertificateWorker(api.services.certificateJobs, { leaseMs: 3000, pollMs: 50 }, api.logger);
+        const stopping = api.services.jobs.stop(30_000); // lets the attempt in hand finish
+        other.start(); // a second process: the job is leased, so it waits
         release();
         const res = await adding;
         await stopping;
@@ -157,12 +164,15 @@ describe.skipIf(!!pebbleMissing)("custom tracking domains with a certificate aut
         const entry = (await entryOf(datasetId))!;
         expect(entry.state).toBe("active");
         expectIssued(entry, ctd);
-        // the same order, and the interrupted attempt was given back rather than counted
         expect(entry.job).toMatchObject({ state: "finished", orderUrl: before.orderUrl, attempts: 1 });
+        const [queued] = await api.db.prisma.job.findMany({ where: { dedupeKey: `certificate:${entry.id}:0` } });
+        expect(queued).toMatchObject({ state: "done", attempts: 1, leaseToken: null });
         expect(api.logs.filter((l) => l.includes('"msg":"certificate order created"') && l.includes(`"domain":"${ctd}"`))).toHaveLength(1);
-        expect(jobsStarted(ctd)).toBe(2);
+        expect(jobsStarted(ctd)).toBe(1);
       } finally {
         dns.gate = undefined;
+        await other.stop();
+        api.services.jobs.start();
       }
     });
   });

@@ -3,11 +3,10 @@
 // configured, DNS failures, conflicts, replacement). The ACME flow itself is in
 // custom-tracking-domains-acme.test.ts, the restart in custom-tracking-domains-restart.test.ts.
 import https from "node:https";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { acmeIssuer } from "../server/ctd/acme.ts";
 import { isPublicAddress, NonPublicAddressError, outboundAgents } from "../server/ctd/address-guard.ts";
 import { newEncryptionKey, secretBox } from "../server/ctd/secret-box.ts";
-import { type CertificateWorker, startCertificateWorker } from "../server/ctd/worker.ts";
 import { startTestApi, type TestApi } from "./support/api.ts";
 import { startDnsServer, type TestDnsServer } from "./support/dns-server.ts";
 import { freePort } from "./support/pebble.ts";
@@ -16,19 +15,18 @@ import { ACME_CONTACT, datasetWithDomain, fresh, TARGET, trackingDomainConfig } 
 
 let api: TestApi;
 let dns: TestDnsServer;
-let worker: CertificateWorker;
 let tenant: Tenant;
 let other: Tenant;
 
 beforeAll(async () => {
   dns = await startDnsServer();
   api = await startTestApi({ trackingDomains: trackingDomainConfig(dns.address) });
-  worker = startCertificateWorker(api.services.certificateJobs, { leaseMs: 3000, pollMs: 50 }, api.logger);
+  api.services.jobs.start(); // certificate jobs run on the job queue
   tenant = await createTenant(api.services, "Acme");
   other = await createTenant(api.services, "Globex");
 });
 afterAll(async () => {
-  await worker?.stop();
+  await api?.services.jobs.stop();
   await dns?.close();
   await api?.close();
 });
@@ -41,6 +39,9 @@ const update = (body: object, key = tenant.key) => api.request().put("/v1/manage
 const status = (datasetId: string, key = tenant.key) => api.request().get(`/v1/management/ctd?datasetId=${datasetId}`).set(as(key));
 const entryOf = (datasetId: string) =>
   api.db.prisma.trackingDomain.findFirst({ where: { datasetId }, include: { job: true } });
+/** The queue jobs (kind `certificate`) of a domain entry, oldest first. */
+const queueJobsOf = (domainId: bigint) =>
+  api.db.prisma.job.findMany({ where: { kind: "certificate", dedupeKey: { startsWith: `certificate:${domainId}:` } }, orderBy: { id: "asc" } });
 
 /** A host under customer.test whose CNAME points at the tracking host. */
 function pointed(label = fresh("t")): string {
@@ -232,7 +233,9 @@ describe("addCustomTrackingDomain", () => {
     expect(res.body).toEqual({ responseCode: -1, responseMessage: message });
     const entry = await entryOf(datasetId);
     expect(entry).toMatchObject({ accountId: tenant.accountId, domain: ctd, state: "pending_dns", reason: message, certificatePem: null });
-    expect(entry!.job).toMatchObject({ state: "finished", attempts: 1, leaseToken: null, orderUrl: null });
+    expect(entry!.job).toMatchObject({ state: "finished", attempts: 1, orderUrl: null });
+    // one queue job ran it, once, and holds no lease (it is marked done just after the answer)
+    await vi.waitFor(async () => expect(await queueJobsOf(entry!.id)).toMatchObject([{ state: "done", attempts: 1, leaseToken: null }]));
 
     const read = await status(datasetId);
     expect(read.status).toBe(200);
@@ -292,7 +295,61 @@ describe("addCustomTrackingDomain", () => {
     const res = await add({ datasetId, ctd });
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ responseCode: -1, responseMessage: `${ctd} is a CNAME to cdn.elsewhere.test, not to ${TARGET}. Change the record to point to ${TARGET}. Then call PUT /v1/management/ctd/update to continue.` });
-    expect((await entryOf(datasetId))!.job).toMatchObject({ state: "finished", attempts: 1 });
+    const entry = (await entryOf(datasetId))!;
+    expect(entry.job).toMatchObject({ state: "finished", attempts: 1, generation: 1 });
+    // the second add is a new generation with a queue job of its own
+    await vi.waitFor(async () =>
+      expect((await queueJobsOf(entry.id)).map((j) => [j.dedupeKey, j.state])).toEqual([
+        [`certificate:${entry.id}:0`, "done"],
+        [`certificate:${entry.id}:1`, "done"],
+      ]),
+    );
+  });
+
+  it("when the attempt's queue job was taken over meanwhile (its lease lost), then the attempt changes nothing", async () => {
+    const datasetId = await datasetWithDomain(api.services, tenant);
+    const ctd = `${fresh("t")}.customer.test`; // no record: the attempt would end pending_dns
+    let asked!: () => void;
+    const checking = new Promise<void>((resolve) => (asked = resolve));
+    let release!: () => void;
+    const released = new Promise<"answer">((resolve) => (release = () => resolve("answer")));
+    dns.gate = (question) => (question.name === ctd ? (asked(), released) : "answer");
+    try {
+      const adding = add({ datasetId, ctd }).then((res) => res); // sends it now
+      await checking;
+      const entry = (await entryOf(datasetId))!;
+      const job = (await queueJobsOf(entry.id))[0]!;
+      expect(job).toMatchObject({ state: "running", attempts: 1 });
+      // another process claimed the job (its lease had run out): a new token, a second attempt
+      await api.db.prisma.job.update({ where: { id: job.id }, data: { attempts: 2, leaseToken: "another-process", leaseUntil: new Date(Date.now() + 600_000) } });
+      release();
+      await vi.waitFor(() => expect(api.logs.some((l) => l.includes("certificate job lease lost") && l.includes(ctd))).toBe(true));
+      expect(await entryOf(datasetId)).toMatchObject({ state: "provisioning", reason: null, job: { state: "running", attempts: 1, lastError: null } });
+      expect((await queueJobsOf(entry.id))[0]).toMatchObject({ state: "running", attempts: 2, leaseToken: "another-process" });
+      // the other process ends it
+      await api.db.prisma.job.update({ where: { id: job.id }, data: { state: "done", leaseToken: null, leaseUntil: null } });
+      await api.db.prisma.trackingDomain.update({ where: { id: entry.id }, data: { state: "pending_dns", reason: "set by the other process" } });
+      expect((await adding).body).toEqual({ responseCode: -1, responseMessage: "set by the other process" });
+    } finally {
+      dns.gate = undefined;
+      release();
+    }
+  });
+
+  it("when the domain's queue job died without settling its progress, then adding it again starts a new generation instead of joining nothing", async () => {
+    const datasetId = await datasetWithDomain(api.services, tenant);
+    const ctd = `${fresh("t")}.customer.test`;
+    await add({ datasetId, ctd }); // pending_dns
+    const entry = (await entryOf(datasetId))!;
+    await vi.waitFor(async () => expect(await queueJobsOf(entry.id)).toMatchObject([{ state: "done" }]));
+    // as if the queue gave up on the job and its onDead could not write
+    await api.db.prisma.job.updateMany({ where: { dedupeKey: `certificate:${entry.id}:0` }, data: { state: "dead" } });
+    await api.db.prisma.certificateJob.update({ where: { domainId: entry.id }, data: { state: "running" } });
+    await api.db.prisma.trackingDomain.update({ where: { id: entry.id }, data: { state: "provisioning", reason: null } });
+    dns.zone.cname.set(ctd, "cdn.elsewhere.test");
+    const res = await add({ datasetId, ctd });
+    expect(res.body).toEqual({ responseCode: -1, responseMessage: `${ctd} is a CNAME to cdn.elsewhere.test, not to ${TARGET}. Change the record to point to ${TARGET}. Then call PUT /v1/management/ctd/update to continue.` });
+    expect((await entryOf(datasetId))!.job).toMatchObject({ state: "finished", attempts: 1, generation: 1 });
   });
 
   it("when DNS look-ups keep failing, then each attempt is retried up to the limit and the entry ends failed with the reason", async () => {
@@ -309,6 +366,8 @@ describe("addCustomTrackingDomain", () => {
     expect(entry).toMatchObject({ state: "failed", reason: res.body.responseMessage });
     expect(entry!.job).toMatchObject({ state: "finished", attempts: 3, lastError: expect.stringContaining("ESERVFAIL") });
     expect(dns.asked.filter((q) => q.name === ctd && q.type === "CNAME")).toHaveLength(3);
+    // one queue job, retried by the queue, ended by its last attempt
+    await vi.waitFor(async () => expect(await queueJobsOf(entry!.id)).toMatchObject([{ state: "done", attempts: 3, leaseToken: null }]));
     expect((await status(datasetId)).body).toMatchObject({ state: "failed", message: res.body.responseMessage, attempts: 3 });
   });
 

@@ -1,8 +1,11 @@
-// Certificate provisioning as durable jobs: one row per tracking domain, claimed by a worker with
-// a lease it renews while it works. Every write of a worker is conditional on its lease token,
-// so a worker that lost its lease (it was too slow, the service restarted, or the domain was
-// replaced) changes nothing; a job whose lease ran out is claimed again, by any process.
-import { randomUUID } from "node:crypto";
+// Certificate provisioning runs on the durable job queue (server/jobs/queue.ts): each attempt is
+// a run of a job of kind `certificate` (payload {domainId, generation}); the queue's lease, retries
+// and dead state replace a loop of its own. The CertificateJob row is the domain's progress (state,
+// attempts, the ACME order and challenge, the key) and survives restarts. Every write of an
+// attempt locks the queue job's row and is made only while that job is still running this very
+// attempt, so a worker that lost its lease (it was too slow, its process was killed and the job
+// taken over, or the domain was replaced) changes nothing.
+import { Prisma } from "../../generated/prisma/client.ts";
 import type { Db } from "../db/database.ts";
 import { isUniqueViolation } from "../db/errors.ts";
 import { type AccountKeyStore, type AcmeIssuer, acmeIssuer, CertificateError, type ProgressSink } from "../ctd/acme.ts";
@@ -10,16 +13,34 @@ import { NonPublicAddressError } from "../ctd/address-guard.ts";
 import { resolveEncryptionKey, type TrackingDomainConfig } from "../ctd/config.ts";
 import { type CnameCheck, cnameChecker } from "../ctd/dns.ts";
 import { secretBox } from "../ctd/secret-box.ts";
+import type { JobQueue } from "../jobs/queue.ts";
 import type { Logger } from "../logging.ts";
 
+/** One attempt in hand: the domain's progress row and the queue job (id, attempt) that holds it. */
 export interface ClaimedJob {
   id: bigint;
   domainId: bigint;
   domain: string;
   attempts: number;
-  leaseToken: string;
+  /** The queue job and the attempt this run is: writes are conditional on them. */
+  queueJobId: bigint;
   orderUrl: string | null;
   certificateKeyEnc: string | null;
+}
+
+/** The queue job kind of certificate provisioning; its payload is CertificatePayload. */
+export const CERTIFICATE_JOB_KIND = "certificate";
+interface CertificatePayload {
+  domainId: string;
+  generation: number;
+}
+
+/** The worker no longer holds the job: stop working on it. */
+export class RetryCertificate extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "RetryCertificate";
+  }
 }
 
 /** The worker no longer holds the job: stop working on it. */
@@ -49,15 +70,24 @@ function customerMessage(error: unknown): string {
 export interface CertificateJobDeps {
   config: TrackingDomainConfig;
   logger: Logger;
+  /** The process's job queue: the `certificate` kind is registered on it here. */
+  queue: JobQueue;
 }
 
-export function certificateJobService(db: Db, { config, logger }: CertificateJobDeps) {
+type Tx = Prisma.TransactionClient;
+
+/** The queue job that runs `generation` of a domain's certificate work (a repeated add joins it). */
+export async function enqueueCertificateJob(queue: JobQueue, tx: Tx | Db, domainId: bigint, generation: number): Promise<void> {
+  const payload: CertificatePayload = { domainId: String(domainId), generation };
+  await queue.enqueue(tx, { kind: CERTIFICATE_JOB_KIND, payload, dedupeKey: certificateDedupeKey(domainId, generation) });
+}
+
+export const certificateDedupeKey = (domainId: bigint, generation: number) => `${CERTIFICATE_JOB_KIND}:${domainId}:${generation}`;
+
+export function certificateJobService(db: Db, { config, logger, queue }: CertificateJobDeps) {
   const box = secretBox(() => resolveEncryptionKey(config, logger)); // asked for on first use
   const checkCname: CnameCheck = cnameChecker(config.dns);
-  const listeners = new Set<() => void>();
-  const kick = () => {
-    for (const listener of listeners) listener();
-  };
+  const kick = () => queue.wake();
   const accountContext = (directoryUrl: string) => `acme-account:${directoryUrl}`;
 
   const accountKeys: AccountKeyStore = {
@@ -79,23 +109,26 @@ export function certificateJobService(db: Db, { config, logger }: CertificateJob
   let issuer: AcmeIssuer | undefined;
   const acme = () => (issuer ??= acmeIssuer({ acme: config.acme, allowPrivateAddresses: config.allowPrivateAddresses }, accountKeys));
 
-  const leaseEnd = () => new Date(Date.now() + config.jobs.leaseMs);
-  const claimable = (now: Date) => ({
-    state: { in: ["queued" as const, "running" as const] },
-    runAfter: { lte: now },
-    OR: [{ leaseUntil: null }, { leaseUntil: { lt: now } }],
-  });
-
-  /** A write of the lease holder; LeaseLostError when it holds the job no more. */
-  async function asHolder(job: ClaimedJob, data: Parameters<Db["certificateJob"]["updateMany"]>[0]["data"], tx: Pick<Db, "certificateJob"> = db) {
-    const { count } = await tx.certificateJob.updateMany({ where: { id: job.id, leaseToken: job.leaseToken }, data });
-    if (count === 0) throw new LeaseLostError();
+  /**
+   * A write of the attempt in hand, in a transaction that first locks the queue job's row while it
+   * still runs this attempt (a claim by another worker waits for it, and then counts another
+   * attempt); LeaseLostError when the job is no longer this attempt's.
+   */
+  async function asHolder(job: ClaimedJob, data: Prisma.CertificateJobUpdateInput, tx?: Tx): Promise<void> {
+    const write = async (t: Tx) => {
+      const held = await t.$queryRaw<unknown[]>(Prisma.sql`
+        SELECT 1 FROM "Job" WHERE "id" = ${job.queueJobId} AND "state" = 'running' AND "attempts" = ${job.attempts} FOR UPDATE`);
+      if (held.length === 0) throw new LeaseLostError();
+      await t.certificateJob.update({ where: { id: job.id }, data });
+    };
+    if (tx) await write(tx);
+    else await db.$transaction(write);
   }
 
   /** Ends the job and sets the domain's outcome, in one transaction. */
   async function finish(job: ClaimedJob, outcome: EntryOutcome, lastError: string | null): Promise<void> {
     await db.$transaction(async (tx) => {
-      await asHolder(job, { state: "finished", leaseToken: null, leaseUntil: null, finishedAt: new Date(), lastError }, tx);
+      await asHolder(job, { state: "finished", finishedAt: new Date(), lastError }, tx);
       await tx.trackingDomain.update({ where: { id: job.domainId }, data: outcome });
     });
     logger.info("certificate job finished", { jobId: String(job.id), domain: job.domain, attempt: job.attempts, outcome: outcome.state });
@@ -107,17 +140,12 @@ export function certificateJobService(db: Db, { config, logger }: CertificateJob
     return finish(job, { state: "failed", reason }, message);
   }
 
-  /** Another attempt after a delay, or the end when the attempts are used up. */
+  /** Another attempt after a delay (the queue's retry: throws RetryCertificate), or the end when the attempts are used up. */
   async function retryOrFail(job: ClaimedJob, message: string): Promise<void> {
     if (job.attempts >= config.jobs.maxAttempts) return fail(job, message);
-    await asHolder(job, {
-      state: "queued",
-      leaseToken: null,
-      leaseUntil: null,
-      runAfter: new Date(Date.now() + config.jobs.retryDelayMs),
-      lastError: message,
-    });
+    await asHolder(job, { state: "queued", lastError: message });
     logger.warn("certificate job will be retried", { jobId: String(job.id), domain: job.domain, attempt: job.attempts });
+    throw new RetryCertificate(message);
   }
 
   function progressSink(job: ClaimedJob): ProgressSink {
@@ -131,7 +159,7 @@ export function certificateJobService(db: Db, { config, logger }: CertificateJob
     };
   }
 
-  async function attempt(job: ClaimedJob): Promise<void> {
+  async function provision(job: ClaimedJob): Promise<void> {
     const dns = await checkCname(job.domain, config.cnameTarget);
     if (dns.kind === "needs_record") {
       const reason = `${dns.message} Then call PUT /v1/management/ctd/update to continue.`;
@@ -153,69 +181,66 @@ export function certificateJobService(db: Db, { config, logger }: CertificateJob
     );
   }
 
-  return {
-    /** Called whenever a job becomes runnable: an idle worker of this process starts at once. */
-    onQueued(listener: () => void): () => void {
-      listeners.add(listener);
-      return () => listeners.delete(listener);
-    },
+  /** One attempt of the queue job: the domain's progress row, when this generation is still to do. */
+  async function begin(queueJobId: bigint, payload: CertificatePayload, attempt: number): Promise<ClaimedJob | undefined> {
+    const found = await db.certificateJob.findUnique({ where: { domainId: BigInt(payload.domainId) }, include: { domain: { select: { domain: true } } } });
+    // the domain was deleted or replaced, or a newer generation took over: nothing left to do
+    if (!found || found.generation !== payload.generation || found.state === "finished") return undefined;
+    const job: ClaimedJob = { ...found, domain: found.domain.domain, attempts: attempt, queueJobId };
+    await asHolder(job, { state: "running", attempts: attempt, startedAt: new Date() });
+    return job;
+  }
 
-    kick,
-
-    /** Claims the next runnable job (queued, or running under an expired lease), counting an attempt. */
-    async claimNext(workerId: string): Promise<ClaimedJob | undefined> {
-      const now = new Date();
-      const candidates = await db.certificateJob.findMany({ where: claimable(now), orderBy: { runAfter: "asc" }, take: 5, select: { id: true } });
-      for (const { id } of candidates) {
-        const leaseToken = `${workerId}/${randomUUID()}`;
-        const { count } = await db.certificateJob.updateMany({
-          where: { id, ...claimable(now) },
-          data: { state: "running", leaseToken, leaseUntil: leaseEnd(), attempts: { increment: 1 }, startedAt: now },
-        });
-        if (count === 0) continue; // another worker was faster
-        const job = await db.certificateJob.findUniqueOrThrow({ where: { id }, include: { domain: { select: { domain: true } } } });
-        return { ...job, domain: job.domain.domain, leaseToken };
+  /** Runs one attempt to its outcome; throws RetryCertificate for the queue to try again later. */
+  async function run(queueJobId: bigint, payload: CertificatePayload, attempt: number): Promise<void> {
+    let job: ClaimedJob | undefined;
+    try {
+      job = await begin(queueJobId, payload, attempt);
+      if (!job) return;
+      logger.info("certificate job started", { jobId: String(job.id), domain: job.domain, attempt });
+      await provision(job);
+    } catch (error) {
+      if (error instanceof RetryCertificate) throw error;
+      if (error instanceof LeaseLostError) {
+        logger.warn("certificate job lease lost; another worker or request took it over", { jobId: String(job?.id ?? ""), domain: job?.domain });
+        return;
       }
-      return undefined;
-    },
-
-    /** Extends the lease; false when the job is no longer this worker's. */
-    async renew(job: ClaimedJob): Promise<boolean> {
-      const { count } = await db.certificateJob.updateMany({
-        where: { id: job.id, leaseToken: job.leaseToken },
-        data: { leaseUntil: leaseEnd() },
-      });
-      return count === 1;
-    },
-
-    /** Gives the job back without counting the attempt (a graceful stop), for another worker to take at once. */
-    async release(job: ClaimedJob): Promise<void> {
-      await db.certificateJob.updateMany({
-        where: { id: job.id, leaseToken: job.leaseToken },
-        data: { state: "queued", leaseToken: null, leaseUntil: null, attempts: { decrement: 1 } },
-      });
-    },
-
-    /** Runs one claimed attempt to its outcome; never throws. */
-    async run(job: ClaimedJob): Promise<void> {
-      logger.info("certificate job started", { jobId: String(job.id), domain: job.domain, attempt: job.attempts });
+      if (!job) throw error; // the progress row could not be read: the queue retries
+      logger.error("certificate job attempt failed", { jobId: String(job.id), domain: job.domain, attempt, error: String(error) });
       try {
-        // An attempt beyond the limit means the last one died with its worker.
-        if (job.attempts > config.jobs.maxAttempts) {
-          return await fail({ ...job, attempts: job.attempts - 1 }, "The certificate job was interrupted too often.");
-        }
-        await attempt(job);
-      } catch (error) {
-        if (error instanceof LeaseLostError) {
-          logger.warn("certificate job lease lost; another worker or request took it over", { jobId: String(job.id), domain: job.domain });
-          return;
-        }
-        logger.error("certificate job attempt failed", { jobId: String(job.id), domain: job.domain, attempt: job.attempts, error: String(error) });
-        await retryOrFail(job, customerMessage(error)).catch((e: unknown) => {
-          if (!(e instanceof LeaseLostError)) logger.error("certificate job could not record its failure", { jobId: String(job.id), error: String(e) });
-        });
+        await retryOrFail(job, customerMessage(error));
+      } catch (e) {
+        if (e instanceof RetryCertificate || !(e instanceof LeaseLostError)) throw e;
       }
-    },
+    }
+  }
+
+  /** The queue gave up on the job without a last run (its last attempt died with its process). */
+  async function settleDead(payload: CertificatePayload): Promise<void> {
+    const domainId = BigInt(payload.domainId);
+    const message = "The certificate job was interrupted too often.";
+    await db.$transaction(async (tx) => {
+      const { count } = await tx.certificateJob.updateMany({
+        where: { domainId, generation: payload.generation, state: { not: "finished" } },
+        data: { state: "finished", finishedAt: new Date(), lastError: message, attempts: config.jobs.maxAttempts },
+      });
+      if (!count) return;
+      const entry = await tx.trackingDomain.findUniqueOrThrow({ where: { id: domainId }, select: { domain: true } });
+      const reason = `Certificate generation for ${entry.domain} failed after ${config.jobs.maxAttempts} attempts: ${message} Fix the cause, then call PUT /v1/management/ctd/update to try again.`;
+      await tx.trackingDomain.update({ where: { id: domainId }, data: { state: "failed", reason } });
+    });
+  }
+
+  queue.register(CERTIFICATE_JOB_KIND, (job) => run(job.id, job.payload as CertificatePayload, job.attempt), {
+    maxAttempts: config.jobs.maxAttempts,
+    backoffMs: () => config.jobs.retryDelayMs,
+    leaseMs: config.jobs.leaseMs,
+    concurrency: 1,
+    onDead: (job) => settleDead(job.payload as CertificatePayload),
+  });
+
+  return {
+    kick,
 
     /** The key authorization this service must answer for an HTTP-01 challenge of `host`. */
     async keyAuthorization(token: string, host: string): Promise<string | undefined> {
@@ -226,19 +251,31 @@ export function certificateJobService(db: Db, { config, logger }: CertificateJob
       return found && found.domain.domain === host.toLowerCase() ? (found.keyAuthorization ?? undefined) : undefined;
     },
 
+    /** The first queue job of a new domain entry, in the caller's transaction (then `kick` after commit). */
+    enqueueFirst: (tx: Tx, domainId: bigint) => enqueueCertificateJob(queue, tx, domainId, 0),
+
     /**
-     * Makes the domain's job runnable again, unless it is queued or running already (then the
-     * caller joins it). One transaction, so a worker finishing meanwhile cannot be overwritten.
+     * Makes the domain's work runnable again (a new generation with its own queue job), unless it
+     * is queued or running already on a live queue job (then the caller joins it). One transaction, so a worker
+     * finishing meanwhile cannot be overwritten, and the job exists iff the restart commits.
      */
     async requeue(domainId: bigint): Promise<void> {
       const restarted = await db.$transaction(async (tx) => {
+        const current = await tx.certificateJob.findUnique({ where: { domainId }, select: { state: true, generation: true } });
+        if (!current) return false;
+        if (current.state !== "finished") {
+          // joined, unless its queue job ended without settling it (onDead could not write): then it restarts
+          const queued = await tx.job.findUnique({ where: { dedupeKey: certificateDedupeKey(domainId, current.generation) }, select: { state: true } });
+          if (queued && (queued.state === "queued" || queued.state === "running")) return false;
+        }
+        // conditional on the generation read: of two concurrent restarts one wins, the other joins
         const { count } = await tx.certificateJob.updateMany({
-          where: { domainId, state: "finished" },
+          where: { domainId, generation: current.generation, state: current.state },
           data: {
             state: "queued",
             attempts: 0,
             lastError: null,
-            runAfter: new Date(),
+            generation: { increment: 1 },
             orderUrl: null,
             challengeToken: null,
             keyAuthorization: null,
@@ -247,8 +284,11 @@ export function certificateJobService(db: Db, { config, logger }: CertificateJob
             finishedAt: null,
           },
         });
-        if (count) await tx.trackingDomain.update({ where: { id: domainId }, data: { state: "provisioning", reason: null } });
-        return count > 0;
+        if (!count) return false;
+        const { generation } = await tx.certificateJob.findUniqueOrThrow({ where: { domainId }, select: { generation: true } });
+        await enqueueCertificateJob(queue, tx, domainId, generation);
+        await tx.trackingDomain.update({ where: { id: domainId }, data: { state: "provisioning", reason: null } });
+        return true;
       });
       if (restarted) kick();
     },

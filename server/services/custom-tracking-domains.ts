@@ -1,10 +1,11 @@
 // Custom Tracking Domains: validate, add, update and read a dataset's tracking domain. The
-// certificate work itself is a durable job (certificate-jobs.ts); these operations queue or
-// join it and wait for its outcome.
+// certificate work itself is a job on the durable queue (certificate-jobs.ts); these operations
+// queue or join it and wait for its outcome.
 import type { components } from "../../generated/openapi.ts";
 import type { TrackingDomainConfig } from "../ctd/config.ts";
 import { cnameChecker } from "../ctd/dns.ts";
 import { type Check, checkHostname } from "../ctd/hostname.ts";
+import type { Prisma } from "../../generated/prisma/client.ts";
 import type { Db } from "../db/database.ts";
 import { isUniqueViolation } from "../db/errors.ts";
 import { Invalid, Conflict, NotFound } from "../domain/errors.ts";
@@ -50,12 +51,13 @@ export function trackingDomainService(db: Db, access: AccessService, config: Tra
     return ascii;
   }
 
-  /** A new entry with its queued job; P2002 means the domain or the dataset's slot is taken. */
-  async function create(accountId: string, datasetId: string, domain: string, tx: Pick<Db, "trackingDomain"> = db) {
+  /** A new entry with its progress row and queue job (the caller kicks after commit); P2002 means the domain or the dataset's slot is taken. */
+  async function create(accountId: string, datasetId: string, domain: string, tx: Prisma.TransactionClient) {
     const created = await tx.trackingDomain.create({
       data: { accountId, datasetId, domain, state: "provisioning", job: { create: {} } },
       select: { id: true },
     });
+    await jobs.enqueueFirst(tx, created.id);
     return created.id;
   }
 
@@ -74,7 +76,7 @@ export function trackingDomainService(db: Db, access: AccessService, config: Tra
         return existing.id;
       }
       try {
-        const id = await create(accountId, datasetId, domain);
+        const id = await db.$transaction((tx) => create(accountId, datasetId, domain, tx));
         jobs.kick();
         return id;
       } catch (error) {

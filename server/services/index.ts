@@ -60,12 +60,14 @@ export function createServices(
 ) {
   const hotSql: Sql = sql ?? ((statement) => db.$queryRawUnsafe(statement.text, ...statement.values));
   const access = accessService(db);
-  const certificateJobs = certificateJobService(db, { config: trackingDomains, logger });
   const contacts = contactService(db);
   const credits = creditService(db, hotSql);
   const idempotency = idempotencyService(db, now);
   // the durable background jobs of this process (server/main.ts starts and stops it)
-  const jobs = createJobQueue(db, logger, { now, pollMs: jobPollMs });
+  // an idle queue looks for due jobs every CTD_JOB_POLL_MS unless told otherwise
+  const jobs = createJobQueue(db, logger, { now, pollMs: jobPollMs ?? trackingDomains.jobs.pollMs });
+  // certificate provisioning: the `certificate` kind (CTD_JOB_* settings) of the same queue
+  const certificateJobs = certificateJobService(db, { config: trackingDomains, logger, queue: jobs });
   // endpoint secrets are sealed with the tracking-domain key (CTD_ENCRYPTION_KEY), asked for on first use
   const webhookSecrets = secretBox(() => resolveEncryptionKey(trackingDomains, logger));
   const mailer: Mailer = createMailer(mail ?? defaultMail());
