@@ -6,6 +6,7 @@ import type { Logger } from "../logging.ts";
 import type { DnsSettings } from "./dns.ts";
 import { isWithin, toAsciiHost } from "./hostname.ts";
 import { newEncryptionKey, parseEncryptionKey } from "./secret-box.ts";
+import { flag, positive } from "../env-values.ts";
 
 export const LETS_ENCRYPT_PRODUCTION = "https://acme-v02.api.letsencrypt.org/directory";
 
@@ -39,18 +40,6 @@ export interface TrackingDomainConfig {
     /** Delay before a failed attempt is tried again. */
     retryDelayMs: number;
   };
-}
-
-function flag(value: string | undefined): boolean {
-  return ["1", "true", "yes", "on"].includes((value ?? "").toLowerCase());
-}
-
-function positive(env: Record<string, string | undefined>, name: string, fallback: number): number {
-  const raw = env[name];
-  if (raw === undefined || raw === "") return fallback;
-  const value = Number(raw);
-  if (!Number.isFinite(value) || value <= 0) throw new Error(`${name} must be a positive number, got "${raw}"`);
-  return value;
 }
 
 function host(name: string, value: string): string {
