@@ -2,7 +2,7 @@
 // delivery row per enabled endpoint of the account subscribed to the event's type and one
 // `webhook` job per delivery: the event exists if and only if the caller's write commits.
 // The hooks below turn what tracking wrote into events; server/main.ts composes them.
-import type { Prisma } from "../../generated/prisma/client.ts";
+import type { Lead as PrismaLead, Prisma } from "../../generated/prisma/client.ts";
 import type { Db } from "../db/database.ts";
 import { newId } from "../ids.ts";
 import type { EnrichmentOutcome } from "../tracking/enrichment.ts";
@@ -61,20 +61,12 @@ export async function insertDelivery(
   return id;
 }
 
-interface Lead {
-  accountId: string;
-  datasetId: string;
-  id: string;
-  organizationName: string;
-  organizationDomain: string | null;
-  industry: string | null;
-  employeeCount: number | null;
-  country: string | null;
-  city: string | null;
-  firstVisitAt: Date;
-  lastVisitAt: Date;
-  visitCount: number;
-}
+/** The lead columns an event carries. */
+type Lead = Pick<
+  PrismaLead,
+  | "accountId" | "datasetId" | "id" | "organizationName" | "organizationDomain" | "industry"
+  | "employeeCount" | "country" | "city" | "firstVisitAt" | "lastVisitAt" | "visitCount"
+>;
 
 function leadData(lead: Lead): Record<string, unknown> {
   return {

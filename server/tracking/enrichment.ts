@@ -37,8 +37,6 @@ interface PendingVisitor {
   email: string | null;
 }
 
-/** The credit service answers 402 through the domain error (or, before its refactoring, an HTTP one). */
-const isNoCredit = (error: unknown) => error instanceof PaymentRequired || (error as { status?: number }).status === 402;
 
 export function enrichment(db: Db, { contacts, credits, now }: EnrichmentDeps) {
   const stillPending = (v: PendingVisitor) => Prisma.sql`"datasetId" = ${v.datasetId} AND id = ${v.id}
@@ -68,7 +66,7 @@ export function enrichment(db: Db, { contacts, credits, now }: EnrichmentDeps) {
       return "enriched";
     } catch (error) {
       if (error instanceof ChargeGuardFailed) return undefined; // another writer settled it
-      if (isNoCredit(error)) return (await mark(v, "no_credit")) ? "no_credit" : undefined;
+      if (error instanceof PaymentRequired) return (await mark(v, "no_credit")) ? "no_credit" : undefined; // no credit left
       throw error;
     }
   }
