@@ -69,6 +69,8 @@ export function createApp({
   const check = validateResponses ? responseChecker(contract) : undefined;
   const app = express();
   app.disable("x-powered-by");
+  // no ETag (a hash of every body): the contract has no conditional requests, and a 304 is not a documented answer
+  app.set("etag", false);
   app.set("trust proxy", trustProxy);
   app.use(helmet());
   app.use(operatorRoutes(db));

@@ -4,7 +4,6 @@ import express, { type Request, type RequestHandler, type Response, type Router 
 import type { operations } from "../../generated/openapi.ts";
 import { type Contract, type Operation, type OperationId, operationsOf, type SpecDocument } from "../contract.ts";
 import type { QueryOf } from "../domain/types.ts";
-import type { Logger } from "../logging.ts";
 import type { Auth } from "./auth.ts";
 import { BadRequestError, MethodNotAllowedError, NotFoundError, ResponseViolation } from "./errors.ts";
 import type { ResponseCheck } from "./response-check.ts";
@@ -121,8 +120,7 @@ export function noOperation(chain: OperationChain): RequestHandler[] {
 
 function operationContext(operationId: OperationId): RequestHandler {
   return (_req, res, next) => {
-    res.locals.operationId = operationId;
-    res.locals.log = (res.locals.log as Logger).child({ operationId });
+    res.locals.operationId = operationId; // the request's logger carries it (request-context.ts)
     next();
   };
 }

@@ -1,4 +1,4 @@
-// A request id on every response, a child logger carrying it (res.locals.log), and one log line
+// A request id on every response, a child logger carrying it (res.locals.log, made when first used), and one log line
 // per request through pino-http (never its query string, body or headers: they carry e-mail
 // addresses and keys). The operation is known once routing has reached it (res.locals.operationId).
 import { randomUUID } from "node:crypto";
@@ -23,6 +23,18 @@ function requestLine(req: IncomingMessage, res: ServerResponse, durationMs: numb
     durationMs,
     accountId: locals.accountId as string | undefined,
   };
+}
+
+/**
+ * res.locals.log: a child logger with the request id and, once routing has reached it, the
+ * operationId. Made on first use: most requests log nothing but their request line.
+ */
+function requestLogger(res: Response, logger: Logger): void {
+  let child: Logger | undefined;
+  Object.defineProperty(res.locals, "log", {
+    enumerable: true,
+    get: () => (child ??= logger.child({ requestId: res.locals.requestId, operationId: res.locals.operationId })),
+  });
 }
 
 export function requestContext(logger: Logger, observe?: ResponseObserver): RequestHandler[] {
@@ -50,8 +62,8 @@ export function requestContext(logger: Logger, observe?: ResponseObserver): Requ
   return [
     httpLog,
     (_req, res, next) => {
-      res.locals.log = logger.child({ requestId: res.locals.requestId });
-      res.on("finish", () => observe?.(res.locals.operationId, res.statusCode));
+      requestLogger(res, logger);
+      if (observe) res.on("finish", () => observe(res.locals.operationId, res.statusCode));
       next();
     },
   ];

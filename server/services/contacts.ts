@@ -17,25 +17,25 @@ export type ContactRow = NonNullable<Awaited<ReturnType<Db["contact"]["findUniqu
 
 /** Absent, not null, when unknown (the spec's ContactProfile); fields in the spec's order (jsonb keeps its own). */
 export function toProfile(row: ContactRow): ContactProfile {
-  const present = <T>(value: T | null | undefined) => (value === null ? undefined : value);
-  const profile: ContactProfile = {
+  return withoutUndefined({
     email: row.email,
     fullName: row.fullName,
-    headline: present(row.headline),
-    linkedinUrl: present(row.linkedinUrl),
-    seniority: present(row.seniority),
-    jobFunction: present(row.jobFunction),
-    location: present(row.location),
-    languages: (row.languages as ContactProfile["languages"]).map(({ name, proficiency }) => ({ name, proficiency })),
-    experience: (row.experience as ContactProfile["experience"]).map(({ title, companyName, startYear, endYear, current }) => ({
-      title,
-      companyName,
-      startYear,
-      endYear,
-      current,
-    })),
-  };
-  return JSON.parse(JSON.stringify(profile)) as ContactProfile; // drops the undefined fields
+    headline: row.headline ?? undefined,
+    linkedinUrl: row.linkedinUrl ?? undefined,
+    seniority: row.seniority ?? undefined,
+    jobFunction: row.jobFunction ?? undefined,
+    location: row.location ?? undefined,
+    languages: (row.languages as ContactProfile["languages"]).map(({ name, proficiency }) => withoutUndefined({ name, proficiency })),
+    experience: (row.experience as ContactProfile["experience"]).map(({ title, companyName, startYear, endYear, current }) =>
+      withoutUndefined({ title, companyName, startYear, endYear, current }),
+    ),
+  }) as ContactProfile;
+}
+
+/** The object without its undefined fields (as JSON.stringify would write it). */
+function withoutUndefined<T extends object>(object: T): T {
+  for (const key in object) if (object[key] === undefined) delete object[key];
+  return object;
 }
 
 /** The contact row of an address, as a query (to be read together with something else). */
