@@ -136,9 +136,12 @@ logger.info("listening", {
 services.jobs.start();
 const digests = startDigestScheduler(services.segmentAlerts, logger);
 logger.info("mail transport", { destination: services.mailer.destination });
+// declared before the handlers: a signal can arrive while the demo below is still being seeded
+let stopping = false;
+let seeding: Promise<void> | undefined;
 process.on("SIGTERM", () => void stop("SIGTERM"));
 process.on("SIGINT", () => void stop("SIGINT"));
-if (config.seedDemo && role === "single") await printDemo(baseUrl(running.port, running.protocol));
+if (config.seedDemo && role === "single") await (seeding = printDemo(baseUrl(running.port, running.protocol)));
 
 function baseUrl(port: number, protocol: string): string {
   const host = config.host === "0.0.0.0" ? "127.0.0.1" : config.host;
@@ -178,13 +181,13 @@ async function printDemo(baseUrl: string): Promise<void> {
   );
 }
 
-let stopping = false;
 /** Stop accepting, let in-flight requests finish (bounded), then release the limiter and the database. */
 async function stop(signal: string): Promise<void> {
   if (stopping) return;
   stopping = true;
   logger.info("stopping", { signal, timeoutMs: config.timeouts.shutdownMs });
   await running.shutdown();
+  await seeding?.catch(() => {}); // the demo's statements finish before the database closes (its failure is reported where it is awaited)
   digests.stop();
   await services.jobs.stop();
   services.mailer.close();

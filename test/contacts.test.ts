@@ -12,6 +12,7 @@ import { checkProfile } from "../server/contacts/profile.ts";
 import { openDatabase } from "../server/db/database.ts";
 import { createServices } from "../server/services/index.ts";
 import { startTestApi, type TestApi } from "./support/api.ts";
+import { migratedDataDir } from "./support/database.ts";
 
 const run = promisify(execFile);
 const root = path.resolve(import.meta.dirname, "..");
@@ -174,6 +175,7 @@ describe("operator commands", () => {
   let accountId: string;
   let datasetId: string;
   beforeAll(async () => {
+    await migratedDataDir(dataDir);
     await inDatabase(async (services) => {
       ({ accountId } = await services.accounts.createAccount({ name: "CLI", licenceDays: 1, admin: { email: "cli@x.example", name: "C" } }));
       datasetId = await services.datasets.create(accountId, "cli@x.example", { name: "Site" });

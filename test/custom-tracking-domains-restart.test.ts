@@ -11,7 +11,7 @@ import { type Database, openDatabase } from "../server/db/database.ts";
 import { responseChecker } from "../server/http/response-check.ts";
 import { createServices } from "../server/services/index.ts";
 import { loadContract } from "../server/contract.ts";
-import { createTestDatabase } from "./support/database.ts";
+import { createTestDatabase, migratedDataDir } from "./support/database.ts";
 import { holdAddressLookups, startDnsServer, type TestDnsServer } from "./support/dns-server.ts";
 import { freePort, type Pebble, pebbleMissing, startPebble } from "./support/pebble.ts";
 import { type ServerProcess, startServerProcess } from "./support/server-process.ts";
@@ -27,7 +27,7 @@ async function sharedDatabase(): Promise<{ env: Record<string, string>; open(): 
     return { env: { DATABASE_URL: db.url! }, open: async () => db, dispose: () => db.close() };
   }
   const dir = mkdtempSync(path.join(os.tmpdir(), "ctd-restart-"));
-  const dataDir = path.join(dir, "pglite");
+  const dataDir = await migratedDataDir(path.join(dir, "pglite"));
   const open = async () => {
     const db = await openDatabase({ dataDir });
     await db.migrate();

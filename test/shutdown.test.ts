@@ -166,3 +166,15 @@ describe("SIGTERM while the event loop is busy", () => {
     expect(busy.logs.at(-1)).toMatchObject({ msg: "stopped" });
   });
 });
+
+describe("SIGTERM during start-up", () => {
+  it("when the signal arrives while the demo account is being seeded, then the seeding finishes, the database closes after it and the process exits 0", async () => {
+    const starting = await startServerProcess({ ...database.envFor(0), SEED_DEMO: "1" });
+    // the signal goes at "listening": the demo's seeding, the last thing the process starts, is
+    // then under way (before the fix the process died of a ReferenceError, or of a closed pool)
+    expect(await starting.stop("SIGTERM")).toBe(0);
+    expect(starting.logs.at(-1)).toMatchObject({ msg: "stopped" });
+    expect(starting.lines.some((l) => l.includes("Demo account ready"))).toBe(true);
+    expect(starting.lines.join("\n")).not.toMatch(/ReferenceError|Cannot use a pool after calling end/);
+  });
+});

@@ -8,7 +8,7 @@ import { createInterface } from "node:readline";
 import { type Database, openDatabase } from "../../server/db/database.ts";
 import { createServices } from "../../server/services/index.ts";
 import { recordLogLine } from "./api.ts";
-import { createTestDatabase } from "./database.ts";
+import { createTestDatabase, migratedDataDir } from "./database.ts";
 import { createTenant, type Tenant } from "./tenants.ts";
 
 const root = path.resolve(import.meta.dirname, "../..");
@@ -101,7 +101,7 @@ export async function prepareServerDatabase(): Promise<ServerDatabase> {
   }
   const dir = mkdtempSync(path.join(os.tmpdir(), "server-process-"));
   const dataDir = (instance: number) => path.join(dir, `db-${instance}`);
-  const db = await openDatabase({ dataDir: dataDir(0) });
+  const db = await openDatabase({ dataDir: await migratedDataDir(dataDir(0)) });
   await db.migrate();
   const tenant = await createTenant(createServices(db.prisma), "Process Co");
   await db.close();

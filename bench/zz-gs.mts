@@ -1,0 +1,12 @@
+import { PGlite } from "@electric-sql/pglite";
+import { PrismaPGlite } from "pglite-prisma-adapter";
+import { applyMigrations } from "../server/db/migrations.ts";
+let t = performance.now();
+const lap = (what: string) => { const n = performance.now(); console.log(what, (n - t).toFixed(0), "ms"); t = n; };
+const pglite = new PGlite();
+await pglite.waitReady; lap("init");
+await applyMigrations(new PrismaPGlite(pglite)); lap("migrate");
+const tarball = await pglite.dumpDataDir("none"); lap("dump");
+console.log(tarball.size);
+const buf = Buffer.from(await tarball.arrayBuffer());
+const p2 = new PGlite({ loadDataDir: new Blob([buf]) }); await p2.waitReady; lap("restore");
