@@ -124,13 +124,6 @@ const app = createApp({
 });
 const running = await listen(app, config, logger);
 if (!config.notify.publicUrl) publicUrl = baseUrl(running.port, running.protocol);
-logger.info("listening", {
-  protocol: running.protocol,
-  host: config.host,
-  port: running.port,
-  rateLimit: { requests: config.rateLimit.requests, windowSeconds: config.rateLimit.windowSeconds, shared: !!config.rateLimit.redis },
-  requireHttps: config.requireHttps,
-});
 // Background jobs (certificates, mail, digests, webhooks, ...): picks up what a previous process
 // left (a job whose lease ran out), in every process.
 services.jobs.start();
@@ -141,6 +134,14 @@ let stopping = false;
 let seeding: Promise<void> | undefined;
 process.on("SIGTERM", () => void stop("SIGTERM"));
 process.on("SIGINT", () => void stop("SIGINT"));
+// "listening" is what operators and tests wait for: from here a signal stops the process gracefully
+logger.info("listening", {
+  protocol: running.protocol,
+  host: config.host,
+  port: running.port,
+  rateLimit: { requests: config.rateLimit.requests, windowSeconds: config.rateLimit.windowSeconds, shared: !!config.rateLimit.redis },
+  requireHttps: config.requireHttps,
+});
 if (config.seedDemo && role === "single") await (seeding = printDemo(baseUrl(running.port, running.protocol)));
 
 function baseUrl(port: number, protocol: string): string {
