@@ -46,9 +46,10 @@ export async function startServerProcess(env: Record<string, string>): Promise<S
   const lines: string[] = [];
   const waiters: { msg: string; resolve: (line: Record<string, unknown>) => void }[] = [];
   createInterface({ input: child.stdout! }).on("line", (line) => {
-    recordLogLine(line);
     lines.push(line);
-    if (!line.startsWith("{")) return; // a console message, not a log line
+    // a console message (the demo account's key and addresses, printed for whoever started it), not a log line
+    if (!line.startsWith("{")) return;
+    recordLogLine(line);
     const parsed = JSON.parse(line) as Record<string, unknown>;
     logs.push(parsed);
     for (const w of waiters.filter((w) => w.msg === parsed.msg)) w.resolve(parsed);
