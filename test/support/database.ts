@@ -3,17 +3,18 @@
 // TEST_EMBEDDED=process an embedded data directory served by its own process over the
 // PostgreSQL protocol, as `npm start` runs it. The migrations run once per test run
 // (test/support/global-setup.ts, prepareMigratedTemplate): each file starts from a snapshot of the
-// migrated PGlite data directory, or clones a migrated template database.
-import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
-import { readFile, writeFile } from "node:fs/promises";
+// migrated PGlite data directory (kept between runs until the migrations change), or clones a
+// migrated template database.
+import { createHash, randomBytes } from "node:crypto";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdir, readdir, readFile, rename, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { PGlite } from "@electric-sql/pglite";
 import pg from "pg";
 import { PrismaPGlite } from "pglite-prisma-adapter";
 import { type Database, openDatabase } from "../../server/db/database.ts";
-import { applyMigrations } from "../../server/db/migrations.ts";
+import { applyMigrations, migrationsDir } from "../../server/db/migrations.ts";
 
 export interface TestDatabase extends Database {
   url?: string;
@@ -73,15 +74,10 @@ async function openPglite(snapshotFile: string | undefined): Promise<TestDatabas
  * Migrates once for the whole run and tells the test files where the result is (environment
  * variables reach the workers). Returns the clean-up.
  */
-export async function prepareMigratedTemplate(snapshotFile: string): Promise<() => Promise<void>> {
+export async function prepareMigratedTemplate(): Promise<() => Promise<void>> {
   const serverUrl = process.env.TEST_DATABASE_URL;
   if (!serverUrl) {
-    const pglite = new PGlite();
-    await applyMigrations(new PrismaPGlite(pglite));
-    const tarball = await pglite.dumpDataDir("none");
-    await writeFile(snapshotFile, Buffer.from(await tarball.arrayBuffer()));
-    await pglite.close();
-    process.env[SNAPSHOT_ENV] = snapshotFile;
+    process.env[SNAPSHOT_ENV] = await migratedSnapshot();
     return async () => {};
   }
   const name = `lead_intel_template_${randomBytes(6).toString("hex")}`;
@@ -91,6 +87,33 @@ export async function prepareMigratedTemplate(snapshotFile: string): Promise<() 
   await db.close(); // a template must have no connections while it is copied
   process.env[TEMPLATE_ENV] = name;
   return () => adminQuery(serverUrl, `DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+}
+
+/** Where migrated PGlite snapshots are kept between runs (node_modules: gone with a fresh install). */
+const snapshotCache = path.resolve(import.meta.dirname, "../../node_modules/.cache/lead-intel-test-db");
+
+/**
+ * The migrated PGlite data directory as a tarball, made once per set of migrations and PGlite
+ * version (about 5 s) and reused by later runs: its name is a hash of both.
+ */
+async function migratedSnapshot(): Promise<string> {
+  const pglitePackage = path.resolve(import.meta.dirname, "../../node_modules/@electric-sql/pglite/package.json");
+  const hash = createHash("sha256").update(await readFile(pglitePackage));
+  for (const dir of (await readdir(migrationsDir)).sort()) {
+    const file = path.join(migrationsDir, dir, "migration.sql");
+    hash.update(dir).update(await readFile(file).catch(() => Buffer.alloc(0)));
+  }
+  const snapshotFile = path.join(snapshotCache, `migrated-${hash.digest("hex").slice(0, 16)}.tar`);
+  if (existsSync(snapshotFile)) return snapshotFile;
+  const pglite = new PGlite();
+  await applyMigrations(new PrismaPGlite(pglite));
+  const tarball = await pglite.dumpDataDir("none");
+  await pglite.close();
+  await mkdir(snapshotCache, { recursive: true });
+  const partial = `${snapshotFile}.${process.pid}`;
+  await writeFile(partial, Buffer.from(await tarball.arrayBuffer()));
+  await rename(partial, snapshotFile); // whole or absent, also for a run beside this one
+  return snapshotFile;
 }
 
 function withDatabase(url: string, database: string): string {

@@ -11,8 +11,9 @@ import { prepareMigratedTemplate } from "./database.ts";
 export async function setup(): Promise<() => Promise<void>> {
   const dir = mkdtempSync(path.join(os.tmpdir(), "contract-report-"));
   process.env.CONTRACT_REPORT_DIR = dir;
-  // the migrations run once here; each test file starts from their result
-  const dropTemplate = await prepareMigratedTemplate(path.join(dir, "migrated-pglite.tar"));
+  // the migrations run once here (or not at all when an earlier run's snapshot fits); each test
+  // file starts from their result
+  const dropTemplate = await prepareMigratedTemplate();
   return async () => {
     try {
       report(dir);
