@@ -176,5 +176,5 @@ describe("SIGTERM during start-up", () => {
     expect(starting.logs.at(-1)).toMatchObject({ msg: "stopped" });
     expect(starting.lines.some((l) => l.includes("Demo account ready"))).toBe(true);
     expect(starting.lines.join("\n")).not.toMatch(/ReferenceError|Cannot use a pool after calling end/);
-  });
+  }, 120_000); // a process start and the demo's seeding: slow on a loaded machine
 });
