@@ -5,7 +5,7 @@
 // Listeners (onSegmentEntered) run in the same transaction; so does the enqueueing of the alerts:
 // `instant` segments get a mail job at once, `daily` and `weekly` ones a digest per period at a
 // fixed UTC hour (weekly on Monday), made once per (segment, period) by its job's dedupe key.
-import { Prisma, type PrismaClient } from "../../generated/prisma/client.ts";
+import { type Lead, Prisma, type PrismaClient } from "../../generated/prisma/client.ts";
 import type { Db } from "../db/database.ts";
 import type { JobQueue } from "../jobs/queue.ts";
 import type { Logger } from "../logging.ts";
@@ -140,17 +140,11 @@ export function segmentAlertService(db: Db, jobs: JobQueue, { now = () => new Da
 
 export type SegmentAlertService = ReturnType<typeof segmentAlertService>;
 
-interface LeadLine {
-  leadId: string;
-  organizationName: string;
-  organizationDomain: string | null;
-  industry: string | null;
-  employeeCount: number | null;
-  country: string | null;
-  city: string | null;
-  lastVisitAt: Date;
+/** A lead as an alert lists it: its columns, and when it entered the segment. */
+type LeadLine = Pick<Lead, "organizationName" | "organizationDomain" | "industry" | "employeeCount" | "country" | "city" | "lastVisitAt"> & {
+  leadId: Lead["id"];
   enteredAt: Date;
-}
+};
 
 /** A CSV field: quoted when needed; a leading = + - @ is neutralised (spreadsheet formulas). */
 function csvField(value: unknown): string {

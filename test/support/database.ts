@@ -32,7 +32,7 @@ export async function createTestDatabase(): Promise<TestDatabase> {
     await db.migrate();
     return { ...db, close: () => db.close().finally(() => rmSync(dir, { recursive: true, force: true })) };
   }
-  if (!serverUrl) return openPglite(process.env[SNAPSHOT_ENV]);
+  if (!serverUrl) return openPglite();
   const name = `lead_intel_test_${randomBytes(6).toString("hex")}`;
   const template = process.env[TEMPLATE_ENV];
   await adminQuery(serverUrl, `CREATE DATABASE "${name}"${template ? ` TEMPLATE "${template}"` : ""}`);
@@ -55,16 +55,25 @@ export async function createTestDatabase(): Promise<TestDatabase> {
  * each time). Without a snapshot (a run on PostgreSQL) the process makes it as `npm start` would.
  */
 export async function migratedDataDir(dataDir: string): Promise<string> {
-  const snapshotFile = process.env[SNAPSHOT_ENV];
-  if (!snapshotFile) return dataDir;
-  const pglite = new PGlite(dataDir, { loadDataDir: new Blob([await readFile(snapshotFile)]) });
+  const snapshot = await migratedSnapshotBlob();
+  if (!snapshot) return dataDir;
+  const pglite = new PGlite(dataDir, { loadDataDir: snapshot });
   await pglite.waitReady;
   await pglite.close();
   return dataDir;
 }
 
-async function openPglite(snapshotFile: string | undefined): Promise<TestDatabase> {
-  if (snapshotFile) return openDatabase({}, { snapshot: new Blob([await readFile(snapshotFile)]) });
+let snapshotBlob: Promise<Blob | undefined> | undefined;
+
+/** The run's migrated snapshot, read once per worker process (the files of a worker share it); undefined on PostgreSQL. */
+function migratedSnapshotBlob(): Promise<Blob | undefined> {
+  const snapshotFile = process.env[SNAPSHOT_ENV];
+  return (snapshotBlob ??= snapshotFile ? readFile(snapshotFile).then((bytes) => new Blob([bytes])) : Promise.resolve(undefined));
+}
+
+async function openPglite(): Promise<TestDatabase> {
+  const snapshot = await migratedSnapshotBlob();
+  if (snapshot) return openDatabase({}, { snapshot });
   const db = await openDatabase({});
   await db.migrate();
   return db;
