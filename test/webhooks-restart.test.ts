@@ -104,10 +104,16 @@ describe("webhook delivery across SIGKILL", () => {
 
     const second = await startServerProcess(env());
     running.push(second);
-    for (let waited = 0; receiver.processed.length < EVENTS && waited < 60_000; waited += 200) await new Promise((r) => setTimeout(r, 200));
+    // Done when the service has recorded every delivery, not as soon as the receiver has answered
+    // every event: the service writes an attempt's outcome after the answer arrives.
+    type Delivery = { deliveryId: string; state: string; attempts: { statusCode: number | null }[] };
+    const listDeliveries = async () => (await call(second, "GET", `/v1/webhooks/endpoints/${endpointId}/deliveries`)).body.data as Delivery[];
+    let deliveries = await listDeliveries();
+    for (let waited = 0; deliveries.some((d) => d.state !== "delivered") && waited < 60_000; waited += 200) {
+      await new Promise((r) => setTimeout(r, 200));
+      deliveries = await listDeliveries();
+    }
     expect([...receiver.processed].sort()).toEqual([...ids].sort());
-    const listed = await call(second, "GET", `/v1/webhooks/endpoints/${endpointId}/deliveries`);
-    const deliveries = listed.body.data as { deliveryId: string; state: string; attempts: { statusCode: number | null }[] }[];
     expect(deliveries.map((d) => d.state)).toEqual(Array(EVENTS).fill("delivered"));
     for (const d of deliveries) expect(d.attempts.at(-1)!.statusCode).toBe(204);
     await second.stop("SIGTERM");
