@@ -55,6 +55,11 @@ function website() {
           <button id="send" type="submit">Send</button>
         </form>`,
       "/thanks": "<title>Thanks</title>thanks",
+      // a form filled in and left unsent, a link away, and a second form (a search) that is sent
+      "/quote": `<title>Quote</title>${script}
+        <form id="quote"><input name="email"><input name="kennwort"><input name="card_ref"></form>
+        <a id="away" href="/thanks">away</a>
+        <form id="search" action="/thanks"><input name="q"><button id="search-send" type="submit">Search</button></form>`,
     };
     const body = pages[url.pathname];
     res.writeHead(body ? 200 : 404, { "content-type": "text/html" }).end(body ?? "");
@@ -76,7 +81,7 @@ function trackingProxy(target: string) {
   });
 }
 
-const datasets = { enriched: "", plain: "" };
+const datasets = { enriched: "", plain: "", partial: "" };
 /** The dataset whose script the website's pages load. */
 let browsedDataset = "";
 
@@ -87,6 +92,7 @@ beforeAll(async () => {
   writer = startIngestWriter(api.db.prisma, { contacts: api.services.contacts, credits: api.services.credits, now: () => new Date() }, api.logger, { pollMs: 100 });
   await api.services.contacts.upsertMany([profile]);
   [datasets.enriched, datasets.plain] = tenant.datasets;
+  datasets.partial = await api.services.datasets.create(tenant.accountId, tenant.admin.email, { name: "Quotes" });
   const settings = (datasetId: string, contactEnrichment: boolean) =>
     api
       .request()
@@ -96,12 +102,21 @@ beforeAll(async () => {
       .expect(204);
   await settings(datasets.enriched, true);
   await settings(datasets.plain, false);
+  await api
+    .request()
+    .put(`/v1/datasets/${datasets.partial}/form-tracking`)
+    .query({ formTracking: true, partialFormTracking: true, contactEnrichment: false, allowIpMasking: false, formInputAttribute: "name", email: tenant.admin.email })
+    .set(as(tenant.key))
+    .expect(204);
   const service = await listen(http.createServer(api.app), "127.0.0.1");
   trackingOrigin = await listen(trackingProxy(service), "localhost");
   pageOrigin = await listen(website(), "127.0.0.1");
   browser = await chromium.launch({
     executablePath: CHROMIUM,
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run", "--disable-sync", "--disable-quic"],
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run", "--disable-sync", "--disable-quic",
+      // the browser's own user agent, not only the pages': a beacon sent as a page unloads carries
+      // the browser's (HeadlessChrome, a bot, when only the context's is set)
+      `--user-agent=${BROWSER_UA}`],
   });
 }, 120_000);
 
@@ -129,6 +144,34 @@ async function browse(datasetId: string): Promise<void> {
     await page.waitForURL(/\/thanks/);
   } finally {
     await context.close();
+  }
+}
+
+/** Fills the quote form half and leaves the page the way `leave` does. */
+async function leaveHalfFilledForm(email: string, leave: (page: import("playwright-core").Page) => Promise<void>): Promise<void> {
+  browsedDataset = datasets.partial;
+  const context = await browser.newContext({ userAgent: BROWSER_UA });
+  try {
+    const page = await context.newPage();
+    await page.goto(`${pageOrigin}/one`); // somewhere to go back to
+    await page.goto(`${pageOrigin}/quote`);
+    await page.fill("input[name=email]", email);
+    await page.fill("input[name=kennwort]", "geheim");
+    await page.fill("input[name=card_ref]", "4111.1111.1111.1111");
+    await leave(page);
+  } finally {
+    await context.close();
+  }
+}
+
+/** The partial form submissions recorded for `email`, waited for (bounded). */
+async function partialFormsOf(email: string) {
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    const forms = await api.db.prisma.formSubmission.findMany({ where: { datasetId: datasets.partial, partial: true } });
+    const mine = forms.filter((form) => (form.fields as Record<string, string>).email === email);
+    if (mine.length > 0 || Date.now() > deadline) return mine;
+    await new Promise((resolve) => setTimeout(resolve, 200));
   }
 }
 
@@ -169,5 +212,28 @@ describe.skipIf(!haveChromium)("tracking in a browser (needs Debian's chromium: 
     const { visits } = await leadWhenSettled(datasets.plain, null);
     expect(visits[0].visitor).toEqual({ email: profile.email, enrichment: null, contact: null });
     expect(await api.db.prisma.creditLedgerEntry.count({ where: { datasetId: datasets.plain } })).toBe(0);
+  });
+
+  const leaving: [string, (page: import("playwright-core").Page) => Promise<void>][] = [
+    ["by a link", async (page) => {
+      await page.click("#away");
+      await page.waitForURL(/\/thanks/);
+    }],
+    ["by sending another form", async (page) => {
+      await page.fill("input[name=q]", "pricing");
+      await page.click("#search-send");
+      await page.waitForURL(/\/thanks/);
+    }],
+    ["by history navigation", async (page) => {
+      await page.goBack();
+      await page.waitForURL(/\/one/);
+    }],
+  ];
+  it.each(leaving)("when a visitor half fills a form and leaves %s, then the partial form is recorded without its secret and card fields", async (how, leave) => {
+    const email = `leaves-${how.split(" ").pop()}@quote.example`;
+    await leaveHalfFilledForm(email, leave);
+    const forms = await partialFormsOf(email);
+    expect(forms.length).toBeGreaterThanOrEqual(1);
+    expect(forms[0]!.fields).toEqual({ email });
   });
 });

@@ -447,7 +447,7 @@ describe("getTrackingScript", () => {
     expect(res.headers["cache-control"]).toMatch(/^public, max-age=\d+$/);
     expect(res.headers["access-control-allow-origin"]).toBe("*");
     expect(res.headers["cross-origin-resource-policy"]).toBe("cross-origin");
-    expect(res.text).toContain(JSON.stringify({ dataset: ds, formTracking: true, partialFormTracking: true, formInputAttribute: "name" }));
+    expect(res.text).toContain(JSON.stringify({ dataset: ds, formTracking: true, partialFormTracking: true, formInputAttribute: "name" }).slice(0, -1));
     expect(gzipSync(res.text).length).toBeLessThanOrEqual(4096);
     // a settings change reaches the script (here at once: the tests' cache time is 0)
     await t.settings(ds, { formTracking: false });
@@ -489,6 +489,15 @@ describe("demo page", () => {
     expect(res.text).toContain(`<script src="/t.js?dataset=${ds}" async></script>`);
     expect(res.text).toContain("page=2");
     expect(res.text).toContain("db-ip.com");
+    expect(res.text).toContain("Headless and automated browsers");
+    expect(res.text).not.toContain("bot-warning");
+  });
+
+  it("when /demo is opened by a headless browser, then the page says that its visit records nothing", async () => {
+    const headless = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) HeadlessChrome/156.0.0.0 Safari/537.36";
+    const res = await t.api.request().get("/demo").query({ dataset: t.tenant.datasets[0] }).set("user-agent", headless);
+    expect(res.status).toBe(200);
+    expect(res.text).toContain("bot-warning");
   });
 });
 

@@ -12,9 +12,10 @@ import { Invalid } from "../domain/errors.ts";
 import type { TrackingConfig } from "./config.ts";
 import type { TrackedDataset, TrackedDatasets } from "./datasets.ts";
 import { demoPage } from "./demo-page.ts";
+import { SECRET_FIELD_NAME } from "./form-fields.ts";
 import { batchSchema, keptFields, leadIdOf, LIMITS, type TrackedEvent } from "./events.ts";
 import { enqueue, type QueueRow } from "./ingest.ts";
-import { maskIp } from "./ip.ts";
+import { maskIp, withoutPort } from "./ip.ts";
 import { trackingMetrics } from "./metrics.ts";
 import { LEAD_NETWORKS } from "./network-class.ts";
 import type { Resolver } from "./resolver.ts";
@@ -39,6 +40,7 @@ export function scriptFor(dataset: TrackedDataset): string {
     formTracking: dataset.formTracking,
     partialFormTracking: dataset.partialFormTracking,
     formInputAttribute: dataset.formInputAttribute,
+    secretNames: SECRET_FIELD_NAME.source,
   };
   return scriptSource.replace("__SETTINGS__", JSON.stringify(settings));
 }
@@ -85,9 +87,9 @@ export function collectorRoutes(deps: CollectorDeps): Router {
   const perDataset = new RateLimiterMemory({ points: config.datasetEventsPerMinute, duration: 60 });
   const router = Router();
 
-  /** The client's address: the socket's, or what a trusted proxy says (express `trust proxy`). */
+  /** The client's address: the socket's, or what a trusted proxy says (express `trust proxy`), without a port. */
   const clientIp = (req: Request) => {
-    const ip = req.ip ?? "";
+    const ip = withoutPort(req.ip ?? "");
     const loopback = /^(127\.|::1$|::ffff:127\.)/.test(ip);
     return loopback && config.loopbackIp ? config.loopbackIp : ip;
   };
@@ -201,7 +203,7 @@ export function collectorRoutes(deps: CollectorDeps): Router {
   // POST: the demo form's submission lands on page 2 (the script has sent the form's fields).
   router.all("/demo", async (req, res) => {
     const dataset = await datasets.resolve(req.hostname, req.query.dataset);
-    res.type("html").send(demoPage(dataset.datasetId, req.query.page === "2" ? 2 : 1));
+    res.type("html").send(demoPage(dataset.datasetId, req.query.page === "2" ? 2 : 1, isbot(req.get("user-agent") ?? "")));
   });
 
   return router;

@@ -2,7 +2,8 @@
 // for a new user to click through with the demo running.
 const escape = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
-export function demoPage(datasetId: string, page: 1 | 2): string {
+/** `asBot`: the page is answered to a user agent that the collector counts as a bot (it says so). */
+export function demoPage(datasetId: string, page: 1 | 2, asBot = false): string {
   const ds = encodeURIComponent(datasetId);
   const other = page === 1 ? 2 : 1;
   return `<!doctype html>
@@ -12,7 +13,9 @@ export function demoPage(datasetId: string, page: 1 | 2): string {
 <h1>Demo website: page ${page}</h1>
 <p>Every page view here is sent to the collector for dataset <code>${escape(datasetId)}</code>.
 Go to <a href="/demo?dataset=${ds}&amp;page=${other}">page ${other}</a>, then list the leads with the curl the service printed.</p>
-<form method="post" action="/demo?dataset=${ds}&amp;page=2">
+<p id="bots">Headless and automated browsers (a user agent such as <code>HeadlessChrome</code>) count as
+bots: their visits are dropped and record nothing. Open this page in an ordinary browser.</p>
+${asBot ? `<p id="bot-warning"><strong>This browser's user agent is a bot's: the collector records nothing of this visit.</strong></p>\n` : ""}<form method="post" action="/demo?dataset=${ds}&amp;page=2">
   <label>E-mail <input type="email" name="email" autocomplete="email"></label>
   <label>Company <input name="company"></label>
   <button type="submit">Send</button>

@@ -82,29 +82,7 @@ export function leadIdOf(organizationName: string): string {
   return `org_${createHash("sha256").update(organizationName.trim().toLowerCase()).digest("hex").slice(0, 20)}`;
 }
 
-const sensitiveKey = /pass(word|wd)?|pwd|secret|token|card|cc-?(num|number|exp|csc|cvc|name)|cvc|cvv|csc|iban|ssn|security.?code/i;
-const digitsOnly = (value: string) => value.replace(/[\s-]/g, "");
-
-/** 13 to 19 digits passing the Luhn check: a payment card number, whatever the field is called. */
-export function looksLikeCardNumber(value: string): boolean {
-  const digits = digitsOnly(value);
-  if (!/^\d{13,19}$/.test(digits)) return false;
-  let sum = 0;
-  for (let i = 0; i < digits.length; i += 1) {
-    let d = Number(digits[digits.length - 1 - i]);
-    if (i % 2 === 1) d = d * 2 > 9 ? d * 2 - 9 : d * 2;
-    sum += d;
-  }
-  return sum % 10 === 0;
-}
-
-/**
- * The collector's own net under the script's rule (never password, hidden or payment-card
- * fields): keys that name a secret or a card, and values that are card numbers, are dropped.
- */
-export function keptFields(fields: Record<string, string>): Record<string, string> {
-  return Object.fromEntries(Object.entries(fields).filter(([key, value]) => !sensitiveKey.test(key) && !looksLikeCardNumber(value)));
-}
+export { keptFields, looksLikeCardNumber } from "./form-fields.ts";
 
 const emailPattern = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 

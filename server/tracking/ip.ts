@@ -26,6 +26,17 @@ function ipv6Groups(text: string): number[] {
   return [...left, ...Array<string>(missing).fill("0"), ...right].map((g) => parseInt(g, 16));
 }
 
+/**
+ * An address as proxies write it in X-Forwarded-For, without its port: "17.253.144.34:443" and
+ * "[2620:149:a44::33]:443" are the addresses before the port; anything else is returned as it is.
+ */
+export function withoutPort(text: string): string {
+  const bracketed = /^\[([^\]]+)\](?::\d+)?$/.exec(text);
+  if (bracketed) return bracketed[1]!;
+  const v4WithPort = /^(\d+\.\d+\.\d+\.\d+):\d+$/.exec(text);
+  return v4WithPort ? v4WithPort[1]! : text;
+}
+
 /** An IPv4-mapped IPv6 address (`::ffff:1.2.3.4`) is the IPv4 address it maps. */
 export function parseIp(text: string): ParsedIp | undefined {
   const v4 = parseIpv4(text);

@@ -1,5 +1,5 @@
 /* Lead tracking script. Served by GET /t.js as `(function (cfg) { ... })(settings)`; plain
-   JavaScript, no dependencies. cfg: { dataset, formTracking, partialFormTracking, formInputAttribute }. */
+   JavaScript, no dependencies. cfg: { dataset, formTracking, partialFormTracking, formInputAttribute, secretNames }. */
 (function (w, d, cfg) {
   if (!cfg || w.__leadTracker) return;
   w.__leadTracker = true;
@@ -44,14 +44,36 @@
 
   if (!cfg.formTracking) return;
 
-  // never a password, hidden, file or payment-card field (autocomplete="cc-*", or card-like names)
-  var CARD = /card|cc-?(num|number|exp|csc|cvc)|cvc|cvv|csc|iban|security.?code/i;
+  // never a password, hidden or file field, nor one whose name says secret or card (cfg.secretNames:
+  // the collector's rule, server/tracking/form-fields.ts), nor a value that is a card number
+  var SECRET = new RegExp(cfg.secretNames);
+  function words(name) {
+    return " " + name.replace(/([a-z])([A-Z])/g, "$1 $2").normalize("NFD").replace(/[\u0300-\u036f]/g, "")
+      .toLowerCase().replace(/[^a-z0-9]+/g, " ").trim() + " ";
+  }
+  function secretName(name) {
+    var w = words(name);
+    return SECRET.test(w) || SECRET.test(w.replace(/ /g, ""));
+  }
+  function cardNumber(value) {
+    var digits = value.replace(/\D/g, ""), sum = 0;
+    if (/[A-Za-z\u00C0-\u024F]/.test(value) || !/^\d{13,19}$/.test(digits)) return false;
+    for (var i = 0; i < digits.length; i++) {
+      var n = Number(digits.charAt(digits.length - 1 - i));
+      if (i % 2 === 1) n = n * 2 > 9 ? n * 2 - 9 : n * 2;
+      sum += n;
+    }
+    return sum % 10 === 0;
+  }
+  function keyOf(el) {
+    return (cfg.formInputAttribute && el.getAttribute(cfg.formInputAttribute)) || el.name || "";
+  }
   function keep(el) {
     var type = (el.type || "").toLowerCase();
     var auto = (el.getAttribute("autocomplete") || "").toLowerCase();
-    if (!el.name && !(cfg.formInputAttribute && el.getAttribute(cfg.formInputAttribute))) return false;
+    if (!keyOf(el)) return false;
     if (["password", "hidden", "file", "submit", "button", "reset", "image"].indexOf(type) >= 0) return false;
-    if (auto.indexOf("cc-") === 0 || CARD.test(el.name || "")) return false;
+    if (auto.indexOf("cc-") === 0 || secretName(keyOf(el)) || secretName(el.name || "")) return false;
     if ((type === "checkbox" || type === "radio") && !el.checked) return false;
     return true;
   }
@@ -60,35 +82,61 @@
     for (var i = 0; i < form.elements.length && n < 50; i++) {
       var el = form.elements[i];
       if (!keep(el)) continue;
-      var key = (cfg.formInputAttribute && el.getAttribute(cfg.formInputAttribute)) || el.name;
       var value = String(el.value || "").slice(0, 1000);
-      if (!value) continue;
-      out[key.slice(0, 128)] = value;
+      if (!value || cardNumber(value)) continue;
+      out[keyOf(el).slice(0, 128)] = value;
       n++;
     }
     return out;
   }
 
-  var touched = [];
+  // Forms filled in and not sent. They are delivered when the visitor leaves the page in any way:
+  // a link or another form (sent at once, while the page is alive), history navigation (also a
+  // single-page app's), hiding the tab, or unloading. Each state of a form is sent once.
+  var touched = [], sentState = [];
+  function flushPartial() {
+    if (!cfg.partialFormTracking) return;
+    var events = [];
+    touched.forEach(function (form, i) {
+      var fields = fieldsOf(form), state = JSON.stringify(fields);
+      if (state === "{}" || state === sentState[i]) return;
+      sentState[i] = state;
+      events.push({ type: "form", partial: true, visitorId: vid, url: location.href.slice(0, 2048), fields: fields });
+    });
+    if (events.length) send(events);
+  }
+  function forget(form) {
+    var i = touched.indexOf(form);
+    if (i >= 0) { touched.splice(i, 1); sentState.splice(i, 1); }
+  }
+
   d.addEventListener("submit", function (e) {
     var form = e.target;
-    var i = touched.indexOf(form);
-    if (i >= 0) touched.splice(i, 1);
+    forget(form);
+    flushPartial(); // the other forms on the page are being left
     send([{ type: "form", visitorId: vid, url: location.href.slice(0, 2048), fields: fieldsOf(form) }]);
   }, true);
 
   if (!cfg.partialFormTracking) return;
   d.addEventListener("input", function (e) {
     var form = e.target && e.target.form;
-    if (form && touched.indexOf(form) < 0) touched.push(form);
+    if (form && touched.indexOf(form) < 0) { touched.push(form); sentState.push(""); }
   }, true);
-  w.addEventListener("pagehide", function () {
-    var events = [];
-    touched.forEach(function (form) {
-      var fields = fieldsOf(form);
-      for (var k in fields) { events.push({ type: "form", partial: true, visitorId: vid, url: location.href.slice(0, 2048), fields: fields }); break; }
-    });
-    touched = [];
-    if (events.length) send(events);
+  d.addEventListener("click", function (e) {
+    var link = e.target && e.target.closest && e.target.closest("a[href]");
+    if (link && !/^(#|javascript:)/i.test(link.getAttribute("href") || "")) flushPartial();
+  }, true);
+  d.addEventListener("visibilitychange", function () {
+    if (d.visibilityState === "hidden") flushPartial();
+  });
+  w.addEventListener("pagehide", flushPartial);
+  w.addEventListener("popstate", flushPartial);
+  ["pushState", "replaceState"].forEach(function (name) {
+    var original = w.history && w.history[name];
+    if (typeof original !== "function") return;
+    w.history[name] = function () {
+      flushPartial();
+      return original.apply(this, arguments);
+    };
   });
 })(window, document, __SETTINGS__);
