@@ -673,6 +673,49 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/email-lookup/bulk": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Look up to 100 contacts' profiles by e-mail in one request
+         * @description Looks up each item as `POST /v1/email-lookup` would (the same matching and hints) and
+         *     answers one result per item, in the order of `items`:
+         *     - `found`: the profile, charged 1 credit (`charged: true`). An address that appears more
+         *       than once in a request is charged once: its other items are `found` with
+         *       `charged: false`.
+         *     - `not_found`: no profile, or a hint contradicts it; free.
+         *     - `invalid`: `email` is not an e-mail address (`error` says why); free. Only the item is
+         *       refused: the others are looked up.
+         *     - `no_credit`: a profile matched but the paying dataset's credit ran out before this
+         *       item could be charged; free, and the profile is not given.
+         *
+         *     Credits: one dataset pays for the whole request: `datasetId`, or, when omitted, the
+         *     account's oldest dataset with credit left this month (UTC). The found profiles are
+         *     charged together in one ledger entry (`credits` = `charged`), in item order, up to the
+         *     credit the dataset has left: with K credits left, of any number of simultaneous requests
+         *     exactly K profiles are charged in all, and each result says whether it was. Credit is
+         *     checked first: when the paying dataset (without `datasetId`: every dataset) has no
+         *     credit left, the request is 402 and nothing is looked up.
+         *
+         *     Retries: one `Idempotency-Key` covers the whole request, as for `POST /v1/email-lookup`
+         *     (the same answer again, nothing more charged).
+         *     - 402 `credit_limit_exceeded`: no credit left before the request; nothing is charged.
+         *     - 404 `not_found`: `datasetId` is not a dataset of the account.
+         *     - 409 `idempotency_key_reused` / `idempotency_key_in_progress`: as for `POST /v1/email-lookup`.
+         */
+        post: operations["bulkLookupEmail"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/credits/usage/timeseries": {
         parameters: {
             query?: never;
@@ -1396,6 +1439,98 @@ export interface components {
             datasetId: components["schemas"]["DatasetId"];
             /** @description The custom tracking domain, a host name such as `t.customer.com`. Internationalised names are accepted (converted to punycode); a trailing dot is ignored; case does not matter. The host-name rules are listed in the Custom Tracking Domains tag: the validation reports them as checks, add and update refuse a name that breaks them with 400. */
             ctd: string;
+        };
+        /**
+         * @example {
+         *       "items": [
+         *         {
+         *           "email": "jane.doe@acme.example",
+         *           "lastName": "Doe"
+         *         },
+         *         {
+         *           "email": "max.mueller@mail.example"
+         *         },
+         *         {
+         *           "email": "not-an-address"
+         *         }
+         *       ]
+         *     }
+         */
+        BulkLookupRequest: {
+            items: components["schemas"]["BulkLookupItem"][];
+        };
+        /**
+         * @description One contact to look up: as `ContactEnrichmentRequest`, except that an `email` that is
+         *     not an e-mail address is answered as the item's `invalid` result instead of refusing the
+         *     request.
+         */
+        BulkLookupItem: {
+            /** @description E-mail address of the contact to look up. */
+            email: string;
+            /** @description The contact's first name (hint). */
+            firstName?: string;
+            /** @description The contact's last name (hint). */
+            lastName?: string;
+            /** @description Name of the contact's company (hint). */
+            companyName?: string;
+            /**
+             * Format: hostname
+             * @description Website host name of the contact's company (hint).
+             */
+            companyDomain?: string;
+        };
+        BulkLookupResult: {
+            /**
+             * @description What became of the item (see `bulkLookupEmail`).
+             * @enum {string}
+             */
+            status: "found" | "not_found" | "invalid" | "no_credit";
+            /** @description Whether this item was charged 1 credit. */
+            charged: boolean;
+            profile?: components["schemas"]["ContactProfile"];
+            /** @description Why an `invalid` item was refused. */
+            error?: string;
+        };
+        /**
+         * @example {
+         *       "results": [
+         *         {
+         *           "status": "found",
+         *           "charged": true,
+         *           "profile": {
+         *             "email": "jane.doe@acme.example",
+         *             "fullName": "Jane Marie Doe",
+         *             "languages": [],
+         *             "experience": [
+         *               {
+         *                 "title": "Head of Marketing",
+         *                 "companyName": "Acme Corporation",
+         *                 "current": true
+         *               }
+         *             ]
+         *           }
+         *         },
+         *         {
+         *           "status": "not_found",
+         *           "charged": false
+         *         },
+         *         {
+         *           "status": "invalid",
+         *           "charged": false,
+         *           "error": "must be an e-mail address"
+         *         }
+         *       ],
+         *       "charged": 1,
+         *       "datasetId": "ds_8f3k2m9q4w7x1z5c"
+         *     }
+         */
+        BulkLookupResponse: {
+            /** @description One result per item, in the order of the request's `items`. */
+            results: components["schemas"]["BulkLookupResult"][];
+            /** @description Credits charged in all: the number of results with `charged: true`. */
+            charged: number;
+            /** @description The dataset that paid; null when nothing was charged. */
+            datasetId: components["schemas"]["DatasetId"] | null;
         };
         /**
          * @description The contact to look up: the e-mail address selects the profile; each hint given must
@@ -4216,6 +4351,55 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ContactProfile"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            402: components["responses"]["PaymentRequired"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    bulkLookupEmail: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Dataset whose credit pays for the lookup. When omitted, the account's oldest dataset with credit left this month pays.
+                 * @example ds_8f3k2m9q4w7x1z5c
+                 */
+                datasetId?: components["parameters"]["DatasetIdCreditQuery"];
+            };
+            header?: {
+                /**
+                 * @description A key you choose per logical request (a UUID is a good choice), 1 to 255 printable ASCII characters without spaces. A retry with the same key and the same request replays the first answer and charges nothing more; the same key with a different request is 409 `idempotency_key_reused`. Keys are kept for 24 hours after first use, per account.
+                 * @example 5f0c2b1e-8a4d-4c3b-9f57-2d1e0a6b7c88
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BulkLookupRequest"];
+            };
+        };
+        responses: {
+            /** @description One result per item; `charged` credits were charged to `datasetId`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BulkLookupResponse"];
                 };
             };
             400: components["responses"]["BadRequest"];

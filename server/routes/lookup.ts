@@ -5,6 +5,7 @@ import type { Services } from "../services/index.ts";
 export function lookupRoutes({ lookup }: Services): {
   lookupEmail: Handler<"lookupEmail">;
   lookupEmailByQuery: Handler<"lookupEmailByQuery">;
+  bulkLookupEmail: Handler<"bulkLookupEmail">;
 } {
   return {
     lookupEmail: async ({ operationId, auth, query, body, header }) => {
@@ -13,6 +14,12 @@ export function lookupRoutes({ lookup }: Services): {
       const key = header("Idempotency-Key");
       const profile = key ? await lookup.lookupIdempotent(caller, request, key) : await lookup.lookup(caller, request);
       return { status: 200, body: profile };
+    },
+    bulkLookupEmail: async ({ operationId, auth, query, body, header }) => {
+      const caller = { ...auth, operation: operationId };
+      const request = { ...body, datasetId: query.datasetId };
+      const key = header("Idempotency-Key");
+      return { status: 200, body: key ? await lookup.bulkLookupIdempotent(caller, request, key) : await lookup.bulkLookup(caller, request) };
     },
     lookupEmailByQuery: async ({ operationId, auth, query }) => ({
       status: 200,

@@ -52,6 +52,12 @@ export function contactService(db: Db) {
       return row ? toProfile(row) : undefined;
     },
 
+    /** The profiles of the given (normalised) addresses, in one query, keyed by address. */
+    async findMany(emails: readonly string[]): Promise<Map<string, ContactProfile>> {
+      const rows = emails.length ? await db.contact.findMany({ where: { email: { in: [...emails] } } }) : [];
+      return new Map(rows.map((row) => [row.email, toProfile(row)]));
+    },
+
     /**
      * Inserts or updates a batch in one statement (the whole batch travels as one JSON
      * parameter). E-mails must be normalised and unique within the batch: a statement cannot

@@ -87,6 +87,14 @@ export function chargeStatement(charge: Charge): Prisma.Sql {
            ${hook ? Prisma.sql`EXISTS (SELECT 1 FROM guard)` : Prisma.sql`true`} AS guarded`;
 }
 
+/** Runs inside a bulk charge's transaction: `before` may refuse it (throw), `after` commits with it. */
+export interface BulkChargeHooks {
+  before?: (tx: Tx) => Promise<void>;
+  after?: (tx: Tx, charged: { datasetId: string | null; credits: number }) => Promise<void>;
+}
+
+type Tx = Prisma.TransactionClient;
+
 /** `sql` runs the look-up's statements on the driver (the hot path); `db` the rest. */
 export function creditService(db: Db, sql: Sql) {
   async function attempt(charge: Charge): Promise<Attempt> {
@@ -134,6 +142,44 @@ export function creditService(db: Db, sql: Sql) {
         if (!guarded) throw new ChargeGuardFailed("the charge's guard did not hold; nothing was charged");
         if (!candidate) throw noCredit(charge.datasetId);
       }
+    },
+
+    /**
+     * Charges up to `charge.credits` to one dataset (the named one, or the oldest with credit
+     * left), as many as it has left, in one transaction: the usage row is locked first (a no-op
+     * upsert), so that concurrent charges of any kind wait and see the new count. One ledger
+     * entry for what was charged. Charges nothing (datasetId null) when no dataset has credit.
+     */
+    async chargeUpTo(charge: Omit<Charge, "hook">, hooks: BulkChargeHooks = {}): Promise<{ datasetId: string | null; credits: number }> {
+      const wanted = charge.credits ?? 1;
+      const month = monthOf(charge.at);
+      return db.$transaction(async (tx) => {
+        await hooks.before?.(tx);
+        let result: { datasetId: string | null; credits: number } = { datasetId: null, credits: 0 };
+        for (;;) {
+          const [candidate] = await tx.$queryRaw<{ id: string; lim: number }[]>`${payers(charge.accountId, charge.datasetId, month, 1)} LIMIT 1`;
+          if (!candidate || wanted === 0) break;
+          const [usage] = await tx.$queryRaw<{ used: number }[]>`
+            INSERT INTO "CreditUsage" ("datasetId", month, used) VALUES (${candidate.id}, ${month}::date, 0)
+            ON CONFLICT ("datasetId", month) DO UPDATE SET used = "CreditUsage".used
+            RETURNING used`;
+          const credits = Math.min(wanted, candidate.lim - usage!.used);
+          if (credits <= 0) continue; // taken meanwhile; the next snapshot sees the locked count
+          await tx.$executeRaw`
+            WITH debit AS (
+              UPDATE "CreditUsage" SET used = used + ${credits} WHERE "datasetId" = ${candidate.id} AND month = ${month}::date
+            )
+            INSERT INTO "CreditLedgerEntry" ("accountId", "datasetId", "createdAt", credits, operation, "keyId")
+            VALUES (${charge.accountId}, ${candidate.id}, ${charge.at}::timestamptz, ${credits}, ${charge.operation}, ${charge.keyId})`;
+          result = { datasetId: candidate.id, credits };
+          break;
+        }
+        await hooks.after?.(tx, result);
+        return result;
+      }).then((result) => {
+        metrics.creditsCharged.inc(result.credits);
+        return result;
+      });
     },
 
     /** Sets the dataset's monthly limit; false when there is no such dataset. */

@@ -5,7 +5,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type { Db } from "../db/database.ts";
 import { Prisma } from "../../generated/prisma/client.ts";
 import { Conflict } from "../domain/errors.ts";
-import type { ChargeHook } from "./credits.ts";
+import { type BulkChargeHooks, ChargeGuardFailed, type ChargeHook } from "./credits.ts";
 
 /** How long a key and its answer are kept. */
 export const KEY_TTL_MS = 24 * 3_600_000;
@@ -93,6 +93,24 @@ export function idempotencyService(db: Db, now: () => Date) {
         after: Prisma.sql`, stored AS (
           UPDATE "IdempotencyKey" SET status = ${answer.status}, body = ${JSON.stringify(answer.body)}
           WHERE ${where(claim)} AND EXISTS (SELECT 1 FROM entry) RETURNING 1)`,
+      };
+    },
+
+    /**
+     * The same for a bulk charge's transaction: it goes ahead only while this request owns the
+     * key (locked), and the answer, made from what was charged, commits with it.
+     */
+    storeWithBulkCharge(claim: KeyClaim, answerOf: (charged: { datasetId: string | null; credits: number }) => StoredAnswer): BulkChargeHooks {
+      return {
+        before: async (tx) => {
+          const held = await tx.$queryRaw<unknown[]>`SELECT 1 FROM "IdempotencyKey" WHERE ${where(claim)} FOR UPDATE`;
+          if (!held.length) throw new ChargeGuardFailed("the Idempotency-Key was taken over; nothing was charged");
+        },
+        after: async (tx, charged) => {
+          const answer = answerOf(charged);
+          await tx.$executeRaw`
+            UPDATE "IdempotencyKey" SET status = ${answer.status}, body = ${JSON.stringify(answer.body)} WHERE ${where(claim)}`;
+        },
       };
     },
 

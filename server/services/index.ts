@@ -105,7 +105,7 @@ export function createServices(
     leads: leadService(db, access, segments),
     contacts,
     credits,
-    lookup: lookupService({ credits, idempotency, now }),
+    lookup: lookupService({ credits, contacts, idempotency, now }),
     creditReports: creditReportService(db, access),
     // IP and domain look-ups, a lead's visits (server/tracking holds the collector and writer)
     tracking: trackingService(db, { access, contacts, resolver: sharedResolver }),

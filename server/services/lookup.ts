@@ -1,7 +1,9 @@
 // Lookup API: a contact's profile by e-mail, paid in credits only when a profile is found.
 import type { ContactProfile } from "../contacts/profile.ts";
 import { NotFound, PaymentRequired, revive, type StoredDomainError, storedFormOf } from "../domain/errors.ts";
-import { contactQuery, type ContactRow, toProfile } from "./contacts.ts";
+import { fullFormats } from "ajv-formats/dist/formats.js";
+import { normaliseEmail } from "../ids.ts";
+import { contactQuery, type ContactRow, type ContactService, toProfile } from "./contacts.ts";
 import { type ChargeHook, type CreditService } from "./credits.ts";
 import { fingerprint, type IdempotencyService, type KeyClaim } from "./idempotency.ts";
 import type { Schemas } from "../domain/types.ts";
@@ -9,6 +11,41 @@ import { contradictedHint } from "./lookup-hints.ts";
 
 /** The dataset that pays; undefined: the account's oldest dataset with credit left. */
 export type LookupRequest = Schemas["ContactEnrichmentRequest"] & { datasetId?: Schemas["DatasetId"] };
+export type BulkLookupRequest = Schemas["BulkLookupRequest"] & { datasetId?: Schemas["DatasetId"] };
+export type BulkLookupAnswer = Schemas["BulkLookupResponse"];
+type BulkResult = Schemas["BulkLookupResult"];
+
+/** The contract's `format: email` (ajv-formats, as the validator applies it to single look-ups). */
+const emailFormat = fullFormats.email as RegExp;
+
+/**
+ * Each item's result before charging: `found` (with the profile) for an address's first matching
+ * item, which will be charged; `found` and never charged for a repeat of it.
+ */
+function matchItems(items: BulkLookupRequest["items"], profiles: Map<string, ContactProfile>) {
+  const seen = new Set<string>();
+  return items.map(({ email, ...hints }) => {
+    if (!emailFormat.test(email.trim())) return { status: "invalid" as const, charged: false, error: "must be an e-mail address" };
+    const address = normaliseEmail(email);
+    const profile = profiles.get(address);
+    if (!profile || contradictedHint(profile, hints)) return { status: "not_found" as const, charged: false };
+    const first = !seen.has(address);
+    seen.add(address);
+    return { status: "found" as const, charged: first, profile };
+  });
+}
+
+/** The first `credits` chargeable items keep their profile; the later ones are `no_credit`. */
+function settle(matches: ReturnType<typeof matchItems>, charged: { datasetId: string | null; credits: number }): BulkLookupAnswer {
+  let left = charged.credits;
+  const results: BulkResult[] = matches.map((match) => {
+    if (match.status !== "found" || !match.charged) return match;
+    if (left === 0) return { status: "no_credit", charged: false };
+    left -= 1;
+    return match;
+  });
+  return { results, charged: charged.credits, datasetId: charged.datasetId };
+}
 
 export interface Caller {
   accountId: string;
@@ -24,8 +61,8 @@ const miss = () => new NotFound("No profile was found for this e-mail address an
 /** A stored answer: the profile (status 200), or the domain error the first request ended in. */
 const REFUSED = 0;
 
-export function lookupService(deps: { credits: CreditService; idempotency: IdempotencyService; now: () => Date }) {
-  const { credits, idempotency, now } = deps;
+export function lookupService(deps: { credits: CreditService; contacts: ContactService; idempotency: IdempotencyService; now: () => Date }) {
+  const { credits, contacts, idempotency, now } = deps;
   let lastPurge = 0;
 
   /**
@@ -55,6 +92,29 @@ export function lookupService(deps: { credits: CreditService; idempotency: Idemp
     }
   }
 
+  /**
+   * Credit first (402 when none is left, as for one look-up), the profiles in one query, then one
+   * charge for every address found, up to the credit left; `claim` stores the answer with it.
+   */
+  async function bulkLookup(caller: Caller, request: BulkLookupRequest, claim?: KeyClaim): Promise<BulkLookupAnswer> {
+    const { items, datasetId } = request;
+    await credits.requireCredit(caller.accountId, datasetId, now());
+    const matches = matchItems(items, await contacts.findMany(items.map((item) => normaliseEmail(item.email))));
+    const wanted = matches.filter((match) => match.status === "found" && match.charged).length;
+    const charge = { ...caller, datasetId, at: now(), credits: wanted };
+    const hooks = claim && idempotency.storeWithBulkCharge(claim, (charged) => ({ status: 200, body: settle(matches, charged) }));
+    return settle(matches, await credits.chargeUpTo(charge, hooks));
+  }
+
+  /** Purges expired keys at most once an hour, then claims `key` for this request. */
+  async function claimKey(caller: Caller, key: string, print: string) {
+    if (Date.now() - lastPurge > PURGE_EVERY_MS) {
+      lastPurge = Date.now();
+      await idempotency.purgeExpired();
+    }
+    return idempotency.claim(caller.accountId, key, print);
+  }
+
   return {
     lookup: (caller: Caller, request: LookupRequest) => lookup(caller, request),
 
@@ -63,16 +123,33 @@ export function lookupService(deps: { credits: CreditService; idempotency: Idemp
      * same request gets the first answer again (nothing more is charged), another request 409.
      */
     async lookupIdempotent(caller: Caller, request: LookupRequest, key: string): Promise<ContactProfile> {
-      if (Date.now() - lastPurge > PURGE_EVERY_MS) {
-        lastPurge = Date.now();
-        await idempotency.purgeExpired();
-      }
       const { datasetId, ...body } = request;
-      const print = fingerprint(caller.operation, { datasetId }, body);
-      const claimed = await idempotency.claim(caller.accountId, key, print);
+      const claimed = await claimKey(caller, key, fingerprint(caller.operation, { datasetId }, body));
       if ("claim" in claimed) return lookupOnce(caller, request, claimed.claim);
       if (claimed.replay.status === 200) return claimed.replay.body as ContactProfile;
       throw revive(claimed.replay.body as StoredDomainError);
+    },
+
+    bulkLookup: (caller: Caller, request: BulkLookupRequest) => bulkLookup(caller, request),
+
+    /** The bulk look-up under one Idempotency-Key for the whole request (as `lookupIdempotent`). */
+    async bulkLookupIdempotent(caller: Caller, request: BulkLookupRequest, key: string): Promise<BulkLookupAnswer> {
+      const { datasetId, ...body } = request;
+      const claimed = await claimKey(caller, key, fingerprint(caller.operation, { datasetId }, body));
+      if ("replay" in claimed) {
+        if (claimed.replay.status === 200) return claimed.replay.body as BulkLookupAnswer;
+        throw revive(claimed.replay.body as StoredDomainError);
+      }
+      try {
+        return await bulkLookup(caller, request, claimed.claim);
+      } catch (error) {
+        if (error instanceof NotFound || error instanceof PaymentRequired) {
+          await idempotency.store(claimed.claim, { status: REFUSED, body: storedFormOf(error) });
+        } else {
+          await idempotency.release(claimed.claim).catch(() => {});
+        }
+        throw error;
+      }
     },
   };
 }
