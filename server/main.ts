@@ -1,6 +1,7 @@
 // config -> database (migrated) -> rate limiter -> app -> listen -> certificate worker -> demo
 // account; SIGTERM drains. With WEB_CONCURRENCY > 1 the primary opens and migrates the database,
 // forks the workers (server/cluster.ts) and prints the demo; each worker runs the rest.
+import { createServer } from "node:net";
 import { createApp } from "./app.ts";
 import { clusterRole, startWorkers } from "./cluster.ts";
 import { loadConfig } from "./config.ts";
@@ -59,7 +60,26 @@ function trackingDomainSettings() {
 }
 
 const role = clusterRole(config.workers);
+
+/** A port already in use is one clear line, before the database takes its time to start. */
+async function exitIfPortTaken(): Promise<void> {
+  const probe = createServer();
+  const error = await new Promise<NodeJS.ErrnoException | undefined>((resolve) => {
+    probe.once("error", resolve);
+    probe.listen(config.port, config.host, () => probe.close(() => resolve(undefined)));
+  });
+  if (error?.code !== "EADDRINUSE") return;
+  console.error(`port ${config.port} on ${config.host} is in use: stop what runs there, or choose another port with PORT=`);
+  process.exit(1);
+}
+if (role !== "worker") await exitIfPortTaken(); // workers share their primary's port
+
 // workers share the database their primary opened and migrated
+if (role !== "worker") {
+  logger.info("starting", {
+    database: config.database.url ? "PostgreSQL (DATABASE_URL)" : `embedded, in ${config.database.dataDir} (the first start creates it: up to a minute)`,
+  });
+}
 const db = await openDatabaseOrExit(config.database, { share: role === "worker" });
 const applied = role === "worker" ? [] : await db.migrate();
 if (role !== "worker") logger.info("database ready", { kind: db.kind, migrationsApplied: applied });
@@ -90,6 +110,7 @@ const rateLimiter = await createRateLimiter(config.rateLimit, logger);
 // Tracking: the resolution data loads before the first request needs it; the ingest writer
 // drains the collector's queue (and whatever a previous process left in it).
 const tracking = trackingSettings();
+if (role === "single") logger.info("loading the IP-to-network data (a few seconds)");
 sharedResolver({ ipv6Geo: config.tracking.ipv6Geo });
 // Webhook events of what the writer wrote: lead.created and lead.visited inside each batch's
 // transaction (outbox), contact.enriched after enrichment. Compose other hooks here.
@@ -150,6 +171,7 @@ function baseUrl(port: number, protocol: string): string {
 }
 
 async function printDemo(baseUrl: string): Promise<void> {
+  logger.info("preparing the demo account");
   const demo = await ensureDemo(services);
   // the demo website's form is tracked and enriched (a found profile costs a credit)
   await db.prisma.dataset.update({ where: { id: demo.datasetIds[0] }, data: { formTracking: true, contactEnrichment: true } });

@@ -41,6 +41,28 @@ describe("GET /", () => {
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ docs: "/docs", openapi: "/openapi.yaml", version: specOf("openapi").info.version });
   });
+
+  it("when a browser asks for HTML, then a small page links the reference and the demo", async () => {
+    const res = await api.request().get("/").set("accept", "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8");
+    expect(res.status).toBe(200);
+    expect(res.headers["content-type"]).toMatch(/^text\/html/);
+    expect(res.text).toContain('<a href="/docs">');
+    expect(res.text).toContain("/demo?dataset=");
+  });
+
+  it("when curl asks with */*, then JSON", async () => {
+    const res = await api.request().get("/").set("accept", "*/*");
+    expect(res.headers["content-type"]).toMatch(/^application\/json/);
+  });
+});
+
+describe("GET /favicon.ico", () => {
+  it("when a browser asks for the icon, then an icon without a key (not a 401)", async () => {
+    const res = await api.request().get("/favicon.ico").buffer(true);
+    expect(res.status).toBe(200);
+    expect(res.headers["content-type"]).toBe("image/x-icon");
+    expect((res.body as Buffer).subarray(0, 4)).toEqual(Buffer.from([0, 0, 1, 0]));
+  });
 });
 
 describe("contract documents", () => {

@@ -66,7 +66,10 @@ describe("request log", () => {
       .get(`/v1/user-datasets?accountId=${tenant.accountId}&email=${encodeURIComponent(tenant.admin.email)}`)
       .set("x-api-key", tenant.key);
     expect(res.status).toBe(200);
-    const line = api.logs.map((l) => JSON.parse(l)).find((l) => l.requestId === res.headers["x-request-id"]);
+    const raw = api.logs.find((l) => l.includes(res.headers["x-request-id"]!) && l.includes('"msg":"request"'))!;
+    expect(raw.split('"requestId"').length - 1, raw).toBe(1); // the key once: JSON.parse would hide a repeat
+    const line = JSON.parse(raw);
+    expect(line.requestId).toBe(res.headers["x-request-id"]);
     expect(line).toMatchObject({
       level: "info",
       msg: "request",

@@ -123,17 +123,40 @@ export function docsRoutes(): Router {
   router.get("/docs/assets/init.js", (_req, res) => {
     res.type("text/javascript").send(initScript);
   });
+  // browsers ask for it on every page (/docs, /demo, /): an icon, not a 401
+  router.get("/favicon.ico", (_req, res) => {
+    res.set("Cache-Control", "public, max-age=86400").type("image/x-icon").send(FAVICON);
+  });
   return router;
 }
 
-/** GET /: where to start, without a key (every partner operation needs one). */
+/** A 16x16 icon (a white L on blue), PNG inside ICO. */
+const FAVICON = Buffer.from(
+  "AAABAAEAEBAAAAEAIABjAAAAFgAAAIlQTkcNChoKAAAADUlIRFIAAAAQAAAAEAgGAAAAH/P/YQAAACpJREFUeNpjYKAWUE1+/Z8UTJFmDEOQBZHBqAHDwgBsYAgYQLf8QLVcDAB5ZBrhoo9frwAAAABJRU5ErkJggg==",
+  "base64",
+);
+
+/** GET /: where to start, without a key (every partner operation needs one): a page for a browser, JSON otherwise. */
 export const serviceIndex: RequestHandler = (_req, res) => {
   const info = (documentOf("openapi")?.parsed.info ?? {}) as { title?: string; version?: string };
-  res.json({
-    name: info.title,
-    version: info.version,
-    docs: "/docs",
-    openapi: "/openapi.yaml",
-    message: "The API reference is at /docs. Partner operations (/v1/..., /api/...) need an API key in the x-api-key header.",
+  const message = "The API reference is at /docs. Partner operations (/v1/..., /api/...) need an API key in the x-api-key header.";
+  // JSON first: what curl's */* and a request without Accept get; a browser asks for HTML by name
+  res.format({
+    json: () => res.json({ name: info.title, version: info.version, docs: "/docs", openapi: "/openapi.yaml", message }),
+    html: () => {
+      const title = escapeHtml(`${info.title ?? "API"} ${info.version ?? ""}`.trim());
+      res.send(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>${title}</title></head>
+<body>
+<h1>${title}</h1>
+<ul>
+  <li><a href="/docs">API reference</a> (every operation, with a curl command for each; no key needed)</li>
+  <li><a href="/docs/operator">Operator endpoints</a> (health, readiness, metrics)</li>
+  <li>The demo website: <code>/demo?dataset=…</code>, with the dataset id <code>npm start</code> printed</li>
+  <li>The contract: <a href="/openapi.yaml">openapi.yaml</a>, <a href="/openapi.json">openapi.json</a></li>
+</ul>
+<p>Partner operations (<code>/v1/…</code>, <code>/api/…</code>) need an API key in the <code>x-api-key</code> header.</p>
+</body></html>`);
+    },
   });
 };

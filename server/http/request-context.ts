@@ -11,11 +11,10 @@ const acceptableId = /^[A-Za-z0-9._-]{8,128}$/;
 
 export type ResponseObserver = (operationId: string | undefined, status: number) => void;
 
-/** The fields of the request line: the same as before pino-http wrote it. */
+/** The fields of the request line (its requestId comes from pino-http's binding, once). */
 function requestLine(req: IncomingMessage, res: ServerResponse, durationMs: number) {
   const { locals } = res as Response;
   return {
-    requestId: locals.requestId as string,
     method: req.method,
     path: (req as Request).path,
     operationId: locals.operationId as string | undefined,

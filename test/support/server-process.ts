@@ -28,8 +28,12 @@ export interface ServerProcess {
   stop(signal: NodeJS.Signals): Promise<number | null>;
 }
 
-export async function startServerProcess(env: Record<string, string>): Promise<ServerProcess> {
-  const child = spawn(process.execPath, ["--import", "tsx", "server/main.ts"], {
+/** How the service is started: as node runs it, or as a user does (`npm start`). */
+export const SERVICE_COMMAND = [process.execPath, "--import", "tsx", "server/main.ts"];
+export const NPM_START = ["npm", "start", "--silent"];
+
+export async function startServerProcess(env: Record<string, string>, [command, ...args] = SERVICE_COMMAND): Promise<ServerProcess> {
+  const child = spawn(command!, args, {
     cwd: root,
     env: {
       PATH: process.env.PATH,
