@@ -10,16 +10,13 @@ import { startIngestWriter } from "../server/tracking/writer.ts";
 const config = loadOperatorConfig(process.env);
 const logger = createLogger(config.logLevel);
 const { writer: settings } = config.tracking;
-const db = await openDatabaseOrExit(config.database);
+// beside a running service on the embedded database, its database is shared (as the operator CLI does)
+const db = await openDatabaseOrExit(config.database, { share: true });
 await db.migrate();
 const services = createServices(db.prisma, { logger, mail: config.mail, notify: config.notify });
-// segment entries are recorded with each batch; the alert jobs are run by the service's processes
-const writer = startIngestWriter(
-  db.prisma,
-  { contacts: services.contacts, credits: services.credits, now: () => new Date() },
-  logger,
-  { ...settings, onIngested: services.segmentAlerts.onIngested },
-);
+// wired as the service's own writer (segment entries and webhook events); the jobs they queue
+// (alerts, deliveries) are run by the service's processes
+const writer = startIngestWriter(db.prisma, services.ingestWiring.deps, logger, { ...settings, ...services.ingestWiring.hooks });
 logger.info("ingest writer running", { batchSize: settings.batchSize, pollMs: settings.pollMs });
 
 async function stop(signal: string): Promise<void> {

@@ -15,7 +15,6 @@ import { startDigestScheduler } from "./notify/segment-alerts.ts";
 import { createServices } from "./services/index.ts";
 import { sharedResolver } from "./tracking/resolver.ts";
 import { startIngestWriter } from "./tracking/writer.ts";
-import { webhookEvents } from "./notify/events.ts";
 
 const config = loadConfigOrExit();
 const logger = createLogger(config.logLevel);
@@ -112,25 +111,9 @@ const rateLimiter = await createRateLimiter(config.rateLimit, logger);
 const tracking = trackingSettings();
 if (role === "single") logger.info("loading the IP-to-network data (a few seconds)");
 sharedResolver({ ipv6Geo: config.tracking.ipv6Geo });
-// Webhook events of what the writer wrote: lead.created and lead.visited inside each batch's
-// transaction (outbox), contact.enriched after enrichment. Compose other hooks here.
-const webhooks = webhookEvents(db.prisma, services.jobs, { wake: () => services.jobs.wake() });
+// The writer's hooks (segment entries, webhook events) come with the services, as in `npm run ingest`.
 const ingest = tracking.writer.enabled
-  ? startIngestWriter(
-      db.prisma,
-      { contacts: services.contacts, credits: services.credits, now: () => new Date() },
-      logger,
-      // a visit may make a lead enter segments, and makes lead.created / lead.visited webhook events
-      // (both inside the batch's transaction); enrichment makes contact.enriched
-      {
-        ...tracking.writer,
-        onIngested: async (result, tx) => {
-          await services.segmentAlerts.onIngested(result, tx);
-          await webhooks.onIngested(result, tx);
-        },
-        onEnriched: webhooks.onEnriched,
-      },
-    )
+  ? startIngestWriter(db.prisma, services.ingestWiring.deps, logger, { ...tracking.writer, ...services.ingestWiring.hooks })
   : undefined;
 const app = createApp({
   db,

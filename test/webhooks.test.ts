@@ -371,15 +371,8 @@ describe("segment.lead_entered", () => {
 describe("tracking", () => {
   it("when a tracked visit creates a lead that matches a segment, then signed lead.created and segment.lead_entered deliveries carry it", async () => {
     const { endpointId } = await createEndpoint(["lead.created", "lead.visited", "segment.lead_entered"]);
-    const hooks = events();
-    // composed as server/main.ts does: segment entries (whose listener publishes segment.lead_entered), then lead events
-    const writer = createIngestWriter(api.db.prisma, { contacts: api.services.contacts, credits: api.services.credits, now }, api.logger, {
-      onIngested: async (result, tx) => {
-        await api.services.segmentAlerts.onIngested(result, tx);
-        await hooks.onIngested(result, tx);
-      },
-      onEnriched: hooks.onEnriched,
-    });
+    // wired as every writer is (server/main.ts, npm run ingest): the services' ingest wiring
+    const writer = createIngestWriter(api.db.prisma, api.services.ingestWiring.deps, api.logger, api.services.ingestWiring.hooks);
     const datasetId = tenant.datasets[0];
     const segment = await api.request().post("/v1/segments").query({ email: tenant.admin.email }).set(as(tenant.key)).send({
       datasetId,

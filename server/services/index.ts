@@ -22,6 +22,8 @@ import { idempotencyService } from "./idempotency.ts";
 import { leadOperationService } from "./lead-operations.ts";
 import { leadService } from "./leads.ts";
 import { lookupService } from "./lookup.ts";
+import type { EnrichmentDeps } from "../tracking/enrichment.ts";
+import type { WriterOptions } from "../tracking/writer.ts";
 import { segmentPreferenceService } from "./segment-preferences.ts";
 import { segmentService } from "./segments.ts";
 import { userDatasetService } from "./user-datasets.ts";
@@ -84,10 +86,28 @@ export function createServices(
     resendSeconds: notify.inviteResendSeconds ?? 60,
   };
   registerWebhookJobs(db, jobs, { config: webhooks, secrets: webhookSecrets, logger, now, onEndpointDisabled: notifyAdminsOfDisabledEndpoint(jobs) });
-  // a lead entering a segment is a segment.lead_entered webhook event, in the entries' transaction
-  segmentAlerts.onSegmentEntered(webhookEvents(db, jobs, { now }).onSegmentEntered);
+  // One publisher of webhook events for every process: a lead entering a segment is a
+  // segment.lead_entered event, in the entries' transaction; the jobs it queues wake the queue.
+  const events = webhookEvents(db, jobs, { now, wake: () => jobs.wake() });
+  segmentAlerts.onSegmentEntered(events.onSegmentEntered);
+  /**
+   * What every ingest writer (in the service, `npm run ingest`, tests) is wired with: segment
+   * entries, then lead.created / lead.visited, inside each batch's transaction; contact.enriched
+   * after enrichment.
+   */
+  const ingestWiring: { deps: EnrichmentDeps; hooks: Pick<WriterOptions, "onIngested" | "onEnriched"> } = {
+    deps: { contacts, credits, now },
+    hooks: {
+      onIngested: async (result, tx) => {
+        await segmentAlerts.onIngested(result, tx);
+        await events.onIngested(result, tx);
+      },
+      onEnriched: events.onEnriched,
+    },
+  };
   return {
     jobs,
+    ingestWiring,
     webhooks: webhookService(db, { config: webhooks, secrets: webhookSecrets, jobs: () => jobs, now }),
     webhookConfig: webhooks,
     mailer,
