@@ -17,7 +17,9 @@
 // So a company whose name reads like a telecom (Juniper Networks, Thales Communications, Crete
 // Carrier) stays a business when its address space is small and it sits in one or two places,
 // while an operator shows itself by its size and spread. Only business and education networks
-// become organisation leads. bench/classify.ts measures the rule on a labelled set.
+// become organisation leads. bench/classify.ts measures the rule on a labelled set: operators
+// typed business 16.6% (tuning) / 23.1% (holdout), businesses dropped 2.1% / 4.2%; the issue's
+// 3% target is not met (hosters and mobile carriers without keywords in one or two cities).
 import { createRequire } from "node:module";
 import type { NetworkEvidence } from "./network-evidence.ts";
 
