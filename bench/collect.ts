@@ -82,7 +82,7 @@ function businessAddresses(resolver: ReturnType<typeof sharedResolver>, count: n
     const ip = randomV4();
     const parsed = parseIp(ip)!;
     const as = resolver.asns.lookup(parsed);
-    if (as && classifyNetwork(as) === "business") found.push(ip);
+    if (as && classifyNetwork(as, resolver.evidenceOf(as.asn)).type === "business") found.push(ip);
   }
   return found;
 }

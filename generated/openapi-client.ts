@@ -839,21 +839,39 @@ export interface paths {
          *     curated list of organisations (the data sets hold names, not domains): it is never
          *     guessed from a name, and is `null` for everyone else.
          *
-         *     **Network type** (first rule that applies): `unknown` when no announced network holds
-         *     the address; then a curated list of ASNs (the large clouds, CDNs and hosters are
-         *     `hosting`; large residential and transit ISPs `isp`; mobile carriers `mobile`;
-         *     universities and research networks `education`); then keywords of the organisation
-         *     name, tried in this order: `mobile` (mobile, mobil, mobility, wireless, cellular,
-         *     cellco, gsm, lte), `hosting` (hosting, hoster, host, cloud, data center/centre,
-         *     datacenter, server(s), vps, colo, colocation, cdn, dedicated, vpn), `education`
-         *     (university and its forms in other languages, college, school, academy, polytechnic,
-         *     hochschule, education(al), academic, research network, edu), `isp` (telecom, telekom,
-         *     telecommunication(s), telefonica, telco, broadband, cable, communication(s), isp,
-         *     internet, dsl, fiber/fibre, network(s), telephone, telephony, carrier, backbone,
-         *     transit); any other named network is `business`. Only `business` and `education`
-         *     networks become leads; the tracking collector counts and drops the others. The rule errs
-         *     towards dropping: a company whose name reads like a telecom is lost rather than an ISP's
-         *     subscriber shown as a company.
+         *     **Network type** (first step that applies; `networkTypeSource` says which decided):
+         *     1. `unknown` when no announced network holds the address.
+         *     2. `override`: the type an operator set for the ASN (`npm run admin -- networks
+         *        set-type`); seen by every process within the settings cache time
+         *        (`TRACKING_SETTINGS_TTL_SECONDS`, 60 s by default).
+         *     3. `curated`: curated lists covering every ASN of the large clouds, CDNs and hosters
+         *        (`hosting`), of the fixed and mobile operators of the largest economies (`isp`,
+         *        `mobile`) and of research networks (`education`).
+         *     4. `rule`, a strong keyword of the organisation name, tried in this order: `education`
+         *        (university and its forms in other languages, college, school, academy,
+         *        polytechnic, hochschule, education(al), academic, research network, institute of
+         *        technology), `mobile` (mobile, wireless, cellular, cellco, gsm, lte, 5g), `hosting`
+         *        (hosting, hoster, webhosting, cloud, data center/centre, datacenter, server(s), vps,
+         *        colo, colocation, cdn, dedicated), `isp` (telecom(s), telekom, telecommunication(s)
+         *        and its forms in other languages, telefonica, telco, broadband, cable, cablevision,
+         *        isp, internet, dsl, fiber/fibre, fibra, provedor, telephone, telephony).
+         *     5. `rule`, evidence of an access network from the shipped data (`isp`): the AS's IPv4
+         *        ranges span at least 20 cities in the DB-IP city data; or it holds an IPv6
+         *        allocation of at least a /32 and its ranges span at least 4 cities per country; or,
+         *        without such an allocation, at least 7 cities per country. IPv4 address space alone
+         *        is no evidence: old enterprises hold whole /8s in one or two cities.
+         *     6. `rule`, a weak keyword (network(s), net, communication(s), carrier, backbone,
+         *        transit, online, connect, link, tele…, wifi) together with an IPv6 allocation of at
+         *        least a /32 and at most 3 countries: `isp`.
+         *     7. `rule`: any other named network is `business`. So a company whose name reads like a
+         *        telecom (Juniper Networks, Thales Communications, Crete Carrier) stays a business
+         *        when its network is small and in one or two places.
+         *
+         *     Cities and countries are counted at sample points: each IPv4 range is looked up at the
+         *     middle of each of n equal parts, n = ceil(addresses / 65,536) capped at 16. Only
+         *     `business` and `education` networks become leads; the tracking collector counts and
+         *     drops the others (partners' exclusion rules still apply to the leads). Measured on a
+         *     labelled set of 400 ASNs (`npm run bench:classify`; see the README for the figures).
          *     - 400 `validation_failed`: `ip` is not an IPv4 or IPv6 address.
          *     - 404 `network_not_found`: no announced network holds the address (private, reserved or
          *       unrouted).
@@ -2376,6 +2394,7 @@ export interface components {
          *       "organizationName": "Apple Inc.",
          *       "organizationDomain": "apple.com",
          *       "networkType": "business",
+         *       "networkTypeSource": "rule",
          *       "country": "US",
          *       "city": "Cupertino"
          *     }
@@ -2390,6 +2409,11 @@ export interface components {
             /** @description Only for organisations on the curated list; never guessed. */
             organizationDomain: string | null;
             networkType: components["schemas"]["NetworkType"];
+            /**
+             * @description What decided `networkType`: the published rule (keywords and evidence), a curated list, or an operator's override.
+             * @enum {string}
+             */
+            networkTypeSource: "rule" | "curated" | "override";
             /** @description ISO 3166-1 alpha-2. */
             country: string | null;
             city: string | null;

@@ -7,6 +7,11 @@
 //   npm run admin -- contacts import FILE [--format ndjson|csv] [--batch-size 1000] [--progress]
 //   npm run admin -- contacts generate --count N [--seed 1] --out FILE   (no database needed)
 //   npm run admin -- credits set-limit --dataset ID --limit N
+//   npm run admin -- networks set-type --asn N --type business|isp|hosting|mobile|education [--note TEXT]
+//   npm run admin -- networks list
+//   npm run admin -- networks remove --asn N
+//     (an operator's network type for an AS: in effect in every running process within
+//     TRACKING_SETTINGS_TTL_SECONDS, 60 s by default)
 // Add --json for machine-readable output. Works on DATABASE_URL or the embedded database: while
 // `npm start` runs on it, through the socket the running service's database process serves it on.
 import { parseArgs } from "node:util";
@@ -39,6 +44,9 @@ const { positionals, values } = parseArgs({
     out: { type: "string" },
     dataset: { type: "string" },
     limit: { type: "string" },
+    asn: { type: "string" },
+    type: { type: "string" },
+    note: { type: "string" },
     json: { type: "boolean", default: false },
   },
 });
@@ -131,6 +139,20 @@ const commands: Record<string, (s: Services) => Promise<void>> = {
     const [datasetId, limit] = [required("dataset"), whole("limit")];
     if (!(await s.credits.setMonthlyLimit(datasetId, limit))) throw new UsageError(`no dataset ${datasetId}`);
     out({ datasetId, monthlyCreditLimit: limit }, `dataset ${datasetId}: ${limit} credits per calendar month (UTC)`);
+  },
+  async "networks set-type"(s) {
+    const saved = await s.networks.setType(whole("asn", 1), required("type"), values.note);
+    out(saved, `AS${saved.asn}: ${saved.type} (in effect everywhere within the tracking settings' cache time)`);
+  },
+  async "networks list"(s) {
+    const overrides = await s.networks.list();
+    const text = overrides.map((o) => `AS${o.asn}  ${o.type.padEnd(9)}  set ${o.updatedAt.toISOString()}${o.note ? `  ${o.note}` : ""}`).join("\n");
+    out(overrides, text || "no overrides");
+  },
+  async "networks remove"(s) {
+    const asn = whole("asn", 1);
+    if (!(await s.networks.remove(asn))) throw new UsageError(`no override for AS${asn}`);
+    out({ asn, removed: true }, `AS${asn}: override removed (the curated lists and the rule apply again)`);
   },
 };
 

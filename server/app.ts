@@ -87,6 +87,7 @@ export function createApp({
       db: db.prisma,
       datasets: trackedDatasets(db.prisma, trackingConfig.settingsTtlSeconds),
       resolver: sharedResolver,
+      networkOverrides: services.networks.current,
       config: trackingConfig,
       onQueued: tracking.onQueued,
     }),

@@ -87,6 +87,7 @@ if (role !== "worker") logger.info("database ready", { kind: db.kind, migrations
 let publicUrl = config.notify.publicUrl ?? `http://${config.host}:${config.port}`;
 const services = createServices(db.prisma, {
   trackingDomains,
+  networkOverridesTtlSeconds: config.tracking.settingsTtlSeconds,
   logger,
   sql: db.sql,
   mail: config.mail,

@@ -398,10 +398,10 @@ describe("listLeadVisits", () => {
 
 describe("lookupIp", () => {
   it.each([
-    [ADDRESSES.business, { asn: 714, organizationName: "Apple Inc.", organizationDomain: "apple.com", networkType: "business", country: "US", city: "Cupertino" }],
-    [ADDRESSES.isp, { asn: 7922, networkType: "isp", organizationDomain: null }],
-    [ADDRESSES.hosting, { asn: 15169, networkType: "hosting" }],
-    [ADDRESSES.businessV6, { asn: 32934, networkType: "business", organizationDomain: "facebook.com" }],
+    [ADDRESSES.business, { asn: 714, organizationName: "Apple Inc.", organizationDomain: "apple.com", networkType: "business", networkTypeSource: "rule", country: "US", city: "Cupertino" }],
+    [ADDRESSES.isp, { asn: 7922, networkType: "isp", networkTypeSource: "curated", organizationDomain: null }],
+    [ADDRESSES.hosting, { asn: 15169, networkType: "hosting", networkTypeSource: "curated" }],
+    [ADDRESSES.businessV6, { asn: 32934, networkType: "business", networkTypeSource: "rule", organizationDomain: "facebook.com" }],
   ])("when %s is looked up, then its network answers", async (ip, expected) => {
     const res = await t.api.request().get("/v1/ip-lookup").query({ ip }).set(as(t.tenant.key));
     expect(res.status).toBe(200);

@@ -28,7 +28,9 @@ import { segmentPreferenceService } from "./segment-preferences.ts";
 import { segmentService } from "./segments.ts";
 import { userDatasetService } from "./user-datasets.ts";
 import { userService } from "./users.ts";
+import { loadTrackingConfig } from "../tracking/config.ts";
 import { sharedResolver } from "../tracking/resolver.ts";
+import { networkService } from "./networks.ts";
 import { trackingService } from "./tracking.ts";
 import { notifyAdminsOfDisabledEndpoint, registerWebhookJobs } from "../notify/webhook-job.ts";
 import { webhookEvents } from "../notify/events.ts";
@@ -50,6 +52,8 @@ export interface ServiceOptions {
   webhooks?: WebhookConfig;
   /** E-mail: SMTP or an outbox directory (default: .eml files in the system's temporary directory). */
   mail?: MailConfig;
+  /** How long a process reuses the operators' network types (TRACKING_SETTINGS_TTL_SECONDS). */
+  networkOverridesTtlSeconds?: number;
   /** Invitations and digests; `publicUrl` may be a getter (known once the server listens). */
   notify?: Partial<Omit<NotifyConfig, "publicUrl">> & { publicUrl?: string | (() => string) };
 }
@@ -58,8 +62,10 @@ const defaultMail = (): MailConfig => ({ from: "Lead Intelligence <no-reply@lead
 
 export function createServices(
   db: Db,
-  { trackingDomains = loadTrackingDomainConfig({}), logger = createLogger(), now = () => new Date(), keyCacheMs, sql, jobPollMs, mail, notify = {}, webhooks = loadWebhookConfig({}) }: ServiceOptions = {},
+  { trackingDomains = loadTrackingDomainConfig({}), logger = createLogger(), now = () => new Date(), keyCacheMs, sql, jobPollMs, mail, notify = {}, webhooks = loadWebhookConfig({}),
+    networkOverridesTtlSeconds = loadTrackingConfig({}).settingsTtlSeconds }: ServiceOptions = {},
 ) {
+  const networks = networkService(db, { ttlSeconds: networkOverridesTtlSeconds, now });
   const hotSql: Sql = sql ?? ((statement) => db.$queryRawUnsafe(statement.text, ...statement.values));
   const access = accessService(db);
   const contacts = contactService(db);
@@ -128,7 +134,9 @@ export function createServices(
     lookup: lookupService({ credits, contacts, idempotency, now }),
     creditReports: creditReportService(db, access),
     // IP and domain look-ups, a lead's visits (server/tracking holds the collector and writer)
-    tracking: trackingService(db, { access, contacts, resolver: sharedResolver }),
+    tracking: trackingService(db, { access, contacts, resolver: sharedResolver, networkOverrides: networks.current }),
+    // operators' network types per ASN (scripts/admin.ts `networks`)
+    networks,
   };
 }
 

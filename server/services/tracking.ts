@@ -50,7 +50,10 @@ function readPosition(value: unknown): { at: string; id: string } | undefined {
 
 const present = <T>(entries: [string, T | null][]) => Object.fromEntries(entries.filter(([, v]) => v !== null)) as Record<string, T>;
 
-export function trackingService(db: Db, deps: { access: AccessService; contacts: ContactService; resolver: () => Resolver }) {
+export function trackingService(
+  db: Db,
+  deps: { access: AccessService; contacts: ContactService; resolver: () => Resolver; networkOverrides: () => Promise<ReadonlyMap<number, NetworkType>> },
+) {
   const { access, contacts } = deps;
 
   /** The visitor's profile, only once its enrichment was paid for. */
@@ -62,8 +65,8 @@ export function trackingService(db: Db, deps: { access: AccessService; contacts:
 
   return {
     /** Free: open network data about an address, never about a person. */
-    ipLookup(ip: string): IpLookup {
-      const resolution = deps.resolver().resolve(ip.trim());
+    async ipLookup(ip: string): Promise<IpLookup> {
+      const resolution = deps.resolver().resolve(ip.trim(), { overrides: await deps.networkOverrides() });
       if (!resolution) throw new Invalid("ip is not an IPv4 or IPv6 address", [{ location: "query", field: "ip", message: "is not an IP address" }]);
       if (resolution.asn === null) throw new NotFound("No announced network holds this address (private, reserved or unrouted)", "network_not_found");
       return { ip: ip.trim(), ...resolution };

@@ -127,6 +127,20 @@ export class AsnTable {
     return { asn, name: this.names.get(asn) ?? `AS${asn}` };
   }
 
+  /** Every announced IPv4 range as numbers (start and end inclusive). */
+  eachIpv4Range(range: (asn: number, start: number, end: number) => void): void {
+    for (let i = 0; i < this.v4Count; i++) range(this.v4Asn[i]!, this.v4Start[i]!, this.v4End[i]!);
+  }
+
+  /** Every announced IPv6 range with its size in /48 networks (at least 1). */
+  eachIpv6Range(range: (asn: number, slash48s: number) => void): void {
+    for (let i = 0; i < this.v6Count; i++) {
+      // the top 64 bits, as a difference of words, so that no precision is lost to large doubles
+      const top = (this.v6End[i * 4]! - this.v6Start[i * 4]!) * 2 ** 32 + (this.v6End[i * 4 + 1]! - this.v6Start[i * 4 + 1]!);
+      range(this.v6Asn[i]!, Math.max(1, Math.floor((top + 1) / 2 ** 16)));
+    }
+  }
+
   /** A name of the AS (for the domain look-up's curated organisations). */
   nameOf(asn: number): string | undefined {
     return this.names.get(asn);
@@ -156,6 +170,11 @@ export class AsnTable {
 }
 
 const require = createRequire(import.meta.url);
+
+/** The installed data package's version (the evidence cache is keyed by it). */
+export function asnDataVersion(): string {
+  return (require("@ip-location-db/asn/package.json") as { version: string }).version;
+}
 
 /** The data set as installed (npm package @ip-location-db/asn, version pinned in package.json). */
 export function loadAsnTable(): AsnTable {

@@ -17,13 +17,15 @@ import { batchSchema, keptFields, leadIdOf, LIMITS, type TrackedEvent } from "./
 import { enqueue, type QueueRow } from "./ingest.ts";
 import { maskIp, withoutPort } from "./ip.ts";
 import { trackingMetrics } from "./metrics.ts";
-import { LEAD_NETWORKS } from "./network-class.ts";
+import { LEAD_NETWORKS, type NetworkType } from "./network-class.ts";
 import type { Resolver } from "./resolver.ts";
 
 export interface CollectorDeps {
   db: Db;
   datasets: TrackedDatasets;
   resolver: () => Resolver;
+  /** The operators' network types per ASN (services.networks.current: cached per process). */
+  networkOverrides: () => Promise<ReadonlyMap<number, NetworkType>>;
   config: TrackingConfig;
   /** Told after events are queued, so that it writes them soon. */
   onQueued?: () => void;
@@ -95,20 +97,20 @@ export function collectorRoutes(deps: CollectorDeps): Router {
   };
 
   /** Resolves, filters and masks the events; the rows to queue (none for bots and non-business networks). */
-  function accept(req: Request, dataset: TrackedDataset, events: TrackedEvent[]): QueueRow[] {
+  function accept(req: Request, dataset: TrackedDataset, events: TrackedEvent[], overrides: ReadonlyMap<number, NetworkType>): QueueRow[] {
     if (isbot(req.get("user-agent") ?? "")) {
       trackingMetrics.events.inc({ outcome: "bot" }, events.length);
       return [];
     }
     const ip = clientIp(req);
     const resolver = deps.resolver();
-    const network = resolver.resolve(ip, { geo: false });
+    const network = resolver.resolve(ip, { geo: false, overrides });
     const type = network?.networkType ?? "unknown";
     if (!network || !LEAD_NETWORKS.has(type) || !network.organizationName) {
       trackingMetrics.events.inc({ outcome: type }, events.length);
       return [];
     }
-    const place = resolver.resolve(ip)!;
+    const place = resolver.resolve(ip, { overrides })!;
     const at = now().toISOString();
     const rows: QueueRow[] = [];
     for (const event of events) {
@@ -158,7 +160,7 @@ export function collectorRoutes(deps: CollectorDeps): Router {
       if (error instanceof RateLimiterRes) return rateLimited(res, error, "events for this dataset");
       throw error;
     }
-    const rows = accept(req, dataset, batch);
+    const rows = accept(req, dataset, batch, await deps.networkOverrides());
     await enqueue(db, rows);
     if (rows.length) deps.onQueued?.();
     answer(rows.length, batch.length);

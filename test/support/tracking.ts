@@ -47,8 +47,9 @@ export const testTrackingConfig = (overrides: Partial<TrackingConfig> = {}): Tra
   ...overrides,
 });
 
-export async function startTracking(config: Partial<TrackingConfig> = {}): Promise<TrackingSuite> {
-  const api = await startTestApi({ trustProxy: "loopback", tracking: { config: testTrackingConfig(config) } });
+/** `now`: the services' clock (the operators' network types are cached by it: test/network-overrides.test.ts). */
+export async function startTracking(config: Partial<TrackingConfig> = {}, { now }: { now?: () => Date } = {}): Promise<TrackingSuite> {
+  const api = await startTestApi({ trustProxy: "loopback", now, tracking: { config: testTrackingConfig(config) } });
   const suite: Suite = { api, tenant: await createTenant(api.services, "Acme"), other: await createTenant(api.services, "Globex") };
   const writer = createIngestWriter(api.db.prisma, { contacts: api.services.contacts, credits: api.services.credits, now: () => new Date() }, api.logger);
   const { tenant } = suite;

@@ -1,0 +1,34 @@
+// The network classification measured on a labelled set (bench/classify-set.json: ASN, name,
+// true class, where the label comes from, and `split`: `tuning` entries were looked at while the
+// rule's thresholds were chosen, `holdout` entries (every fourth) were not).
+//   npm run bench:classify [-- --split tuning|holdout] [--misses]
+// Prints precision and recall per class, the share of ISP/hosting/mobile ASNs typed business
+// (they would become company leads) and the share of businesses dropped, per split; exits 1 when
+// either share is above TARGET in a split shown.
+import { readFileSync } from "node:fs";
+import { parseArgs } from "node:util";
+import { measure, TARGET, type LabelledNetwork, type Measurement } from "./classify-measure.ts";
+import { sharedResolver } from "../server/tracking/resolver.ts";
+
+const { values } = parseArgs({ options: { split: { type: "string" }, misses: { type: "boolean", default: false } } });
+const set = JSON.parse(readFileSync(new URL("./classify-set.json", import.meta.url), "utf8")) as LabelledNetwork[];
+const splits = values.split ? [values.split] : ["tuning", "holdout"];
+const resolver = sharedResolver();
+
+const percent = (x: number) => `${(100 * x).toFixed(1)}%`;
+
+function report(split: string, m: Measurement): boolean {
+  console.log(`\n${split}: ${m.count} ASNs`);
+  for (const [type, { precision, recall, count }] of Object.entries(m.perClass)) {
+    console.log(`  ${type.padEnd(9)} precision ${percent(precision).padStart(6)}  recall ${percent(recall).padStart(6)}  (${count} labelled)`);
+  }
+  console.log(`  operators typed business: ${percent(m.operatorsAsBusiness)} (target <= ${percent(TARGET)})`);
+  console.log(`  businesses dropped:       ${percent(m.businessesDropped)} (target <= ${percent(TARGET)})`);
+  console.log(`  decided by: ${Object.entries(m.sources).map(([s, n]) => `${s} ${n}`).join(", ")}`);
+  if (values.misses) for (const miss of m.misses) console.log(`  miss ${JSON.stringify(miss)}`);
+  return m.operatorsAsBusiness <= TARGET && m.businessesDropped <= TARGET;
+}
+
+let ok = true;
+for (const split of splits) ok = report(split, measure(set.filter((e) => e.split === split), resolver)) && ok;
+process.exitCode = ok ? 0 : 1;
