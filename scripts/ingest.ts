@@ -12,13 +12,13 @@ const logger = createLogger(config.logLevel);
 const { writer: settings } = config.tracking;
 const db = await openDatabaseOrExit(config.database);
 await db.migrate();
-const services = createServices(db.prisma, { logger, mail: config.mail, notify: config.notify });
+const services = createServices(db.prisma, { logger, mail: config.mail, notify: config.notify, reverseDns: config.tracking.reverseDns });
 // segment entries are recorded with each batch; the alert jobs are run by the service's processes
 const writer = startIngestWriter(
   db.prisma,
   { contacts: services.contacts, credits: services.credits, now: () => new Date() },
   logger,
-  { ...settings, onIngested: services.segmentAlerts.onIngested },
+  { ...settings, onIngested: services.segmentAlerts.onIngested, evidence: services.domainEvidence },
 );
 logger.info("ingest writer running", { batchSize: settings.batchSize, pollMs: settings.pollMs });
 

@@ -73,6 +73,7 @@ const services = createServices(db.prisma, {
   mail: config.mail,
   webhooks: config.webhooks,
   notify: { ...config.notify, publicUrl: () => publicUrl },
+  reverseDns: config.tracking.reverseDns,
 });
 if (role === "primary") {
   const workers = await startWorkers({ count: config.workers, sharedRateLimit: !!config.rateLimit.redis, logger }).catch((error: Error) => {
@@ -108,6 +109,7 @@ const ingest = tracking.writer.enabled
           await webhooks.onIngested(result, tx);
         },
         onEnriched: webhooks.onEnriched,
+        evidence: services.domainEvidence,
       },
     )
   : undefined;

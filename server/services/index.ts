@@ -27,6 +27,8 @@ import { segmentService } from "./segments.ts";
 import { userDatasetService } from "./user-datasets.ts";
 import { userService } from "./users.ts";
 import { sharedResolver } from "../tracking/resolver.ts";
+import { loadReverseDnsConfig, type ReverseDnsConfig } from "../tracking/config.ts";
+import { domainEvidence } from "../tracking/domain-evidence.ts";
 import { trackingService } from "./tracking.ts";
 import { notifyAdminsOfDisabledEndpoint, registerWebhookJobs } from "../notify/webhook-job.ts";
 import { webhookEvents } from "../notify/events.ts";
@@ -50,13 +52,26 @@ export interface ServiceOptions {
   mail?: MailConfig;
   /** Invitations and digests; `publicUrl` may be a getter (known once the server listens). */
   notify?: Partial<Omit<NotifyConfig, "publicUrl">> & { publicUrl?: string | (() => string) };
+  /** Reverse DNS of visitor addresses (organisation domains); off when not given. */
+  reverseDns?: ReverseDnsConfig;
 }
 
 const defaultMail = (): MailConfig => ({ from: "Lead Intelligence <no-reply@leadintel.io>", outboxDir: path.join(os.tmpdir(), "lead-intel-mail") });
 
 export function createServices(
   db: Db,
-  { trackingDomains = loadTrackingDomainConfig({}), logger = createLogger(), now = () => new Date(), keyCacheMs, sql, jobPollMs, mail, notify = {}, webhooks = loadWebhookConfig({}) }: ServiceOptions = {},
+  {
+    trackingDomains = loadTrackingDomainConfig({}),
+    logger = createLogger(),
+    now = () => new Date(),
+    keyCacheMs,
+    sql,
+    jobPollMs,
+    mail,
+    notify = {},
+    webhooks = loadWebhookConfig({}),
+    reverseDns = loadReverseDnsConfig({ TRACKING_DNS_SERVERS: "off" }),
+  }: ServiceOptions = {},
 ) {
   const hotSql: Sql = sql ?? ((statement) => db.$queryRawUnsafe(statement.text, ...statement.values));
   const access = accessService(db);
@@ -84,6 +99,8 @@ export function createServices(
     resendSeconds: notify.inviteResendSeconds ?? 60,
   };
   registerWebhookJobs(db, jobs, { config: webhooks, secrets: webhookSecrets, logger, now, onEndpointDisabled: notifyAdminsOfDisabledEndpoint(jobs) });
+  // organisation domains from evidence: the ingest writer settles each batch's, ip-lookup asks reverse DNS
+  const evidence = domainEvidence(db, reverseDns, logger);
   // a lead entering a segment is a segment.lead_entered webhook event, in the entries' transaction
   segmentAlerts.onSegmentEntered(webhookEvents(db, jobs, { now }).onSegmentEntered);
   return {
@@ -108,7 +125,8 @@ export function createServices(
     lookup: lookupService({ credits, idempotency, now }),
     creditReports: creditReportService(db, access),
     // IP and domain look-ups, a lead's visits (server/tracking holds the collector and writer)
-    tracking: trackingService(db, { access, contacts, resolver: sharedResolver }),
+    tracking: trackingService(db, { access, contacts, resolver: sharedResolver, evidence }),
+    domainEvidence: evidence,
   };
 }
 

@@ -12,8 +12,9 @@ import { knownOrganizationOfAsn } from "./organizations.ts";
 export interface Resolution {
   asn: number | null;
   organizationName: string | null;
-  /** Only from the curated list (server/tracking/organizations.ts): never guessed. */
+  /** Here only from the curated list (server/tracking/organizations.ts); other evidence: domain-evidence.ts. */
   organizationDomain: string | null;
+  domainSource: "curated" | null;
   networkType: NetworkType;
   country: string | null;
   city: string | null;
@@ -54,6 +55,7 @@ export class Resolver {
       asn: as?.asn ?? null,
       organizationName: as?.name ?? null,
       organizationDomain: known?.domain ?? null,
+      domainSource: known ? "curated" : null,
       networkType: classifyNetwork(as),
       country: place?.country_code?.toUpperCase() || null,
       city: place?.city || null,
