@@ -41,8 +41,8 @@ CREATE INDEX "Visitor_datasetId_leadId_idx" ON "Visitor"("datasetId", "leadId");
 -- AddForeignKey
 ALTER TABLE "LeadPage" ADD CONSTRAINT "LeadPage_datasetId_leadId_fkey" FOREIGN KEY ("datasetId", "leadId") REFERENCES "Lead"("datasetId", "id") ON DELETE CASCADE ON UPDATE CASCADE;
 
--- Backfill: until now every lead's domain came from the curated list; forms take their visitor's
--- lead; the distinct pages of past visits.
+-- Backfill: until now every lead domain came from the curated list. Forms take the lead of their
+-- visitor. The distinct pages of past visits.
 UPDATE "Lead" SET "domainSource" = 'curated' WHERE "organizationDomain" IS NOT NULL;
 UPDATE "FormSubmission" f SET "leadId" = v."leadId" FROM "Visitor" v WHERE v."datasetId" = f."datasetId" AND v.id = f."visitorId";
 INSERT INTO "LeadPage" ("datasetId", "leadId", "path")
