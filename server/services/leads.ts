@@ -168,7 +168,7 @@ export function leadService(db: Db, access: AccessService, segments: SegmentServ
 
     /** One page of the dataset's visible leads; the acting user must reach the dataset. */
     async list(accountId: string, query: LeadQuery): Promise<Schemas["GetAllResponseLeadDTO"]> {
-      const sort = query.sort ?? "lastVisitAt";
+      const sort = query.sort;
       const after = decodeCursor(query.cursor, positionReader(sort));
       if (query.filter) checkFilter(query.filter, "query", "filter");
       const actor = await access.actor(accountId, query.email);
