@@ -227,6 +227,7 @@ export interface paths {
          * Get a dataset's lead-score page weights
          * @description The page weights of the dataset's lead score (see `LeadScore`), in the order they are
          *     tried. No acting user.
+         *     - 400 `validation_failed`: `datasetId` is not a valid id.
          *     - 404 `not_found`: the dataset is not in the account.
          */
         get: operations["getPageWeights"];
@@ -3621,6 +3622,7 @@ export interface operations {
                     "application/json": components["schemas"]["PageWeights"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -3665,6 +3667,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
