@@ -86,11 +86,13 @@ describe("lookupIp", () => {
     expect(res.body).toMatchObject({ asn: 14852, networkType: "business", organizationDomain: "daimler-test.com", domainSource: "reverse_dns" });
   });
 
-  it("when the PTR name is an access line's, then no domain", async () => {
+  it("when the PTR name is an access line's, then no domain, and the name (it spells the address) is not kept", async () => {
     const ip = daimler();
     dns.zone.ptr.set(reverseName(ip), `dsl-${ip.replaceAll(".", "-")}.example-isp.net`);
     const res = await ipLookup(ip);
     expect(res.body).toMatchObject({ organizationDomain: null, domainSource: null });
+    expect(ptrAsked(ip)).toBe(1);
+    expect(await t.api.db.prisma.reverseDnsEntry.count({ where: { host: { contains: ip.replaceAll(".", "-") } } })).toBe(0);
   });
 
   it("when the address is on the curated list, then the curated domain, without asking DNS", async () => {

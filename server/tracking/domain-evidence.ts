@@ -119,8 +119,10 @@ export function domainEvidence(db: Db, config: ReverseDnsConfig, logger?: Logger
     const domain = answer?.host ? domainOfPtr(answer.host, ip) : null;
     const keepMs = answer ? config.cacheSeconds * 1000 : Math.min(FAILURE_RETRY_MS, config.cacheSeconds * 1000);
     const expiresAt = new Date(Date.now() + keepMs);
+    // a refused name is not kept: an access line's name spells its subscriber's address
+    const host = domain ? answer!.host : null;
     await db.$executeRaw`
-      INSERT INTO "ReverseDnsEntry" (prefix, host, domain, "expiresAt") VALUES (${prefix}, ${answer?.host ?? null}, ${domain}, ${expiresAt})
+      INSERT INTO "ReverseDnsEntry" (prefix, host, domain, "expiresAt") VALUES (${prefix}, ${host}, ${domain}, ${expiresAt})
       ON CONFLICT (prefix) DO UPDATE SET host = EXCLUDED.host, domain = EXCLUDED.domain, "expiresAt" = EXCLUDED."expiresAt"`;
     return domain;
   }
