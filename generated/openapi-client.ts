@@ -216,6 +216,39 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/datasets/{datasetId}/page-weights": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a dataset's lead-score page weights
+         * @description The page weights of the dataset's lead score (see `LeadScore`), in the order they are
+         *     tried. No acting user.
+         *     - 400 `validation_failed`: `datasetId` is not a valid id.
+         *     - 404 `not_found`: the dataset is not in the account.
+         */
+        get: operations["getPageWeights"];
+        /**
+         * Set a dataset's lead-score page weights
+         * @description Replaces the page weights of the dataset's lead score (part of its tracking settings).
+         *     Scores are computed at request time, so the next listing already uses them, for past
+         *     visits too. An empty list makes every page weigh 1.
+         *     - 400 `validation_failed`: a pattern that does not start with `/`, a weight outside 0-10,
+         *       or a pattern given twice (compared case-insensitively, without a trailing slash).
+         *     - 403 `forbidden`: the acting user (query `email`) is not a member, or not an admin.
+         *     - 404 `not_found`: the dataset is not in the account.
+         */
+        put: operations["setPageWeights"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/segments": {
         parameters: {
             query?: never;
@@ -459,8 +492,9 @@ export interface paths {
         /**
          * List a dataset's leads
          * @description Returns the leads of a dataset, most recent visit first (leads with the same last visit
-         *     by `leadId`, descending), one page at a time. Leads hidden by an exclusion rule of the
-         *     dataset never appear; deleting the rule brings them back.
+         *     by `leadId`, descending), or with `sort=score` highest `score` first (then `leadId`,
+         *     descending), one page at a time. Leads hidden by an exclusion rule of the dataset never
+         *     appear; deleting the rule brings them back.
          *
          *     Filters: `segmentId` applies that segment's filters; `filter` carries an ad-hoc
          *     `SegmentFilter` as URL-encoded JSON, for example
@@ -472,6 +506,9 @@ export interface paths {
          *     `leadId`), not an offset: leads that arrive while a client pages do not shift the pages,
          *     so no lead appears twice and none that existed at the first page is skipped. A lead
          *     whose last visit changes meanwhile moves in the order (a new visit moves it to the front).
+         *     With `sort=score` the cursor is a position (score, `leadId`): scores are computed at each
+         *     request, so a lead whose score changes between pages (a visit, or time passing) moves
+         *     too. Pass the same `sort` with the cursor.
          *     - 400 `validation_failed`: also for an invalid `filter` condition (the detail's `field`
          *       names it, e.g. `filter.conditions[0].value`) and for a `cursor` this API did not
          *       return.
@@ -835,9 +872,15 @@ export interface paths {
          *     **Data.** ASN and organisation name: the IP-to-ASN data set of ip-location-db
          *     (RouteViews and DB-IP, CC BY 4.0). Country and city: the DB-IP lite city database
          *     (CC BY 4.0); IPv6 addresses get no country or city unless the service loads the IPv6
-         *     city database (`TRACKING_IPV6_GEO=1`). `organizationDomain` comes only from a small
-         *     curated list of organisations (the data sets hold names, not domains): it is never
-         *     guessed from a name, and is `null` for everyone else.
+         *     city database (`TRACKING_IPV6_GEO=1`). `organizationDomain` is never guessed from a
+         *     name: it comes from a small curated list of organisations (`domainSource: curated`),
+         *     else, for `business` and `education` networks, from the reverse DNS (PTR) name of the
+         *     address reduced to its registrable domain with the Public Suffix List
+         *     (`domainSource: reverse_dns`). A PTR name is refused when it spells the address or reads
+         *     like an access line (labels such as `dyn`, `pool`, `dsl`, `dip`, `customer`, `static`),
+         *     and a domain that is the PTR of many /24 networks is taken for an access network's own;
+         *     answers are cached per /24 (IPv6 /48) and the look-up is bounded in time. Without
+         *     evidence both are `null`.
          *
          *     **Network type** (first step that applies; `networkTypeSource` says which decided):
          *     1. `unknown` when no announced network holds the address.
@@ -898,7 +941,10 @@ export interface paths {
          *     country and ASNs when it is on the curated list of organisations (see
          *     `GET /v1/ip-lookup`), and the account's leads whose `organizationDomain` is the domain
          *     (all datasets of the account, those hidden by an exclusion rule left out; the 100 most
-         *     recently visiting). Free: no credit is charged. No acting user.
+         *     recently visiting). A lead's domain comes from the curated list, from the business
+         *     e-mail domain of two of its identified visitors, or from reverse DNS (see `LeadDTO`'s
+         *     `domainSource`); a host name below a registrable domain (`www.example.com`) also finds
+         *     the leads of that domain (`example.com`). Free: no credit is charged. No acting user.
          *     - 400 `validation_failed`: `domain` is not a host name.
          *     - 404 `domain_not_found`: the domain is neither on the curated list nor the domain of a
          *       visible lead of the account.
@@ -1235,8 +1281,9 @@ export interface components {
          * @description One condition on a lead field. The operator must fit the field's type:
          *     - text fields (`organizationName`, `organizationDomain`, `industry`, `country`, `city`):
          *       `eq`, `neq`, `contains` (substring), `in`, `exists`;
-         *     - numeric fields (`employeeCount`, `visitCount`, `assigneeUserId`): `eq`, `neq`, `gte`,
-         *       `lte`, `in`, `exists`, with integer values;
+         *     - numeric fields (`employeeCount`, `visitCount`, `assigneeUserId`, `score`): `eq`, `neq`,
+         *       `gte`, `lte`, `in`, `exists`, with integer values (`score` is the `LeadScore` as of the
+         *       request, e.g. `{"field":"score","operator":"gte","value":60}`);
          *     - date fields (`firstVisitAt`, `lastVisitAt`): `gte`, `lte`, `exists`, with RFC 3339
          *       date-time values (`2025-06-01T00:00:00Z`) or dates (`2025-06-01`, midnight UTC);
          *     - `tags`: `contains` (the lead has this one tag), `in` (the lead has any of these tags),
@@ -1258,7 +1305,7 @@ export interface components {
          */
         SegmentCondition: {
             /** @enum {string} */
-            field: "organizationName" | "organizationDomain" | "industry" | "employeeCount" | "country" | "city" | "tags" | "assigneeUserId" | "visitCount" | "firstVisitAt" | "lastVisitAt";
+            field: "organizationName" | "organizationDomain" | "industry" | "employeeCount" | "country" | "city" | "tags" | "assigneeUserId" | "visitCount" | "firstVisitAt" | "lastVisitAt" | "score";
             /** @enum {string} */
             operator: "eq" | "neq" | "contains" | "in" | "gte" | "lte" | "exists";
             value: string | number | boolean | (string | number)[];
@@ -1798,11 +1845,52 @@ export interface components {
             nextCursor: string | null;
         };
         /**
+         * @description How much a distinct page counts towards a lead's depth (see `LeadScore`). The first
+         *     pattern that matches a page's path gives its weight; a page no pattern matches weighs 1.
+         *     A pattern is a URL path, compared case-insensitively: it matches that path and every path
+         *     below it (`/pricing` matches `/pricing` and `/pricing/teams`, not `/pricingplans`); `*`
+         *     matches any characters (`/blog/*\/demo`); `/` matches every page. A weight of 0 makes
+         *     pages not count (say `/careers`).
+         * @example {
+         *       "weights": [
+         *         {
+         *           "pattern": "/pricing",
+         *           "weight": 3
+         *         },
+         *         {
+         *           "pattern": "/careers",
+         *           "weight": 0
+         *         }
+         *       ]
+         *     }
+         */
+        PageWeights: {
+            weights: {
+                pattern: string;
+                weight: number;
+            }[];
+        };
+        /**
+         * @description How promising the lead is, 0-100, computed when asked (recency decays with time, so a
+         *     score is never stale; the answer, `sort=score` and a `score` filter condition agree):
+         *
+         *         score = round( 30 * 0.5 ^ (days since the last visit / 7)     recency, half-life 7 days
+         *                      + 20 * min(visitCount, 20) / 20                 frequency (page views)
+         *                      + 25 * min(weighted distinct pages, 10) / 10    depth
+         *                      + 15 * min(identified visitors, 2) / 2          visitors who gave an e-mail address
+         *                      + 10 * min(submitted forms, 2) / 2 )            forms (partial ones do not count)
+         *
+         *     A distinct page is a URL path (lower case, no query); it weighs 1, or the weight of the
+         *     first of the dataset's page weights that matches it (`PUT /v1/datasets/{datasetId}/page-weights`).
+         */
+        LeadScore: number;
+        /**
          * @description A lead: an organisation that visited the dataset's website. A field whose value is not known is null.
          * @example {
          *       "leadId": "lead_5t2k8m1q9x",
          *       "organizationName": "Acme Corporation",
          *       "organizationDomain": "acme.example",
+         *       "domainSource": "email",
          *       "industry": "Software",
          *       "employeeCount": 1200,
          *       "country": "DE",
@@ -1813,14 +1901,16 @@ export interface components {
          *       "tags": [
          *         "hot"
          *       ],
-         *       "assigneeUserId": 1042
+         *       "assigneeUserId": 1042,
+         *       "score": 47
          *     }
          */
         LeadDTO: {
             leadId: components["schemas"]["LeadId"];
             organizationName: string;
-            /** @description The organisation's website host name, lower case. */
+            /** @description The organisation's website host name, lower case; where it comes from is `domainSource`. */
             organizationDomain: string | null;
+            domainSource: components["schemas"]["DomainSource"];
             industry: string | null;
             employeeCount: number | null;
             /** @description ISO 3166-1 alpha-2 country code, upper case. */
@@ -1838,6 +1928,7 @@ export interface components {
              * @description The user the lead is assigned to.
              */
             assigneeUserId: number | null;
+            score: components["schemas"]["LeadScore"];
         };
         /**
          * @example {
@@ -1846,6 +1937,7 @@ export interface components {
          *           "leadId": "lead_5t2k8m1q9x",
          *           "organizationName": "Acme Corporation",
          *           "organizationDomain": "acme.example",
+         *           "domainSource": "email",
          *           "industry": "Software",
          *           "employeeCount": 1200,
          *           "country": "DE",
@@ -1856,7 +1948,8 @@ export interface components {
          *           "tags": [
          *             "hot"
          *           ],
-         *           "assigneeUserId": 1042
+         *           "assigneeUserId": 1042,
+         *           "score": 47
          *         }
          *       ],
          *       "nextCursor": "eyJ0IjoxNzQ5NTY0MjA3MDAwLCJpZCI6ImxlYWRfNXQyazhtMXE5eCJ9"
@@ -2388,11 +2481,28 @@ export interface components {
          */
         NetworkType: "business" | "isp" | "hosting" | "mobile" | "education" | "unknown";
         /**
+         * @description Where `organizationDomain` comes from; `null` when there is no domain. Strongest first (a
+         *     stronger source replaces a weaker one, never the reverse):
+         *     - `curated`: the service's curated list of organisations and their ASNs;
+         *     - `email`: two distinct identified visitors of the lead (form e-mail addresses) share
+         *       this business e-mail domain (registrable domain; free-mail providers never count);
+         *     - `reverse_dns`: the registrable domain (Public Suffix List) of the PTR name of a
+         *       visitor's address, unless the name spells the address or reads like an access line
+         *       (`dyn`, `pool`, `dsl`, `dip`, `customer`, ...) or the domain is the PTR of many /24
+         *       networks (an access network's own). With IP masking the masked address (a.b.c.0) is
+         *       looked up.
+         *     E-mail ranks above reverse DNS: people stated it, while a PTR name is whatever the
+         *     network's operator set.
+         * @enum {string|null}
+         */
+        DomainSource: "curated" | "email" | "reverse_dns" | null;
+        /**
          * @example {
          *       "ip": "17.253.144.10",
          *       "asn": 714,
          *       "organizationName": "Apple Inc.",
          *       "organizationDomain": "apple.com",
+         *       "domainSource": "curated",
          *       "networkType": "business",
          *       "networkTypeSource": "rule",
          *       "country": "US",
@@ -2406,8 +2516,9 @@ export interface components {
             asn: number | null;
             /** @description The AS organisation's name as the data set gives it. */
             organizationName: string | null;
-            /** @description Only for organisations on the curated list; never guessed. */
+            /** @description The organisation's domain from evidence (`domainSource`); never guessed from a name. */
             organizationDomain: string | null;
+            domainSource: components["schemas"]["DomainSource"];
             networkType: components["schemas"]["NetworkType"];
             /**
              * @description What decided `networkType`: the published rule (keywords and evidence), a curated list, or an operator's override.
@@ -2422,6 +2533,7 @@ export interface components {
          * @example {
          *       "domain": "apple.com",
          *       "organizationName": "Apple Inc.",
+         *       "domainSource": "curated",
          *       "country": "US",
          *       "asns": [
          *         714
@@ -2434,6 +2546,8 @@ export interface components {
             domain: string;
             /** @description The curated organisation's name, else the name of its most recent lead. */
             organizationName: string | null;
+            /** @description `curated` for a domain on the curated list, else the strongest source among the leads found. */
+            domainSource: components["schemas"]["DomainSource"];
             /** @description Headquarters country (ISO 3166-1 alpha-2), curated organisations only. */
             country: string | null;
             /** @description The organisation's ASNs (curated organisations only). */
@@ -2443,6 +2557,7 @@ export interface components {
                 datasetId: components["schemas"]["DatasetId"];
                 leadId: components["schemas"]["LeadId"];
                 organizationName: string;
+                domainSource: components["schemas"]["DomainSource"];
                 visitCount: number;
                 /** Format: date-time */
                 lastVisitAt: string;
@@ -3125,6 +3240,11 @@ export interface components {
          * @example 17
          */
         SegmentIdFilterQuery: components["schemas"]["SegmentId"];
+        /**
+         * @description The order: `lastVisitAt` (most recent visit first) or `score` (highest `LeadScore` first); ties by `leadId`, descending.
+         * @example score
+         */
+        LeadSortQuery: "lastVisitAt" | "score";
         /** @description Only the leads that match this ad-hoc filter: a `SegmentFilter` as URL-encoded JSON. */
         LeadFilterQuery: string;
         /**
@@ -3628,6 +3748,90 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    getPageWeights: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The API key, listed for this operation by the interface specification. It is the same header as the ApiKeyAuth security scheme, so one header serves both.
+                 * @example lik_live_3f9a7c2e1b8d4f6a
+                 */
+                "x-api-key": components["parameters"]["ApiKeyHeader"];
+            };
+            path: {
+                /**
+                 * @description Id of a dataset of the key's account.
+                 * @example ds_8f3k2m9q4w7x1z5c
+                 */
+                datasetId: components["parameters"]["DatasetIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The dataset's page weights. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PageWeights"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    setPageWeights: {
+        parameters: {
+            query: {
+                /**
+                 * @description E-mail address of the acting user, a member of the key's account (else 403). Case-insensitive; a raw `@` and `%40` both work.
+                 * @example admin@demo.example
+                 */
+                email: components["parameters"]["EmailActingUser"];
+            };
+            header: {
+                /**
+                 * @description The API key, listed for this operation by the interface specification. It is the same header as the ApiKeyAuth security scheme, so one header serves both.
+                 * @example lik_live_3f9a7c2e1b8d4f6a
+                 */
+                "x-api-key": components["parameters"]["ApiKeyHeader"];
+            };
+            path: {
+                /**
+                 * @description Id of a dataset of the key's account.
+                 * @example ds_8f3k2m9q4w7x1z5c
+                 */
+                datasetId: components["parameters"]["DatasetIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PageWeights"];
+            };
+        };
+        responses: {
+            204: components["responses"]["NoContent"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     getSegments: {
         parameters: {
             query: {
@@ -4100,6 +4304,11 @@ export interface operations {
                 /** @description Only the leads that match this ad-hoc filter: a `SegmentFilter` as URL-encoded JSON. */
                 filter?: components["parameters"]["LeadFilterQuery"];
                 /**
+                 * @description The order: `lastVisitAt` (most recent visit first) or `score` (highest `LeadScore` first); ties by `leadId`, descending.
+                 * @example score
+                 */
+                sort?: components["parameters"]["LeadSortQuery"];
+                /**
                  * @description Opaque cursor: the `nextCursor` of the previous page. Omit it for the first page. A cursor this API did not return: 400.
                  * @example eyJhZnRlciI6MTd9
                  */
@@ -4116,7 +4325,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description One page of the dataset's leads, most recent visit first. */
+            /** @description One page of the dataset's leads, in the order asked for. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];

@@ -93,6 +93,7 @@ const services = createServices(db.prisma, {
   mail: config.mail,
   webhooks: config.webhooks,
   notify: { ...config.notify, publicUrl: () => publicUrl },
+  reverseDns: config.tracking.reverseDns,
 });
 if (role === "primary") {
   const workers = await startWorkers({ count: config.workers, sharedRateLimit: !!config.rateLimit.redis, logger }).catch((error: Error) => {

@@ -137,6 +137,8 @@ const expectedOutcome: Record<string, { status: number; why: string }> = {
   createDataset: { status: 200, why: "the example name is free" },
   renameDataset: { status: 204, why: "the example name is free" },
   updateFormTracking: { status: 204, why: "the admin configures datasets[0]" },
+  getPageWeights: { status: 200, why: "datasets[0] is the account's" },
+  setPageWeights: { status: 204, why: "the admin sets datasets[0]'s page weights" },
   validateCustomTrackingDomain: { status: 200, why: "the checks are reported (DNS is not reachable here)" },
   addCustomTrackingDomain: { status: 200, why: "-1: no certificate worker runs here, so generation is pending at the wait limit" },
   updateCustomTrackingDomain: { status: 404, why: "datasets[0] has no custom tracking domain" },

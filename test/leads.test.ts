@@ -223,6 +223,7 @@ describe("listLeads", () => {
       leadId: "l1",
       organizationName: "Acme GmbH",
       organizationDomain: "acme.example",
+      domainSource: "curated",
       industry: "Software",
       employeeCount: 1200,
       country: "DE",
@@ -232,8 +233,10 @@ describe("listLeads", () => {
       visitCount: 7,
       tags: ["hot", "vip"],
       assigneeUserId: tenant.member.id,
+      // a visit months ago adds nothing for recency; 7 page views are 20 * 7 / 20
+      score: 7,
     });
-    expect(res.body.data[4]).toMatchObject({ leadId: "l5", organizationDomain: null, industry: null, employeeCount: null, country: null, city: null, assigneeUserId: null });
+    expect(res.body.data[4]).toMatchObject({ leadId: "l5", organizationDomain: null, domainSource: null, industry: null, employeeCount: null, country: null, city: null, assigneeUserId: null });
   });
 
   const cases: [string, SegmentFilter, string[]][] = [

@@ -8,7 +8,7 @@ import type { components, operations } from "../../generated/openapi.ts";
 export type Schemas = components["schemas"];
 
 /** The query parameters the spec gives a default. */
-export const defaultedQueryParameters = ["limit", "partialFormTracking", "contactEnrichment"] as const;
+export const defaultedQueryParameters = ["limit", "partialFormTracking", "contactEnrichment", "sort"] as const;
 type Defaulted = (typeof defaultedQueryParameters)[number];
 
 /** An operation's query parameters as the validator passes them on: spec defaults applied. */

@@ -6,6 +6,8 @@ export function datasetRoutes({ datasets }: Services): {
   createDataset: Handler<"createDataset">;
   renameDataset: Handler<"renameDataset">;
   updateFormTracking: Handler<"updateFormTracking">;
+  getPageWeights: Handler<"getPageWeights">;
+  setPageWeights: Handler<"setPageWeights">;
 } {
   return {
     createDataset: async ({ auth, query, body }) => ({
@@ -19,6 +21,11 @@ export function datasetRoutes({ datasets }: Services): {
     updateFormTracking: async ({ auth, path, query }) => {
       const { email, ...settings } = query;
       await datasets.setFormTracking(auth.accountId, email, path.datasetId, settings);
+      return { status: 204 };
+    },
+    getPageWeights: async ({ auth, path }) => ({ status: 200, body: { weights: await datasets.pageWeights(auth.accountId, path.datasetId) } }),
+    setPageWeights: async ({ auth, path, query, body }) => {
+      await datasets.setPageWeights(auth.accountId, query.email, path.datasetId, body.weights);
       return { status: 204 };
     },
   };

@@ -1,5 +1,6 @@
 // Dataset Management: one dataset per tracked website.
 import type { Db } from "../db/database.ts";
+import { type PageWeight, type StoredPageWeight, storedPageWeights } from "./lead-score.ts";
 import { NotFound } from "../domain/errors.ts";
 import { newId } from "../ids.ts";
 import type { AccessService } from "./access.ts";
@@ -54,6 +55,20 @@ export function datasetService(db: Db, access: AccessService) {
     async setFormTracking(accountId: string, actorEmail: string, datasetId: string, settings: FormTracking): Promise<void> {
       await access.admin(accountId, actorEmail);
       await update(accountId, datasetId, settings);
+    },
+
+    /** The lead score's page weights, in the order they are tried. */
+    async pageWeights(accountId: string, datasetId: string): Promise<PageWeight[]> {
+      const dataset = await db.dataset.findFirst({ where: { accountId, id: datasetId }, select: { pageWeights: true } });
+      if (!dataset) throw new NotFound(`Dataset ${datasetId} does not exist`);
+      return (dataset.pageWeights as unknown as StoredPageWeight[]).map(({ pattern, weight }) => ({ pattern, weight }));
+    },
+
+    /** Replaces the page weights (scores use them from the next query on). */
+    async setPageWeights(accountId: string, actorEmail: string, datasetId: string, weights: readonly PageWeight[]): Promise<void> {
+      await access.admin(accountId, actorEmail);
+      const stored = storedPageWeights(weights);
+      await update(accountId, datasetId, { pageWeights: stored as unknown as object[] });
     },
   };
 }

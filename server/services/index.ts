@@ -31,6 +31,8 @@ import { userService } from "./users.ts";
 import { loadTrackingConfig } from "../tracking/config.ts";
 import { sharedResolver } from "../tracking/resolver.ts";
 import { networkService } from "./networks.ts";
+import { loadReverseDnsConfig, type ReverseDnsConfig } from "../tracking/config.ts";
+import { domainEvidence } from "../tracking/domain-evidence.ts";
 import { trackingService } from "./tracking.ts";
 import { notifyAdminsOfDisabledEndpoint, registerWebhookJobs } from "../notify/webhook-job.ts";
 import { webhookEvents } from "../notify/events.ts";
@@ -56,14 +58,27 @@ export interface ServiceOptions {
   networkOverridesTtlSeconds?: number;
   /** Invitations and digests; `publicUrl` may be a getter (known once the server listens). */
   notify?: Partial<Omit<NotifyConfig, "publicUrl">> & { publicUrl?: string | (() => string) };
+  /** Reverse DNS of visitor addresses (organisation domains); off when not given. */
+  reverseDns?: ReverseDnsConfig;
 }
 
 const defaultMail = (): MailConfig => ({ from: "Lead Intelligence <no-reply@leadintel.io>", outboxDir: path.join(os.tmpdir(), "lead-intel-mail") });
 
 export function createServices(
   db: Db,
-  { trackingDomains = loadTrackingDomainConfig({}), logger = createLogger(), now = () => new Date(), keyCacheMs, sql, jobPollMs, mail, notify = {}, webhooks = loadWebhookConfig({}),
-    networkOverridesTtlSeconds = loadTrackingConfig({}).settingsTtlSeconds }: ServiceOptions = {},
+  {
+    trackingDomains = loadTrackingDomainConfig({}),
+    logger = createLogger(),
+    now = () => new Date(),
+    keyCacheMs,
+    sql,
+    jobPollMs,
+    mail,
+    notify = {},
+    webhooks = loadWebhookConfig({}),
+    networkOverridesTtlSeconds = loadTrackingConfig({}).settingsTtlSeconds,
+    reverseDns = loadReverseDnsConfig({ TRACKING_DNS_SERVERS: "off" }),
+  }: ServiceOptions = {},
 ) {
   const networks = networkService(db, { ttlSeconds: networkOverridesTtlSeconds, now });
   const hotSql: Sql = sql ?? ((statement) => db.$queryRawUnsafe(statement.text, ...statement.values));
@@ -92,6 +107,8 @@ export function createServices(
     resendSeconds: notify.inviteResendSeconds ?? 60,
   };
   registerWebhookJobs(db, jobs, { config: webhooks, secrets: webhookSecrets, logger, now, onEndpointDisabled: notifyAdminsOfDisabledEndpoint(jobs) });
+  // organisation domains from evidence: the ingest writer settles each batch's, ip-lookup asks reverse DNS
+  const evidence = domainEvidence(db, reverseDns, logger);
   // One publisher of webhook events for every process: a lead entering a segment is a
   // segment.lead_entered event, in the entries' transaction; the jobs it queues wake the queue.
   const events = webhookEvents(db, jobs, { now, wake: () => jobs.wake() });
@@ -99,9 +116,9 @@ export function createServices(
   /**
    * What every ingest writer (in the service, `npm run ingest`, tests) is wired with: segment
    * entries, then lead.created / lead.visited, inside each batch's transaction; contact.enriched
-   * after enrichment.
+   * after enrichment; then the batch's organisation domains from evidence.
    */
-  const ingestWiring: { deps: EnrichmentDeps; hooks: Pick<WriterOptions, "onIngested" | "onEnriched"> } = {
+  const ingestWiring: { deps: EnrichmentDeps; hooks: Pick<WriterOptions, "onIngested" | "onEnriched" | "evidence"> } = {
     deps: { contacts, credits, now },
     hooks: {
       onIngested: async (result, tx) => {
@@ -109,6 +126,7 @@ export function createServices(
         await events.onIngested(result, tx);
       },
       onEnriched: events.onEnriched,
+      evidence,
     },
   };
   return {
@@ -134,9 +152,10 @@ export function createServices(
     lookup: lookupService({ credits, contacts, idempotency, now }),
     creditReports: creditReportService(db, access),
     // IP and domain look-ups, a lead's visits (server/tracking holds the collector and writer)
-    tracking: trackingService(db, { access, contacts, resolver: sharedResolver, networkOverrides: networks.current }),
+    tracking: trackingService(db, { access, contacts, resolver: sharedResolver, networkOverrides: networks.current, evidence }),
     // operators' network types per ASN (scripts/admin.ts `networks`)
     networks,
+    domainEvidence: evidence,
   };
 }
 

@@ -4,6 +4,7 @@
 import type { components } from "../../generated/openapi.ts";
 import { Prisma } from "../../generated/prisma/client.ts";
 import { Invalid, type InvalidField } from "../domain/errors.ts";
+import { SCORE_SQL } from "./lead-score.ts";
 import { normaliseTag, tagProblem } from "./tags.ts";
 
 export type SegmentFilter = components["schemas"]["SegmentFilter"];
@@ -26,6 +27,8 @@ const fields: Record<Field, { kind: Kind; column: string }> = {
   firstVisitAt: { kind: "date", column: `l."firstVisitAt"` },
   lastVisitAt: { kind: "date", column: `l."lastVisitAt"` },
   tags: { kind: "tags", column: `l."tags"` },
+  // computed at query time (lead-score.ts): the same expression as the listing's score and sort
+  score: { kind: "number", column: SCORE_SQL },
 };
 
 const operators: Record<Kind, readonly Operator[]> = {

@@ -7,6 +7,7 @@ import type { Db } from "../db/database.ts";
 import { Conflict, NotFound } from "../domain/errors.ts";
 import type { AccessService } from "./access.ts";
 import { checkFilter, filterSql, type SegmentFilter } from "./lead-filter.ts";
+import { scoreSql } from "./lead-score.ts";
 import { decodeCursor, toPage } from "./paging.ts";
 import type { SegmentService } from "./segments.ts";
 import { normaliseTag } from "./tags.ts";
@@ -22,6 +23,8 @@ export interface NewLead {
   leadId: string;
   organizationName: string;
   organizationDomain?: string | null;
+  /** Where the domain comes from; `curated` when a domain is given without one. */
+  domainSource?: LeadDto["domainSource"];
   industry?: string | null;
   employeeCount?: number | null;
   country?: string | null;
@@ -34,18 +37,17 @@ export interface NewLead {
 }
 
 export type LeadQuery = Omit<QueryOf<"listLeads">, "filter"> & { filter?: SegmentFilter };
+export type LeadSort = NonNullable<QueryOf<"listLeads">["sort"]>;
 
-/** Where a page ends in the listing's order (lastVisitAt desc, leadId desc). */
-export interface LeadPosition {
-  lastVisitAt: string;
-  leadId: string;
-}
+/** Where a page ends in the listing's order: (lastVisitAt, leadId) or (score, leadId), descending. */
+export type LeadPosition = { lastVisitAt: string; leadId: string } | { score: number; leadId: string };
 
 export interface LeadListing {
   datasetId: string;
   filters: SegmentFilter[];
   after?: LeadPosition;
   limit: number;
+  sort?: LeadSort;
 }
 
 /** The order of the groups in an exclusion listing: the spec's enum order. */
@@ -68,34 +70,38 @@ export const notExcluded = Prisma.join(
   " AND ",
 );
 
+/** The keyset condition of a position: after it in the listing's order. */
+function afterSql(after: LeadPosition): Prisma.Sql {
+  return "score" in after
+    ? Prisma.sql`(${scoreSql}, l."id") < (${after.score}::int, ${after.leadId})`
+    : Prisma.sql`(l."lastVisitAt", l."id") < (${after.lastVisitAt}::timestamptz, ${after.leadId})`;
+}
+
 /**
  * The listing's query: the dataset's leads that match every filter and no exclusion rule, after
- * the cursor's position, in the order of the index (datasetId, lastVisitAt desc, id desc). Also
- * what bench/leads-plan.ts explains.
+ * the cursor's position, most recent visit first (the index (datasetId, lastVisitAt desc, id desc))
+ * or highest score first (computed for every candidate). Also what bench/leads-plan.ts explains.
  */
-export function leadListingSql({ datasetId, filters, after, limit }: LeadListing): Prisma.Sql {
-  const conditions = [
-    Prisma.sql`l."datasetId" = ${datasetId}`,
-    ...filters.map(filterSql),
-    notExcluded,
-    ...(after ? [Prisma.sql`(l."lastVisitAt", l."id") < (${after.lastVisitAt}::timestamptz, ${after.leadId})`] : []),
-  ];
-  return Prisma.sql`SELECT l."id", l."organizationName", l."organizationDomain", l."industry", l."employeeCount",
-      l."country", l."city", l."firstVisitAt", l."lastVisitAt", l."visitCount", l."tags", l."assigneeUserId"
+export function leadListingSql({ datasetId, filters, after, limit, sort = "lastVisitAt" }: LeadListing): Prisma.Sql {
+  const conditions = [Prisma.sql`l."datasetId" = ${datasetId}`, ...filters.map(filterSql), notExcluded, ...(after ? [afterSql(after)] : [])];
+  const order = sort === "score" ? Prisma.sql`score DESC, l."id" DESC` : Prisma.sql`l."lastVisitAt" DESC, l."id" DESC`;
+  return Prisma.sql`SELECT l."id", l."organizationName", l."organizationDomain", l."domainSource", l."industry", l."employeeCount",
+      l."country", l."city", l."firstVisitAt", l."lastVisitAt", l."visitCount", l."tags", l."assigneeUserId", ${scoreSql} AS score
     FROM "Lead" l
     WHERE ${Prisma.join(conditions, " AND ")}
-    ORDER BY l."lastVisitAt" DESC, l."id" DESC
+    ORDER BY ${order}
     LIMIT ${limit}`;
 }
 
-/** The columns the listing selects: the stored lead without its tenancy columns. */
-type LeadRow = Omit<Lead, "accountId" | "datasetId">;
+/** The columns the listing selects: the stored lead without its tenancy columns, and its score. */
+type LeadRow = Omit<Lead, "accountId" | "datasetId"> & { score: number };
 
 function toDto(row: LeadRow): LeadDto {
   return {
     leadId: row.id,
     organizationName: row.organizationName,
     organizationDomain: row.organizationDomain,
+    domainSource: row.domainSource,
     industry: row.industry,
     employeeCount: row.employeeCount,
     country: row.country,
@@ -105,14 +111,22 @@ function toDto(row: LeadRow): LeadDto {
     visitCount: row.visitCount,
     tags: row.tags,
     assigneeUserId: row.assigneeUserId === null ? null : Number(row.assigneeUserId),
+    score: row.score,
   };
 }
 
-function readPosition(value: unknown): LeadPosition | undefined {
-  const { t, id } = (value ?? {}) as { t?: unknown; id?: unknown };
-  if (typeof t !== "string" || Number.isNaN(Date.parse(t)) || typeof id !== "string" || !id) return undefined;
-  return { lastVisitAt: t, leadId: id };
-}
+/** A cursor's position, only in the order it was made for (a score cursor does not page by last visit). */
+const positionReader =
+  (sort: LeadSort) =>
+  (value: unknown): LeadPosition | undefined => {
+    const { t, s, id } = (value ?? {}) as { t?: unknown; s?: unknown; id?: unknown };
+    if (typeof id !== "string" || !id) return undefined;
+    if (sort === "score") return Number.isInteger(s) ? { score: s as number, leadId: id } : undefined;
+    if (typeof t !== "string" || Number.isNaN(Date.parse(t))) return undefined;
+    return { lastVisitAt: t, leadId: id };
+  };
+
+const positionOf = (sort: LeadSort) => (last: LeadDto) => (sort === "score" ? { s: last.score, id: last.leadId } : { t: last.lastVisitAt, id: last.leadId });
 
 /** Tags as stored: normalised, without duplicates, in code-unit order. */
 const storedTags = (tags: readonly string[] = []) => [...new Set(tags.map(normaliseTag))].sort();
@@ -134,6 +148,7 @@ export function leadService(db: Db, access: AccessService, segments: SegmentServ
         id: lead.leadId,
         organizationName: lead.organizationName,
         organizationDomain: lead.organizationDomain?.toLowerCase() ?? null,
+        domainSource: lead.organizationDomain ? (lead.domainSource ?? "curated") : null,
         industry: lead.industry ?? null,
         employeeCount: lead.employeeCount ?? null,
         country: lead.country?.toUpperCase() ?? null,
@@ -153,7 +168,8 @@ export function leadService(db: Db, access: AccessService, segments: SegmentServ
 
     /** One page of the dataset's visible leads; the acting user must reach the dataset. */
     async list(accountId: string, query: LeadQuery): Promise<Schemas["GetAllResponseLeadDTO"]> {
-      const after = decodeCursor(query.cursor, readPosition);
+      const sort = query.sort;
+      const after = decodeCursor(query.cursor, positionReader(sort));
       if (query.filter) checkFilter(query.filter, "query", "filter");
       const actor = await access.actor(accountId, query.email);
       await access.dataset(accountId, query.datasetId);
@@ -161,8 +177,8 @@ export function leadService(db: Db, access: AccessService, segments: SegmentServ
       await access.requireAccess(actor, query.datasetId);
       const filters = [segmentFilter, query.filter].filter((f): f is SegmentFilter => f !== undefined);
       const limit = query.limit;
-      const rows = await db.$queryRaw<LeadRow[]>(leadListingSql({ datasetId: query.datasetId, filters, after, limit: limit + 1 }));
-      return toPage(rows.map(toDto), limit, (last) => ({ t: last.lastVisitAt, id: last.leadId }));
+      const rows = await db.$queryRaw<LeadRow[]>(leadListingSql({ datasetId: query.datasetId, filters, after, limit: limit + 1, sort }));
+      return toPage(rows.map(toDto), limit, positionOf(sort));
     },
 
     /** The dataset's rules grouped by type (in enum order), values in code-unit order. */

