@@ -89,18 +89,20 @@ function leadData(lead: Lead): Record<string, unknown> {
 }
 
 /**
- * These leads, less those an exclusion rule of their dataset hides: a hidden lead publishes no
- * event, as it shows in no listing (the rules are read in the publishing transaction).
+ * The stored leads among these, and the keys of those an exclusion rule of their dataset hides:
+ * a hidden lead publishes no event, as it shows in no listing (rules read in the publishing
+ * transaction).
  */
-async function visibleLeads(tx: Client, refs: { datasetId: string; leadId: string }[]): Promise<Map<string, PrismaLead>> {
-  if (!refs.length) return new Map();
+async function leadsOf(tx: Client, refs: { datasetId: string; leadId: string }[]): Promise<{ leads: Map<string, PrismaLead>; hidden: Set<string> }> {
+  if (!refs.length) return { leads: new Map(), hidden: new Set() };
   const keys = Prisma.join(refs.map((r) => Prisma.sql`(${r.datasetId}, ${r.leadId})`));
-  const visible = await tx.$queryRaw<{ datasetId: string; id: string }[]>(
-    Prisma.sql`SELECT l."datasetId", l."id" FROM "Lead" l WHERE (l."datasetId", l."id") IN (${keys}) AND ${notExcluded}`,
+  const rows = await tx.$queryRaw<{ datasetId: string; id: string; visible: boolean }[]>(
+    Prisma.sql`SELECT l."datasetId", l."id", (${notExcluded}) AS "visible" FROM "Lead" l WHERE (l."datasetId", l."id") IN (${keys})`,
   );
-  if (!visible.length) return new Map();
-  const leads = await tx.lead.findMany({ where: { OR: visible.map((v) => ({ datasetId: v.datasetId, id: v.id })) } });
-  return new Map(leads.map((l) => [leadKey(l.datasetId, l.id), l]));
+  const hidden = new Set(rows.filter((r) => !r.visible).map((r) => leadKey(r.datasetId, r.id)));
+  const visible = rows.filter((r) => r.visible);
+  const leads = visible.length ? await tx.lead.findMany({ where: { OR: visible.map((v) => ({ datasetId: v.datasetId, id: v.id })) } }) : [];
+  return { leads: new Map(leads.map((l) => [leadKey(l.datasetId, l.id), l])), hidden };
 }
 
 const leadKey = (datasetId: string, leadId: string) => `${datasetId}/${leadId}`;
@@ -152,10 +154,10 @@ export function webhookEvents(db: Db, jobs: Enqueue, { now = () => new Date(), w
     const endpoints = await endpointsOf(tx, refs.map((r) => r.accountId));
     const wanted = refs.filter((r) => endpoints.get(r.accountId)?.some((e) => e.eventTypes.includes(r.type)));
     if (!wanted.length) return;
-    const byKey = await visibleLeads(tx, wanted);
+    const { leads } = await leadsOf(tx, wanted);
     const at = now();
     for (const ref of wanted) {
-      const lead = byKey.get(leadKey(ref.datasetId, ref.leadId));
+      const lead = leads.get(leadKey(ref.datasetId, ref.leadId));
       if (!lead) continue;
       await fanOut(tx, endpoints.get(ref.accountId)!, { accountId: ref.accountId, type: ref.type, data: leadData(lead) }, at);
     }
@@ -173,8 +175,8 @@ export function webhookEvents(db: Db, jobs: Enqueue, { now = () => new Date(), w
       const endpoints = await endpointsOf(tx, enriched.map((o) => o.accountId));
       const subscribed = enriched.filter((o) => endpoints.get(o.accountId)?.some((e) => e.eventTypes.includes("contact.enriched")));
       const ofLeads = subscribed.flatMap((o) => (o.leadId ? [{ datasetId: o.datasetId, leadId: o.leadId }] : []));
-      const visible = await visibleLeads(tx, ofLeads);
-      const wanted = subscribed.filter((o) => !o.leadId || visible.has(leadKey(o.datasetId, o.leadId)));
+      const { hidden } = await leadsOf(tx, ofLeads);
+      const wanted = subscribed.filter((o) => !o.leadId || !hidden.has(leadKey(o.datasetId, o.leadId)));
       if (!wanted.length) return;
       const visitors = await tx.visitor.findMany({
         where: { OR: wanted.map((o) => ({ datasetId: o.datasetId, id: o.visitorId })) },
@@ -210,12 +212,13 @@ export function webhookEvents(db: Db, jobs: Enqueue, { now = () => new Date(), w
     const endpoints = await endpointsOf(tx, entries.map((e) => e.accountId));
     const wanted = entries.filter((e) => endpoints.get(e.accountId)?.some((x) => x.eventTypes.includes("segment.lead_entered")));
     if (!wanted.length) return;
-    const byKey = await visibleLeads(tx, wanted);
+    const { leads, hidden } = await leadsOf(tx, wanted);
     const at = now();
     for (const entry of wanted) {
-      const lead = byKey.get(leadKey(entry.datasetId, entry.leadId));
-      if (!lead) continue;
-      const data = { ...leadData(lead), segmentId: entry.segmentId };
+      const key = leadKey(entry.datasetId, entry.leadId);
+      if (hidden.has(key)) continue;
+      const lead = leads.get(key);
+      const data = { ...(lead ? leadData(lead) : { accountId: entry.accountId, datasetId: entry.datasetId, leadId: entry.leadId }), segmentId: entry.segmentId };
       await fanOut(tx, endpoints.get(entry.accountId)!, { accountId: entry.accountId, type: "segment.lead_entered", data }, entry.enteredAt ?? at);
     }
     setTimeout(() => wake?.(), 20).unref();
