@@ -1150,7 +1150,7 @@ export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
         /**
-         * @description The character rule of every string a request carries (see Text in the API description): any Unicode text except control characters (U+0000-U+001F, U+007F-U+009F) and unpaired surrogates. Each string parameter and body field states this `pattern` (or a stricter one, a `format` or an `enum`) with its own `maxLength`.
+         * @description The character rule of every string a request carries (see Text in the API description): any Unicode text except control characters (U+0000-U+001F, U+007F-U+009F), which the pattern states, and unpaired surrogates, which the service refuses as well. Each string parameter and body field states this `pattern` (or a stricter one, a `format` or an `enum`) with its own `maxLength`.
          * @example Café Zürich 東京
          */
         Text: string;
@@ -3041,6 +3041,19 @@ export interface components {
                 "application/json": components["schemas"]["RateLimitErrorResponse"];
             };
         };
+        /** @description `rate_limited`: either the API key's rate limit (as `TooManyRequests`) or the member's resend interval (`INVITE_RESEND_SECONDS`: the user's last invitation was sent less than that ago), said by `message`. Both carry `Retry-After` (seconds, equal to `retryAfterSeconds`) and the API key's `RateLimit` and `RateLimit-Policy`. */
+        InvitationResentRecently: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                "Retry-After": components["headers"]["RetryAfter"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["RateLimitErrorResponse"];
+            };
+        };
         /** @description The database did not answer in time (it is unreachable, overloaded or stopped); nothing was changed unless a later read shows it. Repeat the request after `Retry-After` seconds. The service answers so within a bounded time (the operator's database timeouts: by default at most 8 seconds) rather than holding the request. */
         ServiceUnavailable: {
             headers: {
@@ -3503,7 +3516,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
-            429: components["responses"]["TooManyRequests"];
+            429: components["responses"]["InvitationResentRecently"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };

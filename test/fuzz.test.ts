@@ -6,14 +6,21 @@
 // and only the headers its response declares (RateLimit). A fixed seed and a fixed number of runs
 // per operation (FUZZ_RUNS, default 8 valid + 8 invalid) keep it reproducible and bounded; it
 // runs in the normal suite, on PGlite and on PostgreSQL (TEST_DATABASE_URL).
+// Issue 23 added what outside fuzzers found: bodies nested far beyond 32 levels, `__proto__` and
+// `constructor` as parameters, and the collector (spec/collector.yaml): any text in every string
+// of a batch and of the pixel, any media type, and every method on its public paths.
+import { readFileSync } from "node:fs";
 import fc from "fast-check";
+import supertest from "supertest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import YAML from "yaml";
 import { loadContract, type Operation, type SchemaObject } from "../server/contract.ts";
 import { responseChecker } from "../server/http/response-check.ts";
 import type { TestApi } from "./support/api.ts";
 import { newLead } from "./support/leads.ts";
 import { startWithTenants } from "./support/suite.ts";
 import type { Tenant } from "./support/tenants.ts";
+import { ADDRESSES, BROWSER_UA, testTrackingConfig } from "./support/tracking.ts";
 
 const SEED = 20261123;
 const RUNS = Number(process.env.FUZZ_RUNS ?? 8);
@@ -119,6 +126,11 @@ function typed(schema: Node, type: string, depth: number): fc.Arbitrary<unknown>
   }
 }
 
+/** Arrays or objects nested 33 to 100,000 levels deep (a recursive walk overflows at a few thousand). */
+const deepJson = fc.tuple(fc.constantFrom(33, 3_000, 10_000, 100_000), fc.boolean()).map(([depth, arrays]) =>
+  arrays ? `${"[".repeat(depth)}${"]".repeat(depth)}` : `${'{"a":'.repeat(depth)}1${"}".repeat(depth)}`,
+);
+
 // ---- requests -----------------------------------------------------------------------------
 
 interface FuzzRequest {
@@ -220,6 +232,8 @@ function invalidRequest(op: Operation): fc.Arbitrary<FuzzRequest> {
     fc.record({ kind: fc.constant("body" as const), value: badBody, pick: fc.nat() }),
     fc.record({ kind: fc.constant("drop" as const), value: fc.constant(""), pick: fc.nat() }),
     fc.record({ kind: fc.constant("contentType" as const), value: fc.constantFrom("text/plain", "application/x-www-form-urlencoded", "application/json; charset=latin1"), pick: fc.nat() }),
+    fc.record({ kind: fc.constant("nesting" as const), value: deepJson, pick: fc.nat() }),
+    fc.record({ kind: fc.constant("prototype" as const), value: fc.constantFrom("__proto__", "constructor", "__proto__%5Bx%5D", "prototype"), pick: fc.nat() }),
   );
   return fc.tuple(validRequest(op), mutation).map(([request, { kind, value, pick }]) => {
     const pathNames = Object.keys(request.path);
@@ -247,6 +261,14 @@ function invalidRequest(op: Operation): fc.Arbitrary<FuzzRequest> {
       case "contentType":
         mutated.contentType = value;
         mutated.body ??= "{}";
+        break;
+      case "nesting":
+        // the whole body, or a field of it: nested far beyond the 32 levels allowed
+        mutated.body = pick % 2 === 0 ? value : `{"name":${value}}`;
+        mutated.contentType = "application/json";
+        break;
+      case "prototype":
+        mutated.query.push([value, "1"]);
         break;
     }
     return mutated;
@@ -321,4 +343,77 @@ describe("fuzzing every operation from the spec", () => {
       expect(api.logs.slice(logged).filter((line) => /does not match the spec|request failed/.test(line))).toEqual([]);
     });
   }
+});
+
+// ---- the collector (spec/collector.yaml): public paths, keyed by dataset -------------------
+
+const collectorSpec = YAML.parse(readFileSync(new URL("../spec/collector.yaml", import.meta.url), "utf8")) as Node;
+const collectorStatuses = (path: string, method: string) => Object.keys(collectorSpec.paths[path][method].responses).map(Number);
+const BATCH_TYPES = ["text/plain", "application/json"];
+const breaksTextRule = (text: string) => /[\p{Cc}\p{Cs}]/u.test(text);
+/** Every string of a JSON value, keys included, walked without recursion (the deep bodies are deep). */
+function stringsIn(value: unknown): string[] {
+  const found: string[] = [];
+  const pending = [value];
+  while (pending.length) {
+    const item = pending.pop();
+    if (typeof item === "string") found.push(item);
+    else if (item && typeof item === "object") for (const [key, child] of Object.entries(item)) pending.push(key, child);
+  }
+  return found;
+}
+const anyText = fc.oneof(fc.string({ maxLength: 30 }), fc.string({ unit: "binary", maxLength: 30 }), badText, fc.constant("https://www.customer.example/pricing"));
+
+describe("fuzzing the collector", () => {
+  // the visitor's address is a business network's, so that accepted events are written to the queue
+  const collector = () => supertest(api.appWith({ trustProxy: "loopback", tracking: { config: testTrackingConfig() } }));
+  const visitorId = fc.stringMatching(/^[A-Za-z0-9_-]{8,20}$/);
+
+  /** Documented, JSON with an `error` unless accepted, and a batch with any refused text never accepted. */
+  function judgeCollector(path: string, method: string, res: supertest.Response, refusedText: boolean, acceptable: boolean): void {
+    const context = `${method.toUpperCase()} ${path} -> ${res.status} ${String(res.text ?? "").slice(0, 300)}`;
+    expect(res.status, context).toBeLessThan(500);
+    expect(collectorStatuses(path, method), context).toContain(res.status);
+    if (res.status >= 400) expect(res.body.error, context).toEqual(expect.any(String));
+    if (refusedText || !acceptable) expect(res.status, context).toBeGreaterThanOrEqual(400);
+  }
+
+  it("collectEvents: when batches carry any text in every string, in any media type, then every answer is documented and no control character is accepted", async () => {
+    const request = collector();
+    const utm = fc.record({ source: anyText, medium: anyText, campaign: anyText }, { requiredKeys: [] });
+    const pageView = fc.record({ type: fc.constant("pageview"), visitorId, url: anyText, title: anyText, referrer: anyText, utm }, { requiredKeys: ["type", "visitorId", "url"] });
+    const form = fc.record({ type: fc.constant("form"), visitorId, url: anyText, fields: fc.dictionary(anyText, anyText, { maxKeys: 3 }) });
+    const batch = fc.oneof({ arbitrary: fc.array(fc.oneof(pageView, form), { minLength: 1, maxLength: 3 }).map((events) => JSON.stringify({ events })), weight: 4 }, deepJson);
+    const contentType = fc.constantFrom("text/plain", "text/plain;charset=UTF-8", "application/json", "application/xml", "image/png", "application/x-www-form-urlencoded");
+    await fc.assert(
+      fc.asyncProperty(batch, contentType, async (body, type) => {
+        const res = await request.post(`/collect?dataset=${tenant.datasets[0]}`).set("x-forwarded-for", ADDRESSES.business).set("user-agent", BROWSER_UA).set("content-type", type).send(body);
+        judgeCollector("/collect", "post", res, stringsIn(JSON.parse(body)).some(breaksTextRule), BATCH_TYPES.includes(type.split(";")[0]!));
+      }),
+      { seed: SEED + 3, numRuns: RUNS * 6, endOnFailure: true },
+    );
+  });
+
+  it("collectPixel: when v, u, r and t carry any text, then every answer is documented and no control character is accepted", async () => {
+    const request = collector();
+    await fc.assert(
+      fc.asyncProperty(fc.record({ v: fc.oneof(visitorId, anyText), u: anyText, r: anyText, t: anyText }, { requiredKeys: ["v"] }), async (query) => {
+        const res = await request.get("/collect").query({ dataset: tenant.datasets[0], ...query }).set("x-forwarded-for", ADDRESSES.business).set("user-agent", BROWSER_UA);
+        // a lone surrogate cannot be percent-encoded as UTF-8: only control characters reach the pixel as such
+        judgeCollector("/collect", "get", res, Object.values(query).some((text) => /\p{Cc}/u.test(text)), true);
+      }),
+      { seed: SEED + 4, numRuns: RUNS * 4, endOnFailure: true },
+    );
+  });
+
+  it("public paths: when a method the path does not have is used, then 405 with Allow, never 401 or 5xx", async () => {
+    const request = collector();
+    for (const path of ["/collect", "/t.js"]) {
+      for (const method of ["put", "delete", "patch", "trace"] as const) {
+        const res = await request[method](`${path}?dataset=${tenant.datasets[0]}`).set("content-type", "application/json").send("{}");
+        expect(res.status, `${method} ${path}`).toBe(405);
+        expect(res.headers.allow, `${method} ${path}`).toMatch(/GET/);
+      }
+    }
+  });
 });

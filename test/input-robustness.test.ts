@@ -1,6 +1,11 @@
 // Issue 10: every bad input answered with a 400 naming the field, never a 500; query strings
 // read as clients send them; every invalid field reported; numbers only in canonical form.
+// Issue 23: JSON nested at most 32 levels, prototype names as parameters, portable patterns.
+import { execFileSync } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import YAML from "yaml";
+import { loadContract } from "../server/contract.ts";
 import type { TestApi } from "./support/api.ts";
 import { as, startWithTenants } from "./support/suite.ts";
 import type { Tenant } from "./support/tenants.ts";
@@ -221,5 +226,89 @@ describe("precedence on a path that does not decode", () => {
     const res = await api.request().get(`/v1/leads/a%zz/visits`).set(as(tenant.key));
     expect(res.status).toBe(400);
     expect(res.headers.ratelimit).toBeDefined();
+  });
+});
+
+describe("deeply nested JSON (at most 32 levels)", () => {
+  const nested = (depth: number) => `${"[".repeat(depth)}${"]".repeat(depth)}`;
+  const rename = (body: string) => json(body)(api.request().put(`/v1/users/${tenant.member.id}/name`).set(as(tenant.key)) as never);
+  const nameOf = async () => {
+    const res = await api.request().get(`/v1/users?email=${email}&limit=500`).set(as(tenant.key));
+    return (res.body.data as { userId: number; name: string }[]).find((m) => m.userId === tenant.member.id)?.name;
+  };
+
+  it.each([33, 5_000, 100_000])("when a body nests %i levels deep, then 400 naming the body and nothing changed", async (depth) => {
+    const before = await nameOf();
+    const res = await rename(`{"name":${nested(depth - 1)}}`);
+    expectNamed(res, "body", "(root)", /32 levels/);
+    expect(await nameOf()).toBe(before);
+    expect(api.logs.join("\n")).not.toMatch(/request failed|does not match the spec/);
+  });
+
+  it("when a JSON parameter nests 300 levels deep, then 400 naming the parameter", async () => {
+    const res = await api
+      .request()
+      .get(`/v1/leads`)
+      .query({ email: tenant.admin.email, datasetId: tenant.datasets[0], filter: `{"match":"all","conditions":${nested(300)}}` })
+      .set(as(tenant.key));
+    expectNamed(res, "query", "filter", /32 levels/);
+  });
+
+  it("when a body nests exactly 32 levels, then the depth is not what is refused", async () => {
+    const res = await rename(`{"name":${nested(31)}}`);
+    expectNamed(res, "body", "name", /string/);
+  });
+});
+
+describe("prototype names as query parameters", () => {
+  it.each(["__proto__", "constructor", "toString", "hasOwnProperty"])("when the query names %s, then 400 naming it as an unknown parameter", async (name) => {
+    const res = await api.request().get(`/v1/users?email=${email}&${name}=1`).set(as(tenant.key));
+    expectNamed(res, "query", name, /not a parameter/);
+  });
+});
+
+describe("the contract's character patterns", () => {
+  const specs = ["openapi", "collector", "operator"].map((name) => YAML.parse(readFileSync(new URL(`../spec/${name}.yaml`, import.meta.url), "utf8")));
+  const patterns = new Set<string>();
+  const collect = (node: unknown): void => {
+    if (Array.isArray(node)) node.forEach(collect);
+    else if (node && typeof node === "object") {
+      for (const [key, value] of Object.entries(node)) {
+        if (key === "pattern" && typeof value === "string") patterns.add(value);
+        else collect(value);
+      }
+    }
+  };
+  specs.forEach(collect);
+
+  it("when another toolchain reads the spec, then every pattern compiles in Python's re and JavaScript without the u flag", () => {
+    expect(patterns.size).toBeGreaterThan(3);
+    for (const pattern of patterns) expect(() => new RegExp(pattern), pattern).not.toThrow();
+    const script = "import json,re,sys\nfor p in json.load(sys.stdin): re.compile(p)\nprint('ok')";
+    expect(execFileSync("python3", ["-c", script], { input: JSON.stringify([...patterns]), encoding: "utf8" }).trim()).toBe("ok");
+  });
+
+  const contract = loadContract();
+  const schemaOf = (path: string) => path.split("/").reduce((at: any, key) => at[key], contract.document as any);
+  const requestNames: [string, object][] = [
+    ["updateUserName.name", schemaOf("components/schemas/UpdateUserName/properties/name")],
+    ["addUser.name", schemaOf("components/schemas/AddUser/properties/name")],
+    ["createDataset.name", schemaOf("components/schemas/AddDataset/properties/name")],
+    ["renameDataset humanName", schemaOf("components/parameters/HumanName/schema")],
+    ["createSegment.name", schemaOf("components/schemas/CreateSegmentRequest/properties/name")],
+    ["updateSegment segmentName", schemaOf("components/parameters/SegmentName/schema")],
+    ["updateLeadTags add[]/remove[]", schemaOf("components/schemas/Tag")],
+  ];
+
+  it.each(requestNames)("when %s holds a control character or only blanks, then its schema refuses it; a name of any script passes", (_field, schema) => {
+    const validate = contract.compile(schema);
+    for (const bad of ["a\u0001b", "tab\there", "\u0085", "   ", ""]) expect(validate(bad), JSON.stringify(bad)).toBe(false);
+    for (const good of ["Café 東京", " padded name ", "x"]) expect(validate(good), good).toBe(true);
+  });
+
+  it("when the pixel's u is empty, then its schema refuses it (as the service does)", () => {
+    const collector = specs[1];
+    const u = collector.paths["/collect"].get.parameters.find((p: { name?: string }) => p.name === "u");
+    expect(u.schema.minLength).toBe(1);
   });
 });

@@ -100,13 +100,17 @@ describe("invitation e-mail", () => {
     expect(await stateOf(userId)).toBe("active");
   });
 
-  it("when the invitation is resent within a minute of the last, then 429 with the seconds to wait and no mail", async () => {
+  it("when the invitation is resent within a minute of the last, then 429 with its own message, Retry-After and the seconds to wait, and no mail", async () => {
     const { userId } = await invite(uniqueEmail("eager"));
     advance(10_000);
     const before = await api.db.prisma.job.count();
     const res = await api.request().get(`/v1/users/${userId}/invite/resend?email=${tenant.admin.email}`).set(as(tenant.key));
     expect(res.status).toBe(429);
     expect(res.body.retryAfterSeconds).toBe(50);
+    // the member's own interval, said as such, not the API key's limit
+    expect(res.headers["retry-after"]).toBe("50");
+    expect(res.body.message).toMatch(/invitation/);
+    expect(res.body.message).not.toMatch(/API key/);
     expect(await api.db.prisma.job.count()).toBe(before);
     advance(50_000);
     const later = await api.request().get(`/v1/users/${userId}/invite/resend?email=${tenant.admin.email}`).set(as(tenant.key));

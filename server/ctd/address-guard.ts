@@ -32,20 +32,64 @@ for (const [prefix, bits] of [
   ["fe80::", 10], // link-local
   ["ff00::", 8], // multicast
   ["64:ff9b::", 96], // NAT64: embeds an IPv4 address
+  ["64:ff9b:1::", 48], // NAT64 for local use (RFC 8215)
   ["2002::", 16], // 6to4: embeds an IPv4 address
 ] as const) {
   nonPublic.addSubnet(prefix, bits, "ipv6");
 }
 
-/** False for private, loopback, link-local and other non-routable addresses (IPv4-mapped IPv6 included). */
+/** The 8 groups (16 bits each) of an IPv6 address, a trailing dotted IPv4 part included. */
+function ipv6Groups(address: string): number[] {
+  let text = address.split("%")[0]!;
+  const dotted = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text);
+  if (dotted) {
+    const [a, b, c, d] = dotted.slice(1).map(Number) as [number, number, number, number];
+    text = `${text.slice(0, dotted.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+  }
+  const groups = (part: string | undefined) => (part ? part.split(":").map((group) => parseInt(group, 16)) : []);
+  const [head, tail] = text.split("::");
+  const before = groups(head);
+  const after = groups(tail);
+  return [...before, ...new Array<number>(8 - before.length - after.length).fill(0), ...after];
+}
+
+const ipv4Of = (high: number, low: number) => [high >> 8, high & 0xff, low >> 8, low & 0xff].join(".");
+
+/**
+ * The IPv4 addresses an IPv6 address embeds, by the forms that carry one: IPv4-compatible
+ * (`::a.b.c.d`), IPv4-mapped (`::ffff:a.b.c.d`), IPv4-translated (`::ffff:0:a.b.c.d`), NAT64
+ * (`64:ff9b::a.b.c.d`), 6to4 (`2002:AABB:CCDD::`) and Teredo (`2001:0:server:...:~client`).
+ */
+export function embeddedIpv4(address: string): string[] {
+  const g = ipv6Groups(address);
+  const zeros = (from: number, to: number) => g.slice(from, to).every((group) => group === 0);
+  if (zeros(0, 6) || (zeros(0, 5) && g[5] === 0xffff) || (zeros(0, 4) && g[4] === 0xffff && g[5] === 0)) return [ipv4Of(g[6]!, g[7]!)];
+  if (g[0] === 0x64 && g[1] === 0xff9b && zeros(2, 6)) return [ipv4Of(g[6]!, g[7]!)];
+  if (g[0] === 0x2002) return [ipv4Of(g[1]!, g[2]!)];
+  if (g[0] === 0x2001 && g[1] === 0) return [ipv4Of(g[2]!, g[3]!), ipv4Of(g[6]! ^ 0xffff, g[7]! ^ 0xffff)];
+  return [];
+}
+
+/**
+ * False for private, loopback, link-local and other non-routable addresses, and for an IPv6
+ * address that embeds one of them (every IPv4-embedding form, however it is spelt).
+ */
 export function isPublicAddress(address: string): boolean {
   const family = net.isIP(address);
   if (family === 0) return false;
-  if (family === 6) {
-    const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-    if (mapped) return isPublicAddress(mapped[1]!);
-  }
+  if (family === 6 && embeddedIpv4(address).some((ipv4) => !isPublicAddress(ipv4))) return false;
   return !nonPublic.check(address, family === 4 ? "ipv4" : "ipv6");
+}
+
+/** The one spelling of a host the guard judges: no brackets, lower case, no trailing dot (`LocalHost.` is `localhost`). */
+export function normalHost(host: string): string {
+  return host.replace(/^\[|\]$/g, "").toLowerCase().replace(/\.$/, "");
+}
+
+/** `localhost` and its subdomains are loopback by definition (RFC 6761), whatever DNS says. */
+export function isLoopbackName(host: string): boolean {
+  const name = normalHost(host);
+  return name === "localhost" || name.endsWith(".localhost");
 }
 
 export class NonPublicAddressError extends Error {
@@ -66,7 +110,13 @@ function guardedLookup(
   options: { all?: boolean; family?: number | string; hints?: number },
   callback: LookupAll | LookupOne,
 ): void {
-  dnsLookup(hostname, { family: options.family as number | undefined, hints: options.hints, all: true }, (error, addresses) => {
+  const name = normalHost(hostname);
+  if (isLoopbackName(name)) {
+    const refused = new NonPublicAddressError(hostname, "127.0.0.1");
+    if (options.all) return (callback as LookupAll)(refused, []);
+    return (callback as LookupOne)(refused, "", 0);
+  }
+  dnsLookup(name, { family: options.family as number | undefined, hints: options.hints, all: true }, (error, addresses) => {
     const refused = error ? undefined : addresses.find((a) => !isPublicAddress(a.address));
     const failure = error ?? (refused ? new NonPublicAddressError(hostname, refused.address) : null);
     if (options.all) return (callback as LookupAll)(failure, failure ? [] : addresses);
@@ -81,7 +131,8 @@ function guardedLookup(
  * connection time, against a name that resolves differently the second time.
  */
 export async function assertPublicHost(host: string): Promise<void> {
-  const bare = host.replace(/^\[|\]$/g, "");
+  const bare = normalHost(host);
+  if (isLoopbackName(bare)) throw new NonPublicAddressError(host, "127.0.0.1");
   const addresses = net.isIP(bare) ? [{ address: bare }] : await dnsPromises.lookup(bare, { all: true });
   const refused = addresses.find((a) => !isPublicAddress(a.address));
   if (refused) throw new NonPublicAddressError(bare, refused.address);
@@ -89,7 +140,7 @@ export async function assertPublicHost(host: string): Promise<void> {
 
 /** Literal IP hosts never reach `lookup`: check them before connecting. */
 function checkLiteral(host: string | null | undefined): void {
-  const bare = (host ?? "").replace(/^\[|\]$/g, "");
+  const bare = normalHost(host ?? "");
   if (net.isIP(bare) && !isPublicAddress(bare)) throw new NonPublicAddressError(bare, bare);
 }
 

@@ -87,11 +87,14 @@ export class PayloadTooLargeError extends ApiError {
   }
 }
 
-/** 429 RateLimitErrorResponse; the caller sets `Retry-After` and the RateLimit headers. */
+/** 429 RateLimitErrorResponse, with `Retry-After`; the API key's limiter sets the RateLimit headers. */
 export class RateLimitedError extends ApiError {
   readonly status = 429;
-  constructor(readonly retryAfterSeconds: number) {
-    super("rate_limited", `Too many requests with this API key; retry in ${retryAfterSeconds} s`);
+  constructor(
+    readonly retryAfterSeconds: number,
+    message = `Too many requests with this API key; retry in ${retryAfterSeconds} s`,
+  ) {
+    super("rate_limited", message);
   }
   override body(): Schemas["RateLimitErrorResponse"] {
     return { ...super.body(), retryAfterSeconds: this.retryAfterSeconds };
@@ -196,7 +199,7 @@ function fromDomainError(error: domain.DomainError): ApiError {
   if (error instanceof domain.Forbidden) return Object.assign(new ForbiddenError(error.message), { code: error.code });
   if (error instanceof domain.PaymentRequired) return new PaymentRequiredError(error.message);
   if (error instanceof domain.Invalid) return new BadRequestError(error.message, error.details, error.code);
-  if (error instanceof domain.TooManyRequests) return new RateLimitedError(error.retryAfterSeconds);
+  if (error instanceof domain.TooManyRequests) return new RateLimitedError(error.retryAfterSeconds, error.message);
   return new InternalError();
 }
 
@@ -252,7 +255,7 @@ export function errorHandler({ logger, contract, check }: ErrorHandlerOptions): 
     const problem = operationId && check?.(operationId, apiError.status, mediaType, body);
     if (problem) log.error("response does not match the spec", { operationId, status: apiError.status, problem });
     if (apiError instanceof MethodNotAllowedError) res.setHeader("Allow", apiError.allow);
-    if (apiError instanceof ServiceUnavailableError) res.setHeader("Retry-After", String(apiError.retryAfterSeconds));
+    if (apiError instanceof ServiceUnavailableError || apiError instanceof RateLimitedError) res.setHeader("Retry-After", String(apiError.retryAfterSeconds));
     res.status(apiError.status).type(mediaType).send(JSON.stringify(body));
   };
 }

@@ -8,6 +8,7 @@ import type { ErrorObject } from "ajv/dist/2020.js";
 import type { Request, RequestHandler } from "express";
 import type { Contract, Operation, ParameterObject, SchemaObject } from "../contract.ts";
 import { Invalid, type InvalidField } from "../domain/errors.ts";
+import { nestsDeeperThan, TOO_DEEP_MESSAGE } from "./json-depth.ts";
 
 export interface ValidatedRequest {
   path: Record<string, unknown>;
@@ -20,7 +21,8 @@ type Location = InvalidField["location"];
 
 /** `a=1&b=x+y` -> {a: "1", b: "x y"}; a repeated name gives an array. Undefined values: malformed. */
 export function parseQuery(raw: string): { values: Record<string, string | string[]>; malformed: string[] } {
-  const values: Record<string, string | string[]> = {};
+  // no prototype: `__proto__` and `constructor` are names like any other (unknown ones are refused)
+  const values: Record<string, string | string[]> = Object.create(null);
   const malformed: string[] = [];
   for (const pair of raw.split("&")) {
     if (pair === "") continue;
@@ -89,29 +91,50 @@ function coerce(text: string, type: string | undefined): unknown {
 const forbiddenCharacter = /[\p{Cc}\p{Cs}]/u;
 export const TEXT_RULE_MESSAGE = "must not contain control characters (U+0000-U+001F, U+007F-U+009F) or unpaired surrogates";
 
-/** One detail per string (value or object key) that breaks the character rule, named like the schema errors. */
-function textDetails(value: unknown, location: Location, field: string, details: InvalidField[]): void {
-  const named = (f: string) => f || "(root)";
-  if (typeof value === "string") {
-    if (forbiddenCharacter.test(value)) details.push({ location, field: named(field), message: TEXT_RULE_MESSAGE });
-  } else if (Array.isArray(value)) {
-    value.forEach((item, index) => textDetails(item, location, `${field}[${index}]`, details));
-  } else if (value !== null && typeof value === "object") {
-    for (const [key, item] of Object.entries(value)) {
-      const at = field ? `${field}.${key}` : key;
-      if (forbiddenCharacter.test(key)) details.push({ location, field: named(at), message: TEXT_RULE_MESSAGE });
-      else textDetails(item, location, at, details);
+/** True when a text breaks the character rule. */
+export function breaksTextRule(text: string): boolean {
+  return forbiddenCharacter.test(text);
+}
+
+export type JsonPath = (string | number)[];
+
+/**
+ * The paths of the strings (values or object keys) of a JSON value that break the character
+ * rule; a refused key is reported instead of what it holds. Iterative: depth costs no stack.
+ */
+export function textRuleBreaks(value: unknown): JsonPath[] {
+  const found: JsonPath[] = [];
+  const pending: [unknown, JsonPath][] = [[value, []]];
+  while (pending.length) {
+    const [item, path] = pending.pop()!;
+    if (typeof item === "string") {
+      if (breaksTextRule(item)) found.push(path);
+    } else if (Array.isArray(item)) {
+      for (let index = item.length - 1; index >= 0; index -= 1) pending.push([item[index], [...path, index]]);
+    } else if (item !== null && typeof item === "object") {
+      for (const [key, child] of Object.entries(item).reverse()) {
+        if (breaksTextRule(key)) found.push([...path, key]);
+        else pending.push([child, [...path, key]]);
+      }
     }
   }
+  return found;
+}
+
+/** `["filters", "conditions", 0, "value"]` -> `filters.conditions[0].value` (empty for the value itself). */
+function joinField(path: JsonPath): string {
+  return path.reduce<string>((name, part) => (typeof part === "number" ? `${name}[${part}]` : name ? `${name}.${part}` : part), "");
+}
+
+/** One detail per string (value or object key) that breaks the character rule, named like the schema errors. */
+function textDetails(value: unknown, location: Location, details: InvalidField[]): void {
+  for (const path of textRuleBreaks(value)) details.push({ location, field: joinField(path) || "(root)", message: TEXT_RULE_MESSAGE });
 }
 
 /** `/filters/conditions/0/operator` -> `filters.conditions[0].operator`. */
 function fieldOf(instancePath: string): string {
-  return instancePath
-    .split("/")
-    .slice(1)
-    .map((part) => part.replaceAll("~1", "/").replaceAll("~0", "~"))
-    .reduce((field, part) => (/^\d+$/.test(part) ? `${field}[${part}]` : field ? `${field}.${part}` : part), "");
+  const parts = instancePath.split("/").slice(1).map((part) => part.replaceAll("~1", "/").replaceAll("~0", "~"));
+  return joinField(parts.map((part) => (/^\d+$/.test(part) ? Number(part) : part)));
 }
 
 function detailsOf(errors: ErrorObject[], location: Location, prefix = ""): InvalidField[] {
@@ -189,6 +212,11 @@ export function requestValidator(contract: Contract, operation: Operation): Requ
         } catch {
           details.push({ location: where, field: parameter.name, message: "must be JSON" });
           delete values[parameter.name];
+          continue;
+        }
+        if (nestsDeeperThan(values[parameter.name])) {
+          details.push({ location: where, field: parameter.name, message: TOO_DEEP_MESSAGE });
+          delete values[parameter.name];
         }
       }
     }
@@ -197,7 +225,7 @@ export function requestValidator(contract: Contract, operation: Operation): Requ
 
   /** The character rule first (its detail wins for a field), then the schema. */
   function check(where: Location, validate: ReturnType<Contract["compile"]>, value: unknown, details: InvalidField[]) {
-    textDetails(value, where, "", details);
+    textDetails(value, where, details);
     if (!validate(value)) details.push(...detailsOf(validate.errors ?? [], where));
   }
 
@@ -212,6 +240,10 @@ export function requestValidator(contract: Contract, operation: Operation): Requ
     // verify of express.json counts the bytes it read; an empty JSON body is not a body
     if (!((req.res?.locals.bodyBytes as number | undefined) ?? 0)) {
       if (declared.required) details.push({ location: "body", field: "(root)", message: "is required" });
+      return undefined;
+    }
+    if (nestsDeeperThan(req.body)) {
+      details.push({ location: "body", field: "(root)", message: TOO_DEEP_MESSAGE });
       return undefined;
     }
     if (validateBody) check("body", validateBody, req.body, details);

@@ -2,12 +2,13 @@
 // delivery row per enabled endpoint of the account subscribed to the event's type and one
 // `webhook` job per delivery: the event exists if and only if the caller's write commits.
 // The hooks below turn what tracking wrote into events; server/main.ts composes them.
-import type { Lead as PrismaLead, Prisma } from "../../generated/prisma/client.ts";
+import { type Lead as PrismaLead, Prisma } from "../../generated/prisma/client.ts";
 import type { Db } from "../db/database.ts";
 import { newId } from "../ids.ts";
 import type { EnrichmentOutcome } from "../tracking/enrichment.ts";
 import type { IngestResult, Tx } from "../tracking/ingest.ts";
 import type { JobQueue } from "../jobs/queue.ts";
+import { notExcluded } from "../services/leads.ts";
 
 export const EVENT_TYPES = ["lead.created", "lead.visited", "segment.lead_entered", "contact.enriched"] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
@@ -87,6 +88,25 @@ function leadData(lead: Lead): Record<string, unknown> {
   };
 }
 
+/**
+ * The stored leads among these, and the keys of those an exclusion rule of their dataset hides:
+ * a hidden lead publishes no event, as it shows in no listing (rules read in the publishing
+ * transaction).
+ */
+async function leadsOf(tx: Client, refs: { datasetId: string; leadId: string }[]): Promise<{ leads: Map<string, PrismaLead>; hidden: Set<string> }> {
+  if (!refs.length) return { leads: new Map(), hidden: new Set() };
+  const keys = Prisma.join(refs.map((r) => Prisma.sql`(${r.datasetId}, ${r.leadId})`));
+  const rows = await tx.$queryRaw<{ datasetId: string; id: string; visible: boolean }[]>(
+    Prisma.sql`SELECT l."datasetId", l."id", (${notExcluded}) AS "visible" FROM "Lead" l WHERE (l."datasetId", l."id") IN (${keys})`,
+  );
+  const hidden = new Set(rows.filter((r) => !r.visible).map((r) => leadKey(r.datasetId, r.id)));
+  const visible = rows.filter((r) => r.visible);
+  const leads = visible.length ? await tx.lead.findMany({ where: { OR: visible.map((v) => ({ datasetId: v.datasetId, id: v.id })) } }) : [];
+  return { leads: new Map(leads.map((l) => [leadKey(l.datasetId, l.id), l])), hidden };
+}
+
+const leadKey = (datasetId: string, leadId: string) => `${datasetId}/${leadId}`;
+
 export interface WebhookEventsOptions {
   now?: () => Date;
   /** Told after events were published outside a caller's transaction (the queue's wake). */
@@ -134,11 +154,10 @@ export function webhookEvents(db: Db, jobs: Enqueue, { now = () => new Date(), w
     const endpoints = await endpointsOf(tx, refs.map((r) => r.accountId));
     const wanted = refs.filter((r) => endpoints.get(r.accountId)?.some((e) => e.eventTypes.includes(r.type)));
     if (!wanted.length) return;
-    const leads = await tx.lead.findMany({ where: { OR: wanted.map((r) => ({ datasetId: r.datasetId, id: r.leadId })) } });
-    const byKey = new Map(leads.map((l) => [`${l.datasetId}/${l.id}`, l]));
+    const { leads } = await leadsOf(tx, wanted);
     const at = now();
     for (const ref of wanted) {
-      const lead = byKey.get(`${ref.datasetId}/${ref.leadId}`);
+      const lead = leads.get(leadKey(ref.datasetId, ref.leadId));
       if (!lead) continue;
       await fanOut(tx, endpoints.get(ref.accountId)!, { accountId: ref.accountId, type: ref.type, data: leadData(lead) }, at);
     }
@@ -154,7 +173,10 @@ export function webhookEvents(db: Db, jobs: Enqueue, { now = () => new Date(), w
     if (!enriched.length) return;
     await db.$transaction(async (tx) => {
       const endpoints = await endpointsOf(tx, enriched.map((o) => o.accountId));
-      const wanted = enriched.filter((o) => endpoints.get(o.accountId)?.some((e) => e.eventTypes.includes("contact.enriched")));
+      const subscribed = enriched.filter((o) => endpoints.get(o.accountId)?.some((e) => e.eventTypes.includes("contact.enriched")));
+      const ofLeads = subscribed.flatMap((o) => (o.leadId ? [{ datasetId: o.datasetId, leadId: o.leadId }] : []));
+      const { hidden } = await leadsOf(tx, ofLeads);
+      const wanted = subscribed.filter((o) => !o.leadId || !hidden.has(leadKey(o.datasetId, o.leadId)));
       if (!wanted.length) return;
       const visitors = await tx.visitor.findMany({
         where: { OR: wanted.map((o) => ({ datasetId: o.datasetId, id: o.visitorId })) },
@@ -190,11 +212,12 @@ export function webhookEvents(db: Db, jobs: Enqueue, { now = () => new Date(), w
     const endpoints = await endpointsOf(tx, entries.map((e) => e.accountId));
     const wanted = entries.filter((e) => endpoints.get(e.accountId)?.some((x) => x.eventTypes.includes("segment.lead_entered")));
     if (!wanted.length) return;
-    const leads = await tx.lead.findMany({ where: { OR: wanted.map((e) => ({ datasetId: e.datasetId, id: e.leadId })) } });
-    const byKey = new Map(leads.map((l) => [`${l.datasetId}/${l.id}`, l]));
+    const { leads, hidden } = await leadsOf(tx, wanted);
     const at = now();
     for (const entry of wanted) {
-      const lead = byKey.get(`${entry.datasetId}/${entry.leadId}`);
+      const key = leadKey(entry.datasetId, entry.leadId);
+      if (hidden.has(key)) continue;
+      const lead = leads.get(key);
       const data = { ...(lead ? leadData(lead) : { accountId: entry.accountId, datasetId: entry.datasetId, leadId: entry.leadId }), segmentId: entry.segmentId };
       await fanOut(tx, endpoints.get(entry.accountId)!, { accountId: entry.accountId, type: "segment.lead_entered", data }, entry.enteredAt ?? at);
     }

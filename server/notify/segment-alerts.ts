@@ -175,11 +175,12 @@ export function registerSegmentAlertJobs(db: Db, jobs: JobQueue, mailer: Mailer,
     });
   }
 
+  // a lead hidden by an exclusion rule since it entered is left out of the mail, as of every listing
   const leadLines = (segmentId: number, where: Prisma.Sql, limit: number) =>
     db.$queryRaw<LeadLine[]>(Prisma.sql`
       SELECT l."id" AS "leadId", l."organizationName", l."organizationDomain", l."industry", l."employeeCount", l."country", l."city", l."lastVisitAt", e."enteredAt"
       FROM "SegmentEntry" e JOIN "Lead" l ON l."datasetId" = e."datasetId" AND l."id" = e."leadId"
-      WHERE e."segmentId" = ${segmentId} AND ${where}
+      WHERE e."segmentId" = ${segmentId} AND ${where} AND ${notExcluded}
       ORDER BY e."enteredAt", l."id"
       LIMIT ${limit}`);
 

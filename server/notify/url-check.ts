@@ -3,7 +3,7 @@
 // of the tracking-domain code; checked again at every connection).
 import { promises as dns } from "node:dns";
 import net from "node:net";
-import { isPublicAddress } from "../ctd/address-guard.ts";
+import { isLoopbackName, isPublicAddress, normalHost } from "../ctd/address-guard.ts";
 import { Invalid } from "../domain/errors.ts";
 
 export interface UrlRules {
@@ -26,9 +26,10 @@ async function problemOf(raw: string, rules: UrlRules): Promise<string | undefin
   if (url.username || url.password) return "must not carry user information";
   if (url.hash) return "must not have a fragment";
   if (rules.allowPrivateAddresses) return undefined;
-  const host = url.hostname.replace(/^\[|\]$/g, "");
+  // the guard's own spelling and rules, as at every connection of a delivery
+  const host = normalHost(url.hostname);
   if (net.isIP(host)) return isPublicAddress(host) ? undefined : "is a non-public address (loopback, private, link-local, ...)";
-  if (host === "localhost" || host.endsWith(".localhost")) return "is a non-public address (loopback, private, link-local, ...)";
+  if (isLoopbackName(host)) return "is a non-public address (loopback, private, link-local, ...)";
   const addresses = await Promise.race([
     dns.lookup(host, { all: true }).catch(() => []),
     new Promise<{ address: string }[]>((resolve) => setTimeout(() => resolve([]), LOOKUP_TIMEOUT_MS).unref()),

@@ -8,7 +8,9 @@ import express, { type Request, type RequestHandler, type Response, Router } fro
 import { isbot } from "isbot";
 import { RateLimiterMemory, RateLimiterRes } from "rate-limiter-flexible";
 import type { Db } from "../db/database.ts";
-import { Invalid } from "../domain/errors.ts";
+import { Invalid, type InvalidField } from "../domain/errors.ts";
+import { nestsDeeperThan, TOO_DEEP_MESSAGE } from "../http/json-depth.ts";
+import { breaksTextRule, type JsonPath, TEXT_RULE_MESSAGE, textRuleBreaks } from "../http/validation.ts";
 import type { TrackingConfig } from "./config.ts";
 import type { TrackedDataset, TrackedDatasets } from "./datasets.ts";
 import { demoPage } from "./demo-page.ts";
@@ -61,6 +63,21 @@ function rateLimited(res: Response, error: RateLimiterRes, what: string): void {
   res.status(429).json({ error: "rate_limited", message: `Too many ${what}; retry in ${seconds} s`, retryAfterSeconds: seconds });
 }
 
+const batchRefused = (details: InvalidField[]) => new Invalid("The batch was refused whole: nothing was written", details, "invalid_batch");
+
+/**
+ * The contract's character rule and nesting bound (server/http/validation.ts) before the batch's
+ * schema: PostgreSQL cannot store U+0000, and a deep body must not reach a recursive walk.
+ */
+function checkText(value: unknown, location: InvalidField["location"], fieldOf: (path: JsonPath) => string): void {
+  if (nestsDeeperThan(value)) throw batchRefused([{ location, field: "(root)", message: TOO_DEEP_MESSAGE }]);
+  const details = textRuleBreaks(value).map((path) => ({ location, field: fieldOf(path), message: TEXT_RULE_MESSAGE }));
+  if (details.length) throw batchRefused(details);
+}
+
+/** `events.0.url`, the way the batch's schema names fields. */
+const dotted = (path: JsonPath) => (path.length ? path.join(".") : "(root)");
+
 /** The batch as JSON, whatever content type the script could use (sendBeacon sends text/plain). */
 function parseBatch(body: unknown): TrackedEvent[] {
   let value: unknown = body;
@@ -71,23 +88,45 @@ function parseBatch(body: unknown): TrackedEvent[] {
       throw new Invalid("The request body is not valid JSON", [{ location: "body", field: "(root)", message: "malformed JSON" }], "malformed_json");
     }
   }
+  checkText(value, "body", dotted);
   const parsed = batchSchema.safeParse(value);
   if (!parsed.success) {
-    const details = parsed.error.issues.map((issue) => ({
-      location: "body" as const,
-      field: issue.path.length ? issue.path.map(String).join(".") : "(root)",
-      message: issue.message,
-    }));
-    throw new Invalid("The batch was refused whole: nothing was written", details, "invalid_batch");
+    const details = parsed.error.issues.map((issue) => ({ location: "body" as const, field: dotted(issue.path.map(String)), message: issue.message }));
+    throw batchRefused(details);
   }
   return parsed.data.events;
 }
+
+/** The media types of a batch (spec/collector.yaml): sendBeacon's text/plain, or application/json. */
+const BATCH_TYPES = ["text/plain", "application/json"];
+
+const unsupportedMediaType: RequestHandler = (req, res, next) => {
+  if (req.is(BATCH_TYPES)) return next();
+  res.status(415).json({ error: "unsupported_media_type", message: `The batch must be sent as ${BATCH_TYPES.join(" or ")}; nothing was written` });
+};
+
+/** 405 with `Allow` for the methods a public path does not have (they need no key: not a 401). */
+const methodNotAllowed =
+  (allow: string): RequestHandler =>
+  (_req, res) => {
+    res.setHeader("Allow", allow);
+    res.status(405).json({ error: "method_not_allowed", message: `This path accepts only ${allow}` });
+  };
 
 export function collectorRoutes(deps: CollectorDeps): Router {
   const { db, datasets, config, now = () => new Date() } = deps;
   const perIp = new RateLimiterMemory({ points: config.ipRequestsPerMinute, duration: 60 });
   const perDataset = new RateLimiterMemory({ points: config.datasetEventsPerMinute, duration: 60 });
   const router = Router();
+
+  /** The request's dataset; a `dataset` that breaks the character rule is a 400, never a query. */
+  const datasetOf = (req: Request) => {
+    const named = req.query.dataset;
+    if (typeof named === "string" && breaksTextRule(named)) {
+      throw new Invalid("Invalid request: query dataset " + TEXT_RULE_MESSAGE, [{ location: "query", field: "dataset", message: TEXT_RULE_MESSAGE }]);
+    }
+    return datasets.resolve(req.hostname, named);
+  };
 
   /** The client's address: the socket's, or what a trusted proxy says (express `trust proxy`), without a port. */
   const clientIp = (req: Request) => {
@@ -152,7 +191,7 @@ export function collectorRoutes(deps: CollectorDeps): Router {
       if (error instanceof RateLimiterRes) return rateLimited(res, error, "requests from this address");
       throw error;
     }
-    const dataset = await datasets.resolve(req.hostname, req.query.dataset);
+    const dataset = await datasetOf(req);
     const batch = events();
     try {
       await perDataset.consume(dataset.datasetId, batch.length);
@@ -173,7 +212,7 @@ export function collectorRoutes(deps: CollectorDeps): Router {
     res.status(204).end();
   });
 
-  router.post("/collect", cors, express.text({ type: () => true, limit: LIMITS.bodyBytes }), async (req, res) => {
+  router.post("/collect", cors, unsupportedMediaType, express.text({ type: () => true, limit: LIMITS.bodyBytes }), async (req, res) => {
     await collect(
       req,
       res,
@@ -188,7 +227,10 @@ export function collectorRoutes(deps: CollectorDeps): Router {
     await collect(
       req,
       res,
-      () => parseBatch({ events: [{ type: "pageview", visitorId: q.v, url: q.u, ...(q.r && { referrer: q.r }), ...(q.t && { title: q.t }) }] }),
+      () => {
+        checkText({ v: q.v, u: q.u, r: q.r, t: q.t }, "query", (path) => String(path[0]));
+        return parseBatch({ events: [{ type: "pageview", visitorId: q.v, url: q.u, ...(q.r && { referrer: q.r }), ...(q.t && { title: q.t }) }] });
+      },
       () => {
         res.setHeader("Cache-Control", "no-store");
         res.status(200).type("image/gif").send(PIXEL);
@@ -197,14 +239,17 @@ export function collectorRoutes(deps: CollectorDeps): Router {
   });
 
   router.get("/t.js", cors, async (req, res) => {
-    const dataset = await datasets.resolve(req.hostname, req.query.dataset);
+    const dataset = await datasetOf(req);
     res.setHeader("Cache-Control", `public, max-age=${config.settingsTtlSeconds}`);
     res.type("application/javascript").send(scriptFor(dataset));
   });
 
+  router.all("/collect", methodNotAllowed("GET, HEAD, POST, OPTIONS"));
+  router.all("/t.js", methodNotAllowed("GET, HEAD"));
+
   // POST: the demo form's submission lands on page 2 (the script has sent the form's fields).
   router.all("/demo", async (req, res) => {
-    const dataset = await datasets.resolve(req.hostname, req.query.dataset);
+    const dataset = await datasetOf(req);
     res.type("html").send(demoPage(dataset.datasetId, req.query.page === "2" ? 2 : 1, isbot(req.get("user-agent") ?? "")));
   });
 
