@@ -31,6 +31,7 @@ import { trackingService } from "./tracking.ts";
 import { notifyAdminsOfDisabledEndpoint, registerWebhookJobs } from "../notify/webhook-job.ts";
 import { webhookEvents } from "../notify/events.ts";
 import { webhookService } from "./webhooks.ts";
+import { privacyService } from "./privacy.ts";
 
 export interface ServiceOptions {
   /** Custom tracking domains; their defaults when not given. */
@@ -109,6 +110,8 @@ export function createServices(
     creditReports: creditReportService(db, access),
     // IP and domain look-ups, a lead's visits (server/tracking holds the collector and writer)
     tracking: trackingService(db, { access, contacts, resolver: sharedResolver }),
+    // consent and retention settings, export and erasure of a data subject
+    privacy: privacyService(db, { access, now }),
   };
 }
 

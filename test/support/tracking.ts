@@ -5,7 +5,7 @@ import { expect } from "vitest";
 import { loadTrackingConfig, type TrackingConfig } from "../../server/tracking/config.ts";
 import { createIngestWriter, type IngestWriter } from "../../server/tracking/writer.ts";
 import { as, type Suite } from "./suite.ts";
-import { startTestApi } from "./api.ts";
+import { startTestApi, type TestApiOptions } from "./api.ts";
 import { createTenant } from "./tenants.ts";
 
 /** Real public addresses, and what the data set says of them (checked by tracking-resolution.test.ts). */
@@ -47,8 +47,8 @@ export const testTrackingConfig = (overrides: Partial<TrackingConfig> = {}): Tra
   ...overrides,
 });
 
-export async function startTracking(config: Partial<TrackingConfig> = {}): Promise<TrackingSuite> {
-  const api = await startTestApi({ trustProxy: "loopback", tracking: { config: testTrackingConfig(config) } });
+export async function startTracking(config: Partial<TrackingConfig> = {}, apiOptions: TestApiOptions = {}): Promise<TrackingSuite> {
+  const api = await startTestApi({ ...apiOptions, trustProxy: "loopback", tracking: { config: testTrackingConfig(config) } });
   const suite: Suite = { api, tenant: await createTenant(api.services, "Acme"), other: await createTenant(api.services, "Globex") };
   const writer = createIngestWriter(api.db.prisma, { contacts: api.services.contacts, credits: api.services.credits, now: () => new Date() }, api.logger);
   const { tenant } = suite;
