@@ -10,17 +10,20 @@ import { loadWebhookConfig } from "../server/notify/config.ts";
 import { webhookEvents } from "../server/notify/events.ts";
 import { createIngestWriter, type IngestWriter } from "../server/tracking/writer.ts";
 import { as } from "./support/suite.ts";
-import { ADDRESSES, startTracking, type TrackingSuite } from "./support/tracking.ts";
+import { ADDRESSES, BROWSER_UA, startTracking, type TrackingSuite } from "./support/tracking.ts";
 
 let t: TrackingSuite;
 /** A writer composed as server/main.ts composes it: enrichment outcomes become contact.enriched deliveries. */
 let writer: IngestWriter;
 
+/** The collector's clock: real time plus days the tests move it on. */
+let collectorDays = 0;
+const collectorNow = () => new Date(Date.now() + collectorDays * 86_400_000);
 const newVisitor = () => `vid${randomBytes(8).toString("hex")}`;
 const newAddress = () => `Person.${randomBytes(4).toString("hex")}@Subject.example`;
 
 beforeAll(async () => {
-  t = await startTracking({}, { webhooks: loadWebhookConfig({ WEBHOOK_ALLOW_PRIVATE_ADDRESSES: "1" }) });
+  t = await startTracking({}, { webhooks: loadWebhookConfig({ WEBHOOK_ALLOW_PRIVATE_ADDRESSES: "1" }), tracking: { now: collectorNow } });
   const hooks = webhookEvents(t.api.db.prisma, t.api.services.jobs);
   writer = createIngestWriter(t.api.db.prisma, { contacts: t.api.services.contacts, credits: t.api.services.credits, now: () => new Date() }, t.api.logger, {
     onIngested: hooks.onIngested,
@@ -253,5 +256,56 @@ describe("updatePrivacySettings", () => {
     expect(res.status).toBe(404);
     const own = await t.api.request().get(`/v1/datasets/${ds}/privacy`).query({ email: t.other.admin.email }).set(as(t.other.key));
     expect(own.body.consentMode).toBe("none");
+  });
+});
+
+describe("collector consent", () => {
+  const privacy = (datasetId: string, body: object) =>
+    t.api.request().patch(`/v1/datasets/${datasetId}/privacy`).query(admin()).set(as(t.tenant.key)).send(body).expect(200);
+  const newDataset = (name: string) => t.api.services.datasets.create(t.tenant.accountId, t.tenant.admin.email, { name });
+
+  it("when a cookieless dataset's visitor returns the same day, then it is one derived visitor; the next day another, and the past day's salt is deleted", async () => {
+    const ds = await newDataset("Cookieless");
+    await privacy(ds, { consentMode: "cookieless" });
+    const sent = newVisitor();
+    await t.collect(ds, ADDRESSES.business, [t.pageView(sent)]);
+    await t.collect(ds, ADDRESSES.business, [{ ...t.pageView(sent), visitorId: undefined }]);
+    collectorDays += 1;
+    try {
+      await t.collect(ds, ADDRESSES.business, [t.pageView(sent)]);
+    } finally {
+      collectorDays -= 1;
+    }
+    await writer.drain();
+    const [lead] = await t.leads(ds);
+    const visits = await t.api.request().get(`/v1/leads/${lead!.leadId}/visits`).query({ ...admin(), datasetId: ds }).set(as(t.tenant.key));
+    const ids = visits.body.data.map((v: { visitorId: string }) => v.visitorId).reverse();
+    expect(ids).toHaveLength(3);
+    expect(ids[0]).toMatch(/^cl/);
+    expect(ids[1]).toBe(ids[0]);
+    expect(ids[2]).not.toBe(ids[0]);
+    expect(ids).not.toContain(sent);
+    const salts = await t.api.db.prisma.visitorSalt.findMany();
+    // the next day's salt was made and today's deleted with it
+    expect(salts.map((s) => s.day.toISOString().slice(0, 10))).toEqual([new Date(Date.now() + 86_400_000).toISOString().slice(0, 10)]);
+  });
+
+  it("when the browser sends Sec-GPC or DNT, then nothing is queued unless the dataset opted out of honouring them", async () => {
+    const ds = await newDataset("Signals");
+    const send = (header: string) =>
+      t.api.request().post(`/collect?dataset=${ds}`).set("x-forwarded-for", ADDRESSES.business).set("user-agent", BROWSER_UA).set(header, "1").set("content-type", "text/plain")
+        .send(JSON.stringify({ events: [t.pageView(newVisitor())] }));
+    expect((await send("sec-gpc")).body).toEqual({ received: 1, queued: 0 });
+    expect((await send("dnt")).body).toEqual({ received: 1, queued: 0 });
+    await privacy(ds, { respectDoNotTrack: false });
+    expect((await send("sec-gpc")).body).toEqual({ received: 1, queued: 1 });
+  });
+
+  it("when a dataset that uses the cookie gets an event without a visitor id, then the batch is refused whole", async () => {
+    const ds = await newDataset("Cookie");
+    const res = await t.collect(ds, ADDRESSES.business, [t.pageView(newVisitor()), { ...t.pageView(newVisitor()), visitorId: undefined }]);
+    expect(res.status).toBe(400);
+    expect(res.body.error).toBe("invalid_batch");
+    expect(await t.api.db.prisma.ingestEvent.count({ where: { datasetId: ds } })).toBe(0);
   });
 });

@@ -447,7 +447,7 @@ describe("getTrackingScript", () => {
     expect(res.headers["cache-control"]).toMatch(/^public, max-age=\d+$/);
     expect(res.headers["access-control-allow-origin"]).toBe("*");
     expect(res.headers["cross-origin-resource-policy"]).toBe("cross-origin");
-    expect(res.text).toContain(JSON.stringify({ dataset: ds, formTracking: true, partialFormTracking: true, formInputAttribute: "name" }));
+    expect(res.text).toContain(JSON.stringify({ dataset: ds, formTracking: true, partialFormTracking: true, formInputAttribute: "name", consentMode: "none", respectDoNotTrack: true }));
     expect(gzipSync(res.text).length).toBeLessThanOrEqual(4096);
     // a settings change reaches the script (here at once: the tests' cache time is 0)
     await t.settings(ds, { formTracking: false });

@@ -10,6 +10,7 @@ import { RateLimiterMemory, RateLimiterRes } from "rate-limiter-flexible";
 import type { Db } from "../db/database.ts";
 import { Invalid } from "../domain/errors.ts";
 import type { TrackingConfig } from "./config.ts";
+import { cookielessVisitorIds } from "./cookieless.ts";
 import type { TrackedDataset, TrackedDatasets } from "./datasets.ts";
 import { demoPage } from "./demo-page.ts";
 import { batchSchema, keptFields, leadIdOf, LIMITS, type TrackedEvent } from "./events.ts";
@@ -39,6 +40,8 @@ export function scriptFor(dataset: TrackedDataset): string {
     formTracking: dataset.formTracking,
     partialFormTracking: dataset.partialFormTracking,
     formInputAttribute: dataset.formInputAttribute,
+    consentMode: dataset.consentMode,
+    respectDoNotTrack: dataset.respectDoNotTrack,
   };
   return scriptSource.replace("__SETTINGS__", JSON.stringify(settings));
 }
@@ -83,6 +86,7 @@ export function collectorRoutes(deps: CollectorDeps): Router {
   const { db, datasets, config, now = () => new Date() } = deps;
   const perIp = new RateLimiterMemory({ points: config.ipRequestsPerMinute, duration: 60 });
   const perDataset = new RateLimiterMemory({ points: config.datasetEventsPerMinute, duration: 60 });
+  const cookieless = cookielessVisitorIds(db);
   const router = Router();
 
   /** The client's address: the socket's, or what a trusted proxy says (express `trust proxy`). */
@@ -92,10 +96,21 @@ export function collectorRoutes(deps: CollectorDeps): Router {
     return loopback && config.loopbackIp ? config.loopbackIp : ip;
   };
 
-  /** Resolves, filters and masks the events; the rows to queue (none for bots and non-business networks). */
-  function accept(req: Request, dataset: TrackedDataset, events: TrackedEvent[]): QueueRow[] {
+  /** Global Privacy Control (Sec-GPC) or Do Not Track sent by the browser, when the dataset honours them. */
+  const optedOut = (req: Request, dataset: TrackedDataset) => dataset.respectDoNotTrack && (req.get("sec-gpc") === "1" || req.get("dnt") === "1");
+
+  /** The visitor id of a cookieless dataset's events (whatever the script sent), else undefined. */
+  const derivedVisitorId = (req: Request, dataset: TrackedDataset) =>
+    dataset.consentMode === "cookieless" ? cookieless.visitorId(now(), dataset.datasetId, clientIp(req), req.get("user-agent") ?? "") : undefined;
+
+  /** Resolves, filters and masks the events; the rows to queue (none for bots, opted-out browsers and non-business networks). */
+  function accept(req: Request, dataset: TrackedDataset, events: TrackedEvent[], derivedId: string | undefined): QueueRow[] {
     if (isbot(req.get("user-agent") ?? "")) {
       trackingMetrics.events.inc({ outcome: "bot" }, events.length);
+      return [];
+    }
+    if (optedOut(req, dataset)) {
+      trackingMetrics.events.inc({ outcome: "do_not_track" }, events.length);
       return [];
     }
     const ip = clientIp(req);
@@ -114,7 +129,9 @@ export function collectorRoutes(deps: CollectorDeps): Router {
         trackingMetrics.events.inc({ outcome: "form_tracking_off" });
         continue;
       }
-      const kept = event.type === "form" ? { ...event, fields: keptFields(event.fields) } : event;
+      const visitorId = derivedId ?? event.visitorId;
+      if (!visitorId) throw new Invalid("The batch was refused whole: nothing was written", [{ location: "body", field: "events.visitorId", message: "is required" }], "invalid_batch");
+      const kept = event.type === "form" ? { ...event, visitorId, fields: keptFields(event.fields) } : { ...event, visitorId };
       rows.push({
         accountId: dataset.accountId,
         datasetId: dataset.datasetId,
@@ -156,7 +173,7 @@ export function collectorRoutes(deps: CollectorDeps): Router {
       if (error instanceof RateLimiterRes) return rateLimited(res, error, "events for this dataset");
       throw error;
     }
-    const rows = accept(req, dataset, batch);
+    const rows = accept(req, dataset, batch, await derivedVisitorId(req, dataset));
     await enqueue(db, rows);
     if (rows.length) deps.onQueued?.();
     answer(rows.length, batch.length);

@@ -48,7 +48,7 @@ export const testTrackingConfig = (overrides: Partial<TrackingConfig> = {}): Tra
 });
 
 export async function startTracking(config: Partial<TrackingConfig> = {}, apiOptions: TestApiOptions = {}): Promise<TrackingSuite> {
-  const api = await startTestApi({ ...apiOptions, trustProxy: "loopback", tracking: { config: testTrackingConfig(config) } });
+  const api = await startTestApi({ ...apiOptions, trustProxy: "loopback", tracking: { ...apiOptions.tracking, config: testTrackingConfig(config) } });
   const suite: Suite = { api, tenant: await createTenant(api.services, "Acme"), other: await createTenant(api.services, "Globex") };
   const writer = createIngestWriter(api.db.prisma, { contacts: api.services.contacts, credits: api.services.credits, now: () => new Date() }, api.logger);
   const { tenant } = suite;
