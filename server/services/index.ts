@@ -5,8 +5,9 @@ import { loadWebhookConfig, type WebhookConfig } from "../notify/config.ts";
 import type { Db, Sql } from "../db/database.ts";
 import os from "node:os";
 import path from "node:path";
-import type { MailConfig, NotifyConfig } from "../config.ts";
+import { DEFAULT_RETENTION, type MailConfig, type NotifyConfig, type RetentionConfig } from "../config.ts";
 import { createJobQueue } from "../jobs/queue.ts";
+import { registerRetentionJobs } from "../jobs/retention.ts";
 import { createMailer, type Mailer, registerMailJobs } from "../notify/mail.ts";
 import { registerSegmentAlertJobs, segmentAlertService } from "../notify/segment-alerts.ts";
 import { createLogger, type Logger } from "../logging.ts";
@@ -51,13 +52,15 @@ export interface ServiceOptions {
   mail?: MailConfig;
   /** Invitations and digests; `publicUrl` may be a getter (known once the server listens). */
   notify?: Partial<Omit<NotifyConfig, "publicUrl">> & { publicUrl?: string | (() => string) };
+  /** The retention job's own settings; the defaults when not given. */
+  retention?: RetentionConfig;
 }
 
 const defaultMail = (): MailConfig => ({ from: "Lead Intelligence <no-reply@leadintel.io>", outboxDir: path.join(os.tmpdir(), "lead-intel-mail") });
 
 export function createServices(
   db: Db,
-  { trackingDomains = loadTrackingDomainConfig({}), logger = createLogger(), now = () => new Date(), keyCacheMs, sql, jobPollMs, mail, notify = {}, webhooks = loadWebhookConfig({}) }: ServiceOptions = {},
+  { trackingDomains = loadTrackingDomainConfig({}), logger = createLogger(), now = () => new Date(), keyCacheMs, sql, jobPollMs, mail, notify = {}, webhooks = loadWebhookConfig({}), retention = DEFAULT_RETENTION }: ServiceOptions = {},
 ) {
   const hotSql: Sql = sql ?? ((statement) => db.$queryRawUnsafe(statement.text, ...statement.values));
   const access = accessService(db);
@@ -112,6 +115,8 @@ export function createServices(
     tracking: trackingService(db, { access, contacts, resolver: sharedResolver }),
     // consent and retention settings, export and erasure of a data subject
     privacy: privacyService(db, { access, now }),
+    // the daily `retention` job (server/main.ts schedules it)
+    retention: registerRetentionJobs(db, jobs, retention, logger, now),
   };
 }
 

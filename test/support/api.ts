@@ -23,6 +23,7 @@ export interface TestApiOptions extends TestAppOptions {
   /** E-mail settings (a loopback SMTP server: test/support/smtp.ts). */
   mail?: ServiceOptions["mail"];
   notify?: ServiceOptions["notify"];
+  retention?: ServiceOptions["retention"];
 }
 
 export interface TestApi {
@@ -68,14 +69,14 @@ function hermeticTrackingDomains(): TrackingDomainConfig {
  * The rate limit of the in-process test app is on (every response carries the RateLimit headers)
  * but high enough never to throttle a test file; test/rate-limit.test.ts passes its own limiter.
  */
-export async function startTestApi({ trackingDomains, now, mail, notify, webhooks, ...options }: TestApiOptions = {}): Promise<TestApi> {
+export async function startTestApi({ trackingDomains, now, mail, notify, webhooks, retention, ...options }: TestApiOptions = {}): Promise<TestApi> {
   const db = await createTestDatabase();
   const logs: string[] = [];
   const logger = createLogger("info", (line) => {
     logs.push(line);
     record("logs", line);
   });
-  const services = createServices(db.prisma, { logger, now, sql: db.sql, webhooks, trackingDomains: trackingDomains ?? hermeticTrackingDomains(),
+  const services = createServices(db.prisma, { logger, now, sql: db.sql, webhooks, retention, trackingDomains: trackingDomains ?? hermeticTrackingDomains(),
     mail,
     // invitations may be resent at once unless a test asks for the per-member limit
     notify: { inviteResendSeconds: 0, ...notify },
