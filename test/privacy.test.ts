@@ -309,3 +309,15 @@ describe("collector consent", () => {
     expect(await t.api.db.prisma.ingestEvent.count({ where: { datasetId: ds } })).toBe(0);
   });
 });
+
+describe("demo page", () => {
+  it("when the dataset requires consent, then /demo shows a consent banner that tells the script; otherwise none", async () => {
+    const ds = await t.api.services.datasets.create(t.tenant.accountId, t.tenant.admin.email, { name: "Demo consent" });
+    const page = async () => (await t.api.request().get("/demo").query({ dataset: ds }).expect(200)).text;
+    expect(await page()).not.toContain('role="dialog"');
+    await t.api.request().patch(`/v1/datasets/${ds}/privacy`).query(admin()).set(as(t.tenant.key)).send({ consentMode: "required" }).expect(200);
+    const html = await page();
+    expect(html).toContain('<div id="consent" role="dialog"');
+    expect(html).toContain('leadIntel("consent", yes)');
+  });
+});

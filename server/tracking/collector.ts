@@ -218,7 +218,7 @@ export function collectorRoutes(deps: CollectorDeps): Router {
   // POST: the demo form's submission lands on page 2 (the script has sent the form's fields).
   router.all("/demo", async (req, res) => {
     const dataset = await datasets.resolve(req.hostname, req.query.dataset);
-    res.type("html").send(demoPage(dataset.datasetId, req.query.page === "2" ? 2 : 1));
+    res.type("html").send(demoPage(dataset.datasetId, req.query.page === "2" ? 2 : 1, dataset.consentMode === "required"));
   });
 
   return router;

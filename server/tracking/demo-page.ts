@@ -1,14 +1,29 @@
 // GET /demo: two pages of a pretend customer website with the tracking script and a contact form,
-// for a new user to click through with the demo running.
+// for a new user to click through with the demo running. When the dataset requires consent, the
+// pages show a consent banner, as a consent platform would: the choice is the site's to remember
+// (here in localStorage) and is told to the script on every page.
 const escape = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
-export function demoPage(datasetId: string, page: 1 | 2): string {
+/** The banner and the command queue: leadIntel('consent', ...) works before the async script has loaded. */
+const consentBanner = `<script>
+window.leadIntel = window.leadIntel || function () { (leadIntel.q = leadIntel.q || []).push(arguments) };
+function choose(yes) { localStorage.setItem("demo-consent", yes ? "yes" : "no"); leadIntel("consent", yes); document.getElementById("consent").hidden = true; }
+var chosen = localStorage.getItem("demo-consent");
+if (chosen) leadIntel("consent", chosen === "yes");
+document.addEventListener("DOMContentLoaded", function () { document.getElementById("consent").hidden = !!chosen; });
+</script>`;
+const consentDialog = `<div id="consent" role="dialog" aria-label="Consent" hidden style="border:1px solid #888;padding:1em;margin:1em 0">
+  This website would like to count your visit and the organisation you visit from.
+  <button type="button" onclick="choose(true)">Accept</button> <button type="button" onclick="choose(false)">Decline</button>
+</div>`;
+
+export function demoPage(datasetId: string, page: 1 | 2, consentRequired = false): string {
   const ds = encodeURIComponent(datasetId);
   const other = page === 1 ? 2 : 1;
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Demo website, page ${page}</title>
-<script src="/t.js?dataset=${ds}" async></script></head>
-<body>
+${consentRequired ? consentBanner : ""}<script src="/t.js?dataset=${ds}" async></script></head>
+<body>${consentRequired ? consentDialog : ""}
 <h1>Demo website: page ${page}</h1>
 <p>Every page view here is sent to the collector for dataset <code>${escape(datasetId)}</code>.
 Go to <a href="/demo?dataset=${ds}&amp;page=${other}">page ${other}</a>, then list the leads with the curl the service printed.</p>
