@@ -8,7 +8,7 @@ import type { Browser, BrowserContext, Request } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startIngestWriter, type IngestWriter } from "../server/tracking/writer.ts";
 import { startTestApi, type TestApi } from "./support/api.ts";
-import { chromiumMissing, launchChromium, listenOn } from "./support/browser.ts";
+import { chromiumMissing, closeServers, launchChromium, listenOn } from "./support/browser.ts";
 import { as } from "./support/suite.ts";
 import { createTenant, type Tenant } from "./support/tenants.ts";
 import { ADDRESSES, BROWSER_UA, testTrackingConfig } from "./support/tracking.ts";
@@ -70,7 +70,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
   await writer?.stop();
-  for (const server of servers) server.closeAllConnections?.(), server.close();
+  await closeServers(servers);
   await api?.close();
 });
 
@@ -200,6 +200,28 @@ describe.skipIf(!!chromiumMissing)(`consent in a browser${chromiumMissing ? ` ($
     } finally {
       await first.context.close();
       await second.context.close();
+    }
+  });
+
+  it("when the demo dataset requires consent, then /demo shows a banner; accepting sends the page view and the next page is tracked at once", async () => {
+    const ds = await dataset({ consentMode: "required" });
+    const { context, sent } = await visitor();
+    try {
+      const page = await context.newPage();
+      await page.goto(`${trackingOrigin}/demo?dataset=${ds}`);
+      await page.waitForLoadState("load");
+      await page.getByRole("dialog", { name: "Consent" }).waitFor();
+      expect(sent).toEqual([]);
+      const request = page.waitForRequest((r) => new URL(r.url()).pathname === "/collect");
+      await page.getByRole("button", { name: "Accept" }).click();
+      await request;
+      expect(await page.getByRole("dialog", { name: "Consent" }).isHidden()).toBe(true);
+      await page.getByRole("link", { name: "page 2" }).click();
+      await page.waitForURL(/page=2/);
+      expect(await page.getByRole("dialog", { name: "Consent" }).isHidden()).toBe(true);
+      expect(await visitsWhen(ds, 2)).toHaveLength(2);
+    } finally {
+      await context.close();
     }
   });
 

@@ -318,6 +318,7 @@ describe("demo page", () => {
     await t.api.request().patch(`/v1/datasets/${ds}/privacy`).query(admin()).set(as(t.tenant.key)).send({ consentMode: "required" }).expect(200);
     const html = await page();
     expect(html).toContain('<div id="consent" role="dialog"');
-    expect(html).toContain('leadIntel("consent", yes)');
+    expect(html).toContain('<script src="/demo-consent.js"></script>');
+    expect((await t.api.request().get("/demo-consent.js").expect(200)).text).toContain('leadIntel("consent", choice[1])');
   });
 });

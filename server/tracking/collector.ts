@@ -12,7 +12,7 @@ import { Invalid } from "../domain/errors.ts";
 import type { TrackingConfig } from "./config.ts";
 import { cookielessVisitorIds } from "./cookieless.ts";
 import type { TrackedDataset, TrackedDatasets } from "./datasets.ts";
-import { demoPage } from "./demo-page.ts";
+import { demoConsentScript, demoPage } from "./demo-page.ts";
 import { batchSchema, keptFields, leadIdOf, LIMITS, type TrackedEvent } from "./events.ts";
 import { enqueue, type QueueRow } from "./ingest.ts";
 import { maskIp } from "./ip.ts";
@@ -213,6 +213,10 @@ export function collectorRoutes(deps: CollectorDeps): Router {
     const dataset = await datasets.resolve(req.hostname, req.query.dataset);
     res.setHeader("Cache-Control", `public, max-age=${config.settingsTtlSeconds}`);
     res.type("application/javascript").send(scriptFor(dataset));
+  });
+
+  router.get("/demo-consent.js", (_req, res) => {
+    res.type("application/javascript").send(demoConsentScript);
   });
 
   // POST: the demo form's submission lands on page 2 (the script has sent the form's fields).

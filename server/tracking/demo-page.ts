@@ -4,17 +4,32 @@
 // (here in localStorage) and is told to the script on every page.
 const escape = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
-/** The banner and the command queue: leadIntel('consent', ...) works before the async script has loaded. */
-const consentBanner = `<script>
-window.leadIntel = window.leadIntel || function () { (leadIntel.q = leadIntel.q || []).push(arguments) };
-function choose(yes) { localStorage.setItem("demo-consent", yes ? "yes" : "no"); leadIntel("consent", yes); document.getElementById("consent").hidden = true; }
-var chosen = localStorage.getItem("demo-consent");
-if (chosen) leadIntel("consent", chosen === "yes");
-document.addEventListener("DOMContentLoaded", function () { document.getElementById("consent").hidden = !!chosen; });
-</script>`;
-const consentDialog = `<div id="consent" role="dialog" aria-label="Consent" hidden style="border:1px solid #888;padding:1em;margin:1em 0">
+/**
+ * GET /demo-consent.js, the banner's script (a file of its own: the pages' Content-Security-Policy
+ * refuses inline scripts). It sets up the command queue, so leadIntel('consent', ...) works before
+ * the async tracking script has loaded, and tells the script the choice remembered.
+ */
+export const demoConsentScript = `window.leadIntel = window.leadIntel || function () { (leadIntel.q = leadIntel.q || []).push(arguments) };
+(function () {
+  var chosen = localStorage.getItem("demo-consent");
+  if (chosen) leadIntel("consent", chosen === "yes");
+  document.addEventListener("DOMContentLoaded", function () {
+    var banner = document.getElementById("consent");
+    banner.hidden = !!chosen;
+    [["consent-yes", true], ["consent-no", false]].forEach(function (choice) {
+      document.getElementById(choice[0]).addEventListener("click", function () {
+        localStorage.setItem("demo-consent", choice[1] ? "yes" : "no");
+        leadIntel("consent", choice[1]);
+        banner.hidden = true;
+      });
+    });
+  });
+})();
+`;
+const consentBanner = `<script src="/demo-consent.js"></script>`;
+const consentDialog = `<div id="consent" role="dialog" aria-label="Consent" hidden>
   This website would like to count your visit and the organisation you visit from.
-  <button type="button" onclick="choose(true)">Accept</button> <button type="button" onclick="choose(false)">Decline</button>
+  <button type="button" id="consent-yes">Accept</button> <button type="button" id="consent-no">Decline</button>
 </div>`;
 
 export function demoPage(datasetId: string, page: 1 | 2, consentRequired = false): string {

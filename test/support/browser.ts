@@ -37,3 +37,11 @@ export async function listenOn(server: import("node:http").Server, host: "127.0.
   await new Promise<void>((resolve) => server.listen(0, host, resolve));
   return `http://${host}:${(server.address() as import("node:net").AddressInfo).port}`;
 }
+
+/** Closes the servers a browser test listened with, open keep-alive connections included. */
+export async function closeServers(servers: import("node:http").Server[]): Promise<void> {
+  await Promise.all(servers.map((server) => new Promise<void>((resolve) => {
+    server.closeAllConnections();
+    server.close(() => resolve());
+  })));
+}
