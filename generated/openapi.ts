@@ -1145,6 +1145,109 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/datasets/{datasetId}/privacy": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read a dataset's privacy settings
+         * @description The dataset's consent mode, whether Global Privacy Control and Do Not Track are honoured,
+         *     and how long its visits and form submissions are kept.
+         *     - 403 `forbidden`: the acting user (query `email`) is not a member, or not an admin.
+         *     - 404 `not_found`: the dataset is not in the account.
+         */
+        get: operations["getPrivacySettings"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Change a dataset's privacy settings
+         * @description Sets the fields given and leaves the others as they are; answers the settings now in
+         *     force. The tracking script and the collector follow a change within the settings cache
+         *     time (60 seconds by default).
+         *     - 403 `forbidden`: the acting user (query `email`) is not a member, or not an admin.
+         *     - 404 `not_found`: the dataset is not in the account.
+         */
+        patch: operations["updatePrivacySettings"];
+        trace?: never;
+    };
+    "/v1/privacy/erasures": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the account's erasure audit records
+         * @description One record per erasure request, newest first, one page at a time (keyset paging: pass
+         *     `nextCursor` as `cursor`): who asked, when, for which dataset (or the whole account),
+         *     what kind of subject, and how much was erased. A record never holds the subject's
+         *     visitor id or e-mail address.
+         *     - 403 `forbidden`: the acting user (query `email`) is not a member, or not an admin.
+         */
+        get: operations["listErasures"];
+        put?: never;
+        /**
+         * Erase everything held about a visitor or a person
+         * @description Erases, in one transaction, everything held about one data subject within one dataset
+         *     (`datasetId`) or every dataset of the account (no `datasetId`):
+         *     - a **visitor** (`visitorId`): the visitor, its visits and form submissions, its queued
+         *       (not yet written) events, and the webhook deliveries whose payload names it;
+         *     - a **person** (`subjectEmail`): every visitor known by that address (as above), every
+         *       form submission and queued form event that carries the address in a field, and the
+         *       webhook deliveries whose payload carries it.
+         *     Leads keep what is not personal (the organisation): their visit counts and first and
+         *     last visit times are recomputed without the erased visits, and a lead left without any
+         *     visit is removed. The contact store (the operator's professional profiles, used for
+         *     enrichment) is not the account's data and is not touched.
+         *
+         *     Idempotent: erasing again finds nothing and answers counts of zero. Each request leaves
+         *     an audit record (`GET /v1/privacy/erasures`) with the acting admin, the time and the
+         *     counts, never the visitor id or the address.
+         *     - 400 `validation_failed`: neither or both of `visitorId` and `subjectEmail`.
+         *     - 403 `forbidden`: the acting user (query `email`) is not a member, or not an admin.
+         *     - 404 `not_found`: `datasetId` is not a dataset of the account.
+         */
+        post: operations["eraseDataSubject"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/privacy/exports": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Export everything held about a visitor or a person
+         * @description Everything the erasure of the same subject would erase, as JSON (the right of access):
+         *     the visitors with their visits and form submissions, the contact profile the
+         *     account's enrichment paid for, and the webhook deliveries whose payload names the
+         *     subject. At most 10,000 visits and 10,000 form submissions per visitor (`truncated`
+         *     says when more exist). A POST, so that the address never appears in a URL.
+         *     - 400 `validation_failed`: neither or both of `visitorId` and `subjectEmail`.
+         *     - 403 `forbidden`: the acting user (query `email`) is not a member, or not an admin.
+         *     - 404 `not_found`: `datasetId` is not a dataset of the account.
+         */
+        post: operations["exportDataSubject"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -2925,6 +3028,192 @@ export interface components {
         WebhookReplayResult: {
             /** @description How many deliveries were queued again. */
             replayed: number;
+        };
+        /**
+         * @description What the tracking script does before the page tells it the visitor's consent:
+         *     - `none`: tracks at once, with its first-party visitor cookie `_lt_vid` (two years).
+         *     - `required`: sends nothing and sets no cookie until the page calls
+         *       `leadIntel('consent', true)`; `leadIntel('consent', false)` stops tracking and deletes
+         *       the cookie. The page may queue the call before the script loads:
+         *       `window.leadIntel = window.leadIntel || function () { (leadIntel.q = leadIntel.q || []).push(arguments) }`.
+         *     - `cookieless`: no cookie or browser storage at all; the collector derives a visitor id
+         *       from the day's secret salt, the address and the user agent (a visitor is recognised
+         *       within one UTC day only; the salts of past days are deleted).
+         * @example required
+         * @enum {string}
+         */
+        ConsentMode: "none" | "required" | "cookieless";
+        /**
+         * @example {
+         *       "datasetId": "ds_8f3k2m9q4w7x1z5c",
+         *       "consentMode": "required",
+         *       "respectDoNotTrack": true,
+         *       "retentionDays": 395
+         *     }
+         */
+        PrivacySettings: {
+            datasetId: components["schemas"]["DatasetId"];
+            consentMode: components["schemas"]["ConsentMode"];
+            /** @description Whether a browser that sends Global Privacy Control (`navigator.globalPrivacyControl`) or Do Not Track is left untracked, whatever the consent. Default true. */
+            respectDoNotTrack: boolean;
+            /** @description Days the dataset's visits and form submissions are kept; older ones are purged daily. null: kept until erased. Leads (organisations) keep their counters. */
+            retentionDays: number | null;
+        };
+        /**
+         * @example {
+         *       "consentMode": "cookieless",
+         *       "retentionDays": 90
+         *     }
+         */
+        PrivacySettingsUpdate: {
+            consentMode?: components["schemas"]["ConsentMode"];
+            /** @description Whether Global Privacy Control and Do Not Track are honoured. */
+            respectDoNotTrack?: boolean;
+            /** @description Days visits and form submissions are kept; null keeps them until erased. */
+            retentionDays?: number | null;
+        };
+        /**
+         * @description Exactly one of `visitorId` and `subjectEmail`; `datasetId` limits it to one dataset.
+         * @example {
+         *       "subjectEmail": "jane.doe@customer.example",
+         *       "datasetId": "ds_8f3k2m9q4w7x1z5c"
+         *     }
+         */
+        DataSubject: {
+            /** @description The visitor id (the script's `_lt_vid` cookie, or a cookieless id). */
+            visitorId?: string;
+            /**
+             * Format: email
+             * @description A person's e-mail address, compared case-insensitively.
+             */
+            subjectEmail?: string;
+            datasetId?: components["schemas"]["DatasetId"];
+        };
+        /**
+         * @example {
+         *       "visitors": 1,
+         *       "visits": 12,
+         *       "formSubmissions": 1,
+         *       "queuedEvents": 0,
+         *       "webhookDeliveries": 1,
+         *       "leadsAdjusted": 1,
+         *       "leadsRemoved": 0
+         *     }
+         */
+        ErasureCounts: {
+            visitors: number;
+            visits: number;
+            formSubmissions: number;
+            /** @description Accepted events not yet written (the ingest queue). */
+            queuedEvents: number;
+            webhookDeliveries: number;
+            /** @description Leads whose visit count and visit times were recomputed. */
+            leadsAdjusted: number;
+            /** @description Leads left without any visit, removed. */
+            leadsRemoved: number;
+        };
+        /**
+         * @example {
+         *       "erasureId": "era_2m9q4w7x1z5c8f3k",
+         *       "datasetId": "ds_8f3k2m9q4w7x1z5c",
+         *       "subjectType": "person",
+         *       "actorUserId": 1,
+         *       "erasedAt": "2026-11-25T10:00:00.000Z",
+         *       "counts": {
+         *         "visitors": 1,
+         *         "visits": 12,
+         *         "formSubmissions": 1,
+         *         "queuedEvents": 0,
+         *         "webhookDeliveries": 1,
+         *         "leadsAdjusted": 1,
+         *         "leadsRemoved": 0
+         *       }
+         *     }
+         */
+        ErasureRecord: {
+            /** @description Id of the erasure (its audit record). */
+            erasureId: string;
+            /** @description The dataset it was limited to; null for every dataset of the account. */
+            datasetId: components["schemas"]["DatasetId"] | null;
+            /** @enum {string} */
+            subjectType: "visitor" | "person";
+            actorUserId: components["schemas"]["UserId"];
+            /** Format: date-time */
+            erasedAt: string;
+            counts: components["schemas"]["ErasureCounts"];
+        };
+        /**
+         * @example {
+         *       "data": [],
+         *       "nextCursor": null
+         *     }
+         */
+        ErasurePage: {
+            data: components["schemas"]["ErasureRecord"][];
+            /** @description Cursor of the next page; null on the last page. */
+            nextCursor: string | null;
+        };
+        ExportedVisit: {
+            /** Format: date-time */
+            at: string;
+            url: string;
+            referrer?: string | null;
+            title?: string | null;
+            leadId: string;
+            /** @description The address as stored (masked when the dataset masks addresses). */
+            ip?: string | null;
+            country?: string | null;
+            city?: string | null;
+        };
+        ExportedFormSubmission: {
+            /** Format: date-time */
+            at: string;
+            url: string;
+            partial: boolean;
+            fields: {
+                [key: string]: string;
+            };
+        };
+        ExportedVisitor: {
+            datasetId: components["schemas"]["DatasetId"];
+            visitorId: string;
+            email: string | null;
+            /** @enum {string|null} */
+            enrichment: "pending" | "enriched" | "not_found" | "no_credit" | null;
+            /** Format: date-time */
+            firstSeenAt: string;
+            /** Format: date-time */
+            lastSeenAt: string;
+            visits: components["schemas"]["ExportedVisit"][];
+            formSubmissions: components["schemas"]["ExportedFormSubmission"][];
+            /** @description More visits or form submissions exist than were listed. */
+            truncated: boolean;
+        };
+        /**
+         * @example {
+         *       "exportedAt": "2026-11-25T10:00:00.000Z",
+         *       "visitors": [],
+         *       "otherFormSubmissions": [],
+         *       "contacts": [],
+         *       "webhookDeliveries": []
+         *     }
+         */
+        DataSubjectExport: {
+            /** Format: date-time */
+            exportedAt: string;
+            visitors: components["schemas"]["ExportedVisitor"][];
+            /** @description Form submissions of other visitors that carry the subject's address. */
+            otherFormSubmissions: components["schemas"]["ExportedFormSubmission"][];
+            /** @description Contact profiles the account's enrichment paid for, by address. */
+            contacts: components["schemas"]["ContactProfile"][];
+            webhookDeliveries: {
+                deliveryId: string;
+                eventType: string;
+                /** Format: date-time */
+                createdAt: string;
+                /** @description The JSON body sent. */
+                payload: string;
+            }[];
         };
     };
     responses: {
@@ -5239,6 +5528,222 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getPrivacySettings: {
+        parameters: {
+            query: {
+                /**
+                 * @description E-mail address of the acting user, a member of the key's account (else 403). Case-insensitive; a raw `@` and `%40` both work.
+                 * @example admin@demo.example
+                 */
+                email: components["parameters"]["EmailActingUser"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description Id of a dataset of the key's account.
+                 * @example ds_8f3k2m9q4w7x1z5c
+                 */
+                datasetId: components["parameters"]["DatasetIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The dataset's privacy settings. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PrivacySettings"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    updatePrivacySettings: {
+        parameters: {
+            query: {
+                /**
+                 * @description E-mail address of the acting user, a member of the key's account (else 403). Case-insensitive; a raw `@` and `%40` both work.
+                 * @example admin@demo.example
+                 */
+                email: components["parameters"]["EmailActingUser"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description Id of a dataset of the key's account.
+                 * @example ds_8f3k2m9q4w7x1z5c
+                 */
+                datasetId: components["parameters"]["DatasetIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PrivacySettingsUpdate"];
+            };
+        };
+        responses: {
+            /** @description The dataset's privacy settings after the change. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PrivacySettings"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listErasures: {
+        parameters: {
+            query: {
+                /**
+                 * @description E-mail address of the acting user, a member of the key's account (else 403). Case-insensitive; a raw `@` and `%40` both work.
+                 * @example admin@demo.example
+                 */
+                email: components["parameters"]["EmailActingUser"];
+                /**
+                 * @description Opaque cursor: the `nextCursor` of the previous page. Omit it for the first page. A cursor this API did not return: 400.
+                 * @example eyJhZnRlciI6MTd9
+                 */
+                cursor?: components["parameters"]["Cursor"];
+                /**
+                 * @description Largest number of items on the page.
+                 * @example 100
+                 */
+                limit?: components["parameters"]["Limit"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of erasure records. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErasurePage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    eraseDataSubject: {
+        parameters: {
+            query: {
+                /**
+                 * @description E-mail address of the acting user, a member of the key's account (else 403). Case-insensitive; a raw `@` and `%40` both work.
+                 * @example admin@demo.example
+                 */
+                email: components["parameters"]["EmailActingUser"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DataSubject"];
+            };
+        };
+        responses: {
+            /** @description The erasure's receipt. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErasureRecord"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    exportDataSubject: {
+        parameters: {
+            query: {
+                /**
+                 * @description E-mail address of the acting user, a member of the key's account (else 403). Case-insensitive; a raw `@` and `%40` both work.
+                 * @example admin@demo.example
+                 */
+                email: components["parameters"]["EmailActingUser"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DataSubject"];
+            };
+        };
+        responses: {
+            /** @description What is held about the subject. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DataSubjectExport"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];

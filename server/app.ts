@@ -47,7 +47,7 @@ export interface AppOptions {
   /** The services to serve (shared with the certificate worker); made from `db` when absent. */
   services?: Services;
   /** The tracking collector (server/tracking): its settings, and whom to tell that events were queued. */
-  tracking?: { config?: TrackingConfig; onQueued?: () => void };
+  tracking?: { config?: TrackingConfig; onQueued?: () => void; now?: () => Date };
 }
 
 const defaults = loadConfig({});
@@ -90,6 +90,7 @@ export function createApp({
       networkOverrides: services.networks.current,
       config: trackingConfig,
       onQueued: tracking.onQueued,
+      now: tracking.now,
     }),
   );
   // The invited person's accept page (no key: the link's token is the credential); outside the partner spec.

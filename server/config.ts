@@ -72,6 +72,17 @@ export interface NotifyConfig {
   digestHourUtc: number;
 }
 
+export interface RetentionConfig {
+  /** Finished jobs (done or dead) are deleted this many days after they finished. */
+  jobDays: number;
+  /** Settled webhook deliveries (delivered or failed), payload and attempts, are deleted this many days after they were created. */
+  webhookDeliveryDays: number;
+  /** Rows one retention statement deletes (bounded batches: short statements, short locks). */
+  batchSize: number;
+}
+
+export const DEFAULT_RETENTION: RetentionConfig = { jobDays: 14, webhookDeliveryDays: 30, batchSize: 5_000 };
+
 export interface Config {
   port: number;
   host: string;
@@ -103,6 +114,8 @@ export interface Config {
   mail: MailConfig;
   /** Invitations and segment alerts. */
   notify: NotifyConfig;
+  /** The daily retention job (the `RETENTION_*` variables); datasets' own retentionDays are set over the API. */
+  retention: RetentionConfig;
 }
 
 const on = /^(1|true|yes|on)$/i;
@@ -136,6 +149,9 @@ const environment = z.object({
   DATABASE_CONNECT_TIMEOUT_MS: integer(DEFAULT_DATABASE_TIMEOUTS.connectMs),
   DATABASE_QUERY_TIMEOUT_MS: integer(DEFAULT_DATABASE_TIMEOUTS.queryMs),
   RATE_LIMIT_REQUESTS: integer(600),
+  RETENTION_JOB_DAYS: integer(DEFAULT_RETENTION.jobDays),
+  RETENTION_WEBHOOK_DELIVERY_DAYS: integer(DEFAULT_RETENTION.webhookDeliveryDays),
+  RETENTION_BATCH_SIZE: integer(DEFAULT_RETENTION.batchSize),
   RATE_LIMIT_WINDOW_SECONDS: integer(60),
   REDIS_URL: text,
   REDIS_KEY_PREFIX: text.transform((v) => v ?? "lead-intel:"),
@@ -234,5 +250,6 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       inviteResendSeconds: e.INVITE_RESEND_SECONDS,
       digestHourUtc: e.DIGEST_HOUR_UTC,
     },
+    retention: { jobDays: e.RETENTION_JOB_DAYS, webhookDeliveryDays: e.RETENTION_WEBHOOK_DELIVERY_DAYS, batchSize: e.RETENTION_BATCH_SIZE },
   };
 }

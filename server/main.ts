@@ -12,6 +12,7 @@ import { listen } from "./listen.ts";
 import { createLogger } from "./logging.ts";
 import { createRateLimiter } from "./rate-limiter.ts";
 import { startDigestScheduler } from "./notify/segment-alerts.ts";
+import { startRetentionScheduler } from "./jobs/retention.ts";
 import { createServices } from "./services/index.ts";
 import { sharedResolver } from "./tracking/resolver.ts";
 import { startIngestWriter } from "./tracking/writer.ts";
@@ -94,6 +95,7 @@ const services = createServices(db.prisma, {
   webhooks: config.webhooks,
   notify: { ...config.notify, publicUrl: () => publicUrl },
   reverseDns: config.tracking.reverseDns,
+  retention: config.retention,
 });
 if (role === "primary") {
   const workers = await startWorkers({ count: config.workers, sharedRateLimit: !!config.rateLimit.redis, logger }).catch((error: Error) => {
@@ -134,6 +136,7 @@ if (!config.notify.publicUrl) publicUrl = baseUrl(running.port, running.protocol
 // left (a job whose lease ran out), in every process.
 services.jobs.start();
 const digests = startDigestScheduler(services.segmentAlerts, logger);
+const retentionScheduler = startRetentionScheduler(services.retention, logger);
 logger.info("mail transport", { destination: services.mailer.destination });
 // declared before the handlers: a signal can arrive while the demo below is still being seeded
 let stopping = false;
@@ -197,6 +200,7 @@ async function stop(signal: string): Promise<void> {
   await running.shutdown();
   await seeding?.catch(() => {}); // the demo's statements finish before the database closes (its failure is reported where it is awaited)
   digests.stop();
+  retentionScheduler.stop();
   await services.jobs.stop();
   services.mailer.close();
   await ingest?.stop();

@@ -175,6 +175,11 @@ const expectedOutcome: Record<string, { status: number; why: string }> = {
   listWebhookDeliveries: { status: 404, why: "the example endpoint is not in the fresh account" },
   replayWebhookDelivery: { status: 404, why: "the example endpoint is not in the fresh account" },
   replayWebhookDeliveries: { status: 404, why: "the example endpoint is not in the fresh account" },
+  getPrivacySettings: { status: 200, why: "the admin reads datasets[0]'s settings" },
+  updatePrivacySettings: { status: 200, why: "the admin changes datasets[0]'s settings" },
+  eraseDataSubject: { status: 200, why: "nothing is held about the example address: a receipt of zeros" },
+  exportDataSubject: { status: 200, why: "nothing is held about the example address: empty lists" },
+  listErasures: { status: 200, why: "the account's erasure records (none yet)" },
 };
 
 

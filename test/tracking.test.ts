@@ -448,6 +448,7 @@ describe("getTrackingScript", () => {
     expect(res.headers["access-control-allow-origin"]).toBe("*");
     expect(res.headers["cross-origin-resource-policy"]).toBe("cross-origin");
     expect(res.text).toContain(JSON.stringify({ dataset: ds, formTracking: true, partialFormTracking: true, formInputAttribute: "name" }).slice(0, -1));
+    expect(res.text).toContain('"consentMode":"none","respectDoNotTrack":true');
     expect(gzipSync(res.text).length).toBeLessThanOrEqual(4096);
     // a settings change reaches the script (here at once: the tests' cache time is 0)
     await t.settings(ds, { formTracking: false });

@@ -13,6 +13,7 @@ import { userDatasetRoutes } from "./user-datasets.ts";
 import { userRoutes } from "./users.ts";
 import { trackingRoutes } from "./tracking.ts";
 import { webhookRoutes } from "./webhooks.ts";
+import { privacyRoutes } from "./privacy.ts";
 
 export function createHandlers(services: Services): OperationHandlers {
   return {
@@ -28,5 +29,6 @@ export function createHandlers(services: Services): OperationHandlers {
     ...creditReportRoutes(services),
     ...trackingRoutes(services),
     ...webhookRoutes(services),
+    ...privacyRoutes(services),
   };
 }

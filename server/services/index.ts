@@ -5,8 +5,9 @@ import { loadWebhookConfig, type WebhookConfig } from "../notify/config.ts";
 import type { Db, Sql } from "../db/database.ts";
 import os from "node:os";
 import path from "node:path";
-import type { MailConfig, NotifyConfig } from "../config.ts";
+import { DEFAULT_RETENTION, type MailConfig, type NotifyConfig, type RetentionConfig } from "../config.ts";
 import { createJobQueue } from "../jobs/queue.ts";
+import { registerRetentionJobs } from "../jobs/retention.ts";
 import { createMailer, type Mailer, registerMailJobs } from "../notify/mail.ts";
 import { registerSegmentAlertJobs, segmentAlertService } from "../notify/segment-alerts.ts";
 import { createLogger, type Logger } from "../logging.ts";
@@ -37,6 +38,7 @@ import { trackingService } from "./tracking.ts";
 import { notifyAdminsOfDisabledEndpoint, registerWebhookJobs } from "../notify/webhook-job.ts";
 import { webhookEvents } from "../notify/events.ts";
 import { webhookService } from "./webhooks.ts";
+import { privacyService } from "./privacy.ts";
 
 export interface ServiceOptions {
   /** Custom tracking domains; their defaults when not given. */
@@ -60,6 +62,8 @@ export interface ServiceOptions {
   notify?: Partial<Omit<NotifyConfig, "publicUrl">> & { publicUrl?: string | (() => string) };
   /** Reverse DNS of visitor addresses (organisation domains); off when not given. */
   reverseDns?: ReverseDnsConfig;
+  /** The retention job's own settings; the defaults when not given. */
+  retention?: RetentionConfig;
 }
 
 const defaultMail = (): MailConfig => ({ from: "Lead Intelligence <no-reply@leadintel.io>", outboxDir: path.join(os.tmpdir(), "lead-intel-mail") });
@@ -78,6 +82,7 @@ export function createServices(
     webhooks = loadWebhookConfig({}),
     networkOverridesTtlSeconds = loadTrackingConfig({}).settingsTtlSeconds,
     reverseDns = loadReverseDnsConfig({ TRACKING_DNS_SERVERS: "off" }),
+    retention = DEFAULT_RETENTION,
   }: ServiceOptions = {},
 ) {
   const networks = networkService(db, { ttlSeconds: networkOverridesTtlSeconds, now });
@@ -156,6 +161,10 @@ export function createServices(
     // operators' network types per ASN (scripts/admin.ts `networks`)
     networks,
     domainEvidence: evidence,
+    // consent and retention settings, export and erasure of a data subject
+    privacy: privacyService(db, { access, now }),
+    // the daily `retention` job (server/main.ts schedules it)
+    retention: registerRetentionJobs(db, jobs, retention, logger, now),
   };
 }
 

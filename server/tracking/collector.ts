@@ -12,8 +12,9 @@ import { Invalid, type InvalidField } from "../domain/errors.ts";
 import { nestsDeeperThan, TOO_DEEP_MESSAGE } from "../http/json-depth.ts";
 import { breaksTextRule, type JsonPath, TEXT_RULE_MESSAGE, textRuleBreaks } from "../http/validation.ts";
 import type { TrackingConfig } from "./config.ts";
+import { cookielessVisitorIds } from "./cookieless.ts";
 import type { TrackedDataset, TrackedDatasets } from "./datasets.ts";
-import { demoPage } from "./demo-page.ts";
+import { demoConsentScript, demoPage } from "./demo-page.ts";
 import { SECRET_FIELD_NAME } from "./form-fields.ts";
 import { batchSchema, keptFields, leadIdOf, LIMITS, type TrackedEvent } from "./events.ts";
 import { enqueue, type QueueRow } from "./ingest.ts";
@@ -45,6 +46,8 @@ export function scriptFor(dataset: TrackedDataset): string {
     partialFormTracking: dataset.partialFormTracking,
     formInputAttribute: dataset.formInputAttribute,
     secretNames: SECRET_FIELD_NAME.source,
+    consentMode: dataset.consentMode,
+    respectDoNotTrack: dataset.respectDoNotTrack,
   };
   return scriptSource.replace("__SETTINGS__", JSON.stringify(settings));
 }
@@ -117,6 +120,7 @@ export function collectorRoutes(deps: CollectorDeps): Router {
   const { db, datasets, config, now = () => new Date() } = deps;
   const perIp = new RateLimiterMemory({ points: config.ipRequestsPerMinute, duration: 60 });
   const perDataset = new RateLimiterMemory({ points: config.datasetEventsPerMinute, duration: 60 });
+  const cookieless = cookielessVisitorIds(db);
   const router = Router();
 
   /** The request's dataset; a `dataset` that breaks the character rule is a 400, never a query. */
@@ -135,10 +139,27 @@ export function collectorRoutes(deps: CollectorDeps): Router {
     return loopback && config.loopbackIp ? config.loopbackIp : ip;
   };
 
-  /** Resolves, filters and masks the events; the rows to queue (none for bots and non-business networks). */
-  function accept(req: Request, dataset: TrackedDataset, events: TrackedEvent[], overrides: ReadonlyMap<number, NetworkType>): QueueRow[] {
+  /** Global Privacy Control (Sec-GPC) or Do Not Track sent by the browser, when the dataset honours them. */
+  const optedOut = (req: Request, dataset: TrackedDataset) => dataset.respectDoNotTrack && (req.get("sec-gpc") === "1" || req.get("dnt") === "1");
+
+  /** The visitor id of a cookieless dataset's events (whatever the script sent), else undefined. */
+  const derivedVisitorId = (req: Request, dataset: TrackedDataset) =>
+    dataset.consentMode === "cookieless" ? cookieless.visitorId(now(), dataset.datasetId, clientIp(req), req.get("user-agent") ?? "") : undefined;
+
+  /** Resolves, filters and masks the events; the rows to queue (none for bots, opted-out browsers and non-business networks). */
+  function accept(
+    req: Request,
+    dataset: TrackedDataset,
+    events: TrackedEvent[],
+    derivedId: string | undefined,
+    overrides: ReadonlyMap<number, NetworkType>,
+  ): QueueRow[] {
     if (isbot(req.get("user-agent") ?? "")) {
       trackingMetrics.events.inc({ outcome: "bot" }, events.length);
+      return [];
+    }
+    if (optedOut(req, dataset)) {
+      trackingMetrics.events.inc({ outcome: "do_not_track" }, events.length);
       return [];
     }
     const ip = clientIp(req);
@@ -157,7 +178,9 @@ export function collectorRoutes(deps: CollectorDeps): Router {
         trackingMetrics.events.inc({ outcome: "form_tracking_off" });
         continue;
       }
-      const kept = event.type === "form" ? { ...event, fields: keptFields(event.fields) } : event;
+      const visitorId = derivedId ?? event.visitorId;
+      if (!visitorId) throw new Invalid("The batch was refused whole: nothing was written", [{ location: "body", field: "events.visitorId", message: "is required" }], "invalid_batch");
+      const kept = event.type === "form" ? { ...event, visitorId, fields: keptFields(event.fields) } : { ...event, visitorId };
       rows.push({
         accountId: dataset.accountId,
         datasetId: dataset.datasetId,
@@ -199,7 +222,7 @@ export function collectorRoutes(deps: CollectorDeps): Router {
       if (error instanceof RateLimiterRes) return rateLimited(res, error, "events for this dataset");
       throw error;
     }
-    const rows = accept(req, dataset, batch, await deps.networkOverrides());
+    const rows = accept(req, dataset, batch, await derivedVisitorId(req, dataset), await deps.networkOverrides());
     await enqueue(db, rows);
     if (rows.length) deps.onQueued?.();
     answer(rows.length, batch.length);
@@ -244,13 +267,18 @@ export function collectorRoutes(deps: CollectorDeps): Router {
     res.type("application/javascript").send(scriptFor(dataset));
   });
 
+  router.get("/demo-consent.js", (_req, res) => {
+    res.type("application/javascript").send(demoConsentScript);
+  });
+
   router.all("/collect", methodNotAllowed("GET, HEAD, POST, OPTIONS"));
   router.all("/t.js", methodNotAllowed("GET, HEAD"));
 
   // POST: the demo form's submission lands on page 2 (the script has sent the form's fields).
   router.all("/demo", async (req, res) => {
     const dataset = await datasetOf(req);
-    res.type("html").send(demoPage(dataset.datasetId, req.query.page === "2" ? 2 : 1, isbot(req.get("user-agent") ?? "")));
+    const page = req.query.page === "2" ? 2 : 1;
+    res.type("html").send(demoPage(dataset.datasetId, page, { consentRequired: dataset.consentMode === "required", asBot: isbot(req.get("user-agent") ?? "") }));
   });
 
   return router;

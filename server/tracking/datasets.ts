@@ -13,6 +13,8 @@ export interface TrackedDataset {
   contactEnrichment: boolean;
   allowIpMasking: boolean;
   formInputAttribute: string | null;
+  consentMode: "none" | "required" | "cookieless";
+  respectDoNotTrack: boolean;
 }
 
 const select = {
@@ -23,6 +25,8 @@ const select = {
   contactEnrichment: true,
   allowIpMasking: true,
   formInputAttribute: true,
+  consentMode: true,
+  respectDoNotTrack: true,
 } as const;
 
 export function trackedDatasets(db: Db, ttlSeconds: number) {
@@ -45,6 +49,8 @@ export function trackedDatasets(db: Db, ttlSeconds: number) {
     contactEnrichment: d.contactEnrichment,
     allowIpMasking: d.allowIpMasking,
     formInputAttribute: d.formInputAttribute,
+    consentMode: d.consentMode,
+    respectDoNotTrack: d.respectDoNotTrack,
   });
 
   const byHost = (host: string) =>

@@ -1,15 +1,48 @@
 // GET /demo: two pages of a pretend customer website with the tracking script and a contact form,
-// for a new user to click through with the demo running.
+// for a new user to click through with the demo running. When the dataset requires consent, the
+// pages show a consent banner, as a consent platform would: the choice is the site's to remember
+// (here in localStorage) and is told to the script on every page.
 const escape = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
-/** `asBot`: the page is answered to a user agent that the collector counts as a bot (it says so). */
-export function demoPage(datasetId: string, page: 1 | 2, asBot = false): string {
+/**
+ * GET /demo-consent.js, the banner's script (a file of its own: the pages' Content-Security-Policy
+ * refuses inline scripts). It sets up the command queue, so leadIntel('consent', ...) works before
+ * the async tracking script has loaded, and tells the script the choice remembered.
+ */
+export const demoConsentScript = `window.leadIntel = window.leadIntel || function () { (leadIntel.q = leadIntel.q || []).push(arguments) };
+(function () {
+  var chosen = localStorage.getItem("demo-consent");
+  if (chosen) leadIntel("consent", chosen === "yes");
+  document.addEventListener("DOMContentLoaded", function () {
+    var banner = document.getElementById("consent");
+    banner.hidden = !!chosen;
+    [["consent-yes", true], ["consent-no", false]].forEach(function (choice) {
+      document.getElementById(choice[0]).addEventListener("click", function () {
+        localStorage.setItem("demo-consent", choice[1] ? "yes" : "no");
+        leadIntel("consent", choice[1]);
+        banner.hidden = true;
+      });
+    });
+  });
+})();
+`;
+const consentBanner = `<script src="/demo-consent.js"></script>`;
+const consentDialog = `<div id="consent" role="dialog" aria-label="Consent" hidden>
+  This website would like to count your visit and the organisation you visit from.
+  <button type="button" id="consent-yes">Accept</button> <button type="button" id="consent-no">Decline</button>
+</div>`;
+
+/**
+ * `consentRequired`: the dataset asks for consent (a banner); `asBot`: the page is answered to a
+ * user agent that the collector counts as a bot (it says so).
+ */
+export function demoPage(datasetId: string, page: 1 | 2, { consentRequired = false, asBot = false } = {}): string {
   const ds = encodeURIComponent(datasetId);
   const other = page === 1 ? 2 : 1;
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Demo website, page ${page}</title>
-<script src="/t.js?dataset=${ds}" async></script></head>
-<body>
+${consentRequired ? consentBanner : ""}<script src="/t.js?dataset=${ds}" async></script></head>
+<body>${consentRequired ? consentDialog : ""}
 <h1>Demo website: page ${page}</h1>
 <p>Every page view here is sent to the collector for dataset <code>${escape(datasetId)}</code>.
 Go to <a href="/demo?dataset=${ds}&amp;page=${other}">page ${other}</a>, then list the leads with the curl the service printed.</p>

@@ -17,7 +17,8 @@ export const LIMITS = {
   fieldValue: 1000,
 } as const;
 
-const visitorId = z.string().regex(/^[A-Za-z0-9_-]{8,64}$/, "8 to 64 characters of A-Z, a-z, 0-9, _ and -");
+/** Absent from a cookieless dataset's script: the collector derives it (cookieless.ts); required otherwise. */
+const visitorId = z.string().regex(/^[A-Za-z0-9_-]{8,64}$/, "8 to 64 characters of A-Z, a-z, 0-9, _ and -").optional();
 const url = z.string().min(1).max(LIMITS.url);
 const utmValue = z.string().max(LIMITS.utm);
 
@@ -66,8 +67,11 @@ export interface NetworkOfEvent {
   ip: string;
 }
 
+/** An event with its visitor id settled (sent by the script, or derived by the collector). */
+type WithVisitor<E> = E extends unknown ? Omit<E, "visitorId"> & { visitorId: string } : never;
+
 /** A row of the ingest queue (IngestEvent.event). */
-export type QueuedEvent = (PageViewEvent | FormEvent) & {
+export type QueuedEvent = WithVisitor<PageViewEvent | FormEvent> & {
   at: string;
   network: NetworkOfEvent;
   /** The dataset's contactEnrichment when the event was accepted. */

@@ -5,7 +5,7 @@ import { metricsRegistry } from "../metrics.ts";
 export const trackingMetrics = {
   events: new Counter({
     name: "tracking_events_total",
-    help: "Tracking events received by the collector, by outcome: queued, or why they were dropped (bot, isp, hosting, mobile, unknown, form_tracking_off, rate_limited)",
+    help: "Tracking events received by the collector, by outcome: queued, or why they were dropped (bot, do_not_track, isp, hosting, mobile, unknown, form_tracking_off, rate_limited)",
     labelNames: ["outcome"] as const,
     registers: [metricsRegistry],
   }),

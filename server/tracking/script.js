@@ -1,5 +1,7 @@
 /* Lead tracking script. Served by GET /t.js as `(function (cfg) { ... })(settings)`; plain
-   JavaScript, no dependencies. cfg: { dataset, formTracking, partialFormTracking, formInputAttribute, secretNames }. */
+   JavaScript, no dependencies. cfg: { dataset, formTracking, partialFormTracking, formInputAttribute,
+   secretNames, consentMode, respectDoNotTrack }. The page's command API: leadIntel('consent', true | false),
+   callable before the script loads through the queue leadIntel.q. */
 (function (w, d, cfg) {
   if (!cfg || w.__leadTracker) return;
   w.__leadTracker = true;
@@ -7,6 +9,13 @@
   var base = script && script.src ? script.src : location.href;
   var endpoint = new URL("/collect", base).href + (cfg.dataset ? "?dataset=" + encodeURIComponent(cfg.dataset) : "");
   var COOKIE = "_lt_vid";
+  var SECURE = location.protocol === "https:" ? "; Secure" : "";
+  var mode = cfg.consentMode || "none";
+  // Global Privacy Control or Do Not Track: nothing is sent or stored, whatever the consent
+  var optedOut = cfg.respectDoNotTrack !== false &&
+    (navigator.globalPrivacyControl === true || navigator.doNotTrack === "1" || w.doNotTrack === "1");
+  var tracking = false, refused = false;
+  var vid; // undefined while not tracking, and always for cookieless datasets (the collector derives it)
 
   function visitorId() {
     var m = d.cookie.match(/(?:^|; )_lt_vid=([A-Za-z0-9_-]{8,64})/);
@@ -17,18 +26,21 @@
       for (var i = 0; i < bytes.length; i++) id += ("0" + bytes[i].toString(16)).slice(-2);
     }
     // first-party, renewed on every page: two years from the last visit
-    d.cookie = COOKIE + "=" + id + "; path=/; max-age=63072000; SameSite=Lax" + (location.protocol === "https:" ? "; Secure" : "");
+    d.cookie = COOKIE + "=" + id + "; path=/; max-age=63072000; SameSite=Lax" + SECURE;
     return id;
   }
-  var vid = visitorId();
+  function forgetCookie() {
+    if (d.cookie.indexOf(COOKIE + "=") >= 0) d.cookie = COOKIE + "=; path=/; max-age=0; SameSite=Lax" + SECURE;
+  }
 
   function send(events) {
+    if (!tracking) return;
     var body = JSON.stringify({ events: events });
     // text/plain keeps it a "simple" CORS request: no preflight, and sendBeacon accepts it
     var blob = new Blob([body], { type: "text/plain" });
     if (navigator.sendBeacon && navigator.sendBeacon(endpoint, blob)) return;
     if (w.fetch) fetch(endpoint, { method: "POST", body: body, keepalive: true, mode: "cors", headers: { "content-type": "text/plain" } });
-    else new Image().src = endpoint + (cfg.dataset ? "&" : "?") + "v=" + vid + "&u=" + encodeURIComponent(location.href);
+    else new Image().src = endpoint + (cfg.dataset ? "&" : "?") + (vid ? "v=" + vid + "&" : "") + "u=" + encodeURIComponent(location.href);
   }
 
   function utm() {
@@ -40,7 +52,29 @@
     return any ? out : undefined;
   }
 
-  send([{ type: "pageview", visitorId: vid, url: location.href.slice(0, 2048), referrer: d.referrer.slice(0, 2048), title: d.title.slice(0, 512), utm: utm() }]);
+  function start() {
+    refused = false;
+    if (tracking || optedOut) return;
+    tracking = true;
+    if (mode === "cookieless") forgetCookie();
+    else vid = visitorId();
+    send([{ type: "pageview", visitorId: vid, url: location.href.slice(0, 2048), referrer: d.referrer.slice(0, 2048), title: d.title.slice(0, 512), utm: utm() }]);
+  }
+  // withdrawal: nothing more is sent from this page, and the cookie goes
+  function stop() {
+    refused = true;
+    tracking = false;
+    vid = undefined;
+    forgetCookie();
+  }
+  function command(name, value) {
+    if (name === "consent") (value === true ? start : stop)();
+  }
+  var queued = (w.leadIntel && w.leadIntel.q) || [];
+  w.leadIntel = function () { command.apply(null, arguments); };
+  for (var q = 0; q < queued.length; q++) command.apply(null, queued[q]);
+  if (optedOut) forgetCookie();
+  else if (mode !== "required" && !refused) start();
 
   if (!cfg.formTracking) return;
 
@@ -52,8 +86,8 @@
       .toLowerCase().replace(/[^a-z0-9]+/g, " ").trim() + " ";
   }
   function secretName(name) {
-    var w = words(name);
-    return SECRET.test(w) || SECRET.test(w.replace(/ /g, ""));
+    var text = words(name);
+    return SECRET.test(text) || SECRET.test(text.replace(/ /g, ""));
   }
   function cardNumber(value) {
     var digits = value.replace(/\D/g, ""), sum = 0;

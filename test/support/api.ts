@@ -25,6 +25,7 @@ export interface TestApiOptions extends TestAppOptions {
   notify?: ServiceOptions["notify"];
   /** Reverse DNS of visitor addresses (a loopback DNS server: test/support/dns-server.ts); off when absent. */
   reverseDns?: ServiceOptions["reverseDns"];
+  retention?: ServiceOptions["retention"];
 }
 
 export interface TestApi {
@@ -70,14 +71,14 @@ function hermeticTrackingDomains(): TrackingDomainConfig {
  * The rate limit of the in-process test app is on (every response carries the RateLimit headers)
  * but high enough never to throttle a test file; test/rate-limit.test.ts passes its own limiter.
  */
-export async function startTestApi({ trackingDomains, now, mail, notify, webhooks, reverseDns, ...options }: TestApiOptions = {}): Promise<TestApi> {
+export async function startTestApi({ trackingDomains, now, mail, notify, webhooks, reverseDns, retention, ...options }: TestApiOptions = {}): Promise<TestApi> {
   const db = await createTestDatabase();
   const logs: string[] = [];
   const logger = createLogger("info", (line) => {
     logs.push(line);
     record("logs", line);
   });
-  const services = createServices(db.prisma, { logger, now, sql: db.sql, webhooks, reverseDns, trackingDomains: trackingDomains ?? hermeticTrackingDomains(),
+  const services = createServices(db.prisma, { logger, now, sql: db.sql, webhooks, reverseDns, retention, trackingDomains: trackingDomains ?? hermeticTrackingDomains(),
     mail,
     // invitations may be resent at once unless a test asks for the per-member limit
     notify: { inviteResendSeconds: 0, ...notify },

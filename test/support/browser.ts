@@ -31,3 +31,17 @@ export function staysLocal(url: string): boolean {
   if (protocol === "data:" || protocol === "blob:" || protocol === "about:") return true;
   return hostname === "127.0.0.1" || hostname === "localhost" || hostname === "[::1]";
 }
+
+/** Listens on an ephemeral port of `host` (127.0.0.1 or localhost: two origins for one machine); its origin. */
+export async function listenOn(server: import("node:http").Server, host: "127.0.0.1" | "localhost"): Promise<string> {
+  await new Promise<void>((resolve) => server.listen(0, host, resolve));
+  return `http://${host}:${(server.address() as import("node:net").AddressInfo).port}`;
+}
+
+/** Closes the servers a browser test listened with, open keep-alive connections included. */
+export async function closeServers(servers: import("node:http").Server[]): Promise<void> {
+  await Promise.all(servers.map((server) => new Promise<void>((resolve) => {
+    server.closeAllConnections();
+    server.close(() => resolve());
+  })));
+}

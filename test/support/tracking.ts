@@ -5,7 +5,7 @@ import { expect } from "vitest";
 import { loadReverseDnsConfig, loadTrackingConfig, type TrackingConfig } from "../../server/tracking/config.ts";
 import { createIngestWriter, type IngestWriter } from "../../server/tracking/writer.ts";
 import { as, type Suite } from "./suite.ts";
-import { startTestApi } from "./api.ts";
+import { startTestApi, type TestApiOptions } from "./api.ts";
 import { createTenant } from "./tenants.ts";
 
 /** Real public addresses, and what the data set says of them (checked by tracking-resolution.test.ts). */
@@ -48,10 +48,15 @@ export const testTrackingConfig = (overrides: Partial<TrackingConfig> = {}): Tra
   ...overrides,
 });
 
-/** `now`: the services' clock (the operators' network types are cached by it: test/network-overrides.test.ts). */
-export async function startTracking(config: Partial<TrackingConfig> = {}, { now }: { now?: () => Date } = {}): Promise<TrackingSuite> {
+/** `apiOptions`: the test API's (the services' clock `now`, retention, webhooks, the collector's clock). */
+export async function startTracking(config: Partial<TrackingConfig> = {}, apiOptions: TestApiOptions = {}): Promise<TrackingSuite> {
   const trackingConfig = testTrackingConfig(config);
-  const api = await startTestApi({ trustProxy: "loopback", now, tracking: { config: trackingConfig }, reverseDns: trackingConfig.reverseDns });
+  const api = await startTestApi({
+    ...apiOptions,
+    trustProxy: "loopback",
+    tracking: { ...apiOptions.tracking, config: trackingConfig },
+    reverseDns: trackingConfig.reverseDns,
+  });
   const suite: Suite = { api, tenant: await createTenant(api.services, "Acme"), other: await createTenant(api.services, "Globex") };
   const writer = createIngestWriter(api.db.prisma, { contacts: api.services.contacts, credits: api.services.credits, now: () => new Date() }, api.logger, {
     evidence: api.services.domainEvidence,
