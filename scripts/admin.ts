@@ -1,17 +1,7 @@
-// Operator commands: what the specification calls "account settings".
-//   npm run admin -- account create --name N --admin-email E --admin-name A [--licence-days 365]
-//   npm run admin -- account licence --account ID --days N
-//   npm run admin -- keys create --account ID --label L [--expires-days N]
-//   npm run admin -- keys list --account ID
-//   npm run admin -- keys revoke --key ID
-//   npm run admin -- contacts import FILE [--format ndjson|csv] [--batch-size 1000] [--progress]
-//   npm run admin -- contacts generate --count N [--seed 1] --out FILE   (no database needed)
-//   npm run admin -- credits set-limit --dataset ID --limit N
-//   npm run admin -- networks set-type --asn N --type business|isp|hosting|mobile|education [--note TEXT]
-//   npm run admin -- networks list
-//   npm run admin -- networks remove --asn N
-//     (an operator's network type for an AS: in effect in every running process within
-//     TRACKING_SETTINGS_TTL_SECONDS, 60 s by default)
+// Operator commands: what the specification calls "account settings". `npm run admin -- --help`
+// lists them with their options (USAGE below); `npm run admin -- <command> --help` shows one.
+// An operator's network type for an AS (`networks set-type`) is in effect in every running
+// process within TRACKING_SETTINGS_TTL_SECONDS (60 s by default).
 // Add --json for machine-readable output. Works on DATABASE_URL or the embedded database: while
 // `npm start` runs on it, through the socket the running service's database process serves it on.
 import { parseArgs } from "node:util";
@@ -24,9 +14,42 @@ import { ImportFileError, importContacts, type ImportFormat } from "../server/co
 
 const DAY_MS = 86_400_000;
 
-const { positionals, values } = parseArgs({
-  allowPositionals: true,
-  options: {
+/** Each command's options, for `--help` and for a mistake. */
+const USAGE: Record<string, string> = {
+  "account create": "--name N --admin-email E --admin-name A [--licence-days 365]",
+  "account licence": "--account ID --days N",
+  "keys create": "--account ID --label L [--expires-days N]",
+  "keys list": "--account ID",
+  "keys revoke": "--key ID",
+  "contacts import": "FILE [--format ndjson|csv] [--batch-size 1000] [--progress]",
+  "contacts generate": "--count N [--seed 1] --out FILE   (no database needed)",
+  "credits set-limit": "--dataset ID --limit N",
+  "networks set-type": "--asn N --type business|isp|hosting|mobile|education [--note TEXT]",
+  "networks list": "",
+  "networks remove": "--asn N",
+};
+
+function usage(command?: string): string {
+  if (command && command in USAGE) return `usage: npm run admin -- ${command} ${USAGE[command]} [--json]`.replace(/ {2,}/g, " ");
+  return [
+    "usage: npm run admin -- <command> [options] [--json]",
+    "commands:",
+    ...Object.entries(USAGE).map(([name, options]) => `  ${name} ${options}`.trimEnd()),
+    "`npm run admin -- <command> --help` shows one command's options.",
+  ].join("\n");
+}
+
+/** The arguments; an unknown or malformed option is one line and the usage, not a stack trace. */
+function parseArguments() {
+  try {
+    return parseArgs({ allowPositionals: true, options: OPTIONS });
+  } catch (error) {
+    console.error(`${(error as Error).message}\n${usage()}`);
+    process.exit(2);
+  }
+}
+
+const OPTIONS = {
     name: { type: "string" },
     "admin-email": { type: "string" },
     "admin-name": { type: "string" },
@@ -48,8 +71,10 @@ const { positionals, values } = parseArgs({
     type: { type: "string" },
     note: { type: "string" },
     json: { type: "boolean", default: false },
-  },
-});
+    help: { type: "boolean", short: "h", default: false },
+} as const;
+
+const { positionals, values } = parseArguments();
 
 class UsageError extends Error {}
 
@@ -159,8 +184,12 @@ const commands: Record<string, (s: Services) => Promise<void>> = {
 async function main(): Promise<number> {
   const name = positionals.slice(0, 2).join(" ");
   const command = commands[name];
+  if (values.help) {
+    console.log(usage(name));
+    return 0;
+  }
   if (!command && !offline[name]) {
-    console.error(`usage: npm run admin -- <${[...Object.keys(commands), ...Object.keys(offline)].join(" | ")}> [options] [--json]`);
+    console.error(usage());
     return 2;
   }
   try {
