@@ -49,6 +49,18 @@ export const CURATED_NETWORKS = createRequire(import.meta.url)("./curated-networ
 
 const curated = new Map<number, NetworkType>(CURATED_NETWORKS.map((entry) => [entry.asn, entry.type]));
 
+const LEGAL_FORMS = /\b(inc|llc|ltd|limited|corp|corporation|co|company|gmbh|ag|sa|bv|plc|pty|as|ab|oy|spa|srl|lp)\b/g;
+
+/** An organisation's name without case, punctuation and legal form: "Stanford University" and
+ * "STANFORD UNIVERSITY, INC." are the same organisation. */
+export function organisationKey(name: string): string {
+  const words = name.toLowerCase().replace(/[^\p{L}\p{N}]+/gu, " ");
+  return words.replace(LEGAL_FORMS, " ").replace(/\s+/g, " ").trim();
+}
+
+/** The curated entries' organisations by their AS names: another AS of the same name is a sibling. */
+const curatedOrganisations = new Map<string, NetworkType>(CURATED_NETWORKS.map((entry) => [organisationKey(entry.name), entry.type]));
+
 /** Name keywords that decide on their own (case-insensitive, whole words), in the order tried. */
 export const STRONG: readonly [NetworkType, RegExp][] = [
   ["education", /\b(universit(y|ies|é|e|a|at|aet|ät|ario|ad|ade|as)|college|school|academy|polytechnic|hochschule|education(al)?|academic|research network|institute of technology)\b/i],
@@ -66,6 +78,15 @@ export const ACCESS = { cities: 20, ipv6: 65_536, citiesPerCountry: 4, denseCiti
 /** Evidence that, with a weak keyword, makes an operator (step 6). */
 export const WEAK_ACCESS = { countries: 3 } as const;
 
+/** Many small IPv4 blocks next to an IPv6 allocation: a hoster's or access network's address
+ * plan (step 7). Enterprises with many small blocks (Lockheed Martin) announce no IPv6. */
+export const FRAGMENTED = { ranges: 60, meanIpv4: 2048 } as const;
+/** Hosting stems inside words ("Hostpoint", "HostUS", "Servercore", "DataWeb"), which the whole
+ * word keywords miss; they count only for an AS with at least HOSTING_STEM_RANGES ranges (step 8),
+ * so that Host Hotels (one range) stays a business. */
+export const HOSTING_STEM = /\b(host\w*|\w+host|\w*servers?|\w*vps|\w*cloud\w*|data\w*|colo\w*|dedi\w*)\b/i;
+export const HOSTING_STEM_RANGES = 3;
+
 function byRule(name: string, evidence: NetworkEvidence | undefined): NetworkType {
   const strong = STRONG.find(([, pattern]) => pattern.test(name));
   if (strong) return strong[0];
@@ -74,6 +95,8 @@ function byRule(name: string, evidence: NetworkEvidence | undefined): NetworkTyp
   const perCountry = e.countries ? e.cities / e.countries : 0;
   if (e.cities >= ACCESS.cities || perCountry >= (lirSized ? ACCESS.citiesPerCountry : ACCESS.denseCitiesPerCountry)) return "isp";
   if (WEAK.test(name) && lirSized && e.countries <= WEAK_ACCESS.countries) return "isp";
+  if (e.ipv6 > 0 && e.ranges >= FRAGMENTED.ranges && e.ipv4 / e.ranges <= FRAGMENTED.meanIpv4) return "hosting";
+  if (HOSTING_STEM.test(name) && e.ranges >= HOSTING_STEM_RANGES) return "hosting";
   return "business";
 }
 export function classifyNetwork(
@@ -86,5 +109,7 @@ export function classifyNetwork(
   if (overridden) return { type: overridden, source: "override" };
   const listed = curated.get(as.asn);
   if (listed) return { type: listed, source: "curated" };
+  const sibling = curatedOrganisations.get(organisationKey(as.name));
+  if (sibling) return { type: sibling, source: "curated" };
   return { type: byRule(as.name, evidence), source: "rule" };
 }
