@@ -889,7 +889,8 @@ export interface paths {
          *        (`TRACKING_SETTINGS_TTL_SECONDS`, 60 s by default).
          *     3. `curated`: curated lists covering every ASN of the large clouds, CDNs and hosters
          *        (`hosting`), of the fixed and mobile operators of the largest economies (`isp`,
-         *        `mobile`) and of research networks (`education`).
+         *        `mobile`) and of research networks (`education`); an ASN whose name is a listed
+         *        ASN's name up to case, punctuation and legal form inherits its type.
          *     4. `rule`, a strong keyword of the organisation name, tried in this order: `education`
          *        (university and its forms in other languages, college, school, academy,
          *        polytechnic, hochschule, education(al), academic, research network, institute of
@@ -906,9 +907,13 @@ export interface paths {
          *     6. `rule`, a weak keyword (network(s), net, communication(s), carrier, backbone,
          *        transit, online, connect, link, tele…, wifi) together with an IPv6 allocation of at
          *        least a /32 and at most 3 countries: `isp`.
-         *     7. `rule`: any other named network is `business`. So a company whose name reads like a
-         *        telecom (Juniper Networks, Thales Communications, Crete Carrier) stays a business
-         *        when its network is small and in one or two places.
+         *     7. `rule`, an IPv6 announcement together with at least 60 ranges whose IPv4 blocks
+         *        average at most 2,048 addresses: `hosting`.
+         *     8. `rule`, a hosting stem inside a word of the name (host…, …host, …server(s), …vps,
+         *        …cloud…, data…, colo…, dedi…) and at least 3 announced ranges: `hosting`.
+         *     9. `rule`: any other named network is `business`. So a company whose name reads like a
+         *        telecom (Juniper Networks, Thales Communications, Crete Carrier, Host Hotels) stays a
+         *        business when its network is small and in one or two places.
          *
          *     Cities and countries are counted at sample points: each IPv4 range is looked up at the
          *     middle of each of n equal parts, n = ceil(addresses / 65,536) capped at 16. Only

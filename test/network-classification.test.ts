@@ -70,6 +70,24 @@ describe("classifyNetwork from evidence", () => {
     expect(classifyNetwork({ asn: 64511, name: "Example Networks, Inc." }, { ...small, ipv6: 65_536 }).type).toBe("isp");
   });
 
+  it("when an AS has many small IPv4 blocks, then it is a hoster only when it also announces IPv6", () => {
+    const fragmented = { ipv4: 60 * 1024, ipv6: 65_536, ranges: 60, countries: 2, cities: 3 };
+    expect(classifyNetwork({ asn: 64512, name: "Example Holding B.V." }, fragmented)).toEqual({ type: "hosting", source: "rule" });
+    expect(classifyNetwork({ asn: 64512, name: "Example Holding B.V." }, { ...fragmented, ipv6: 0 }).type).toBe("business");
+    expect(classifyNetwork({ asn: 64512, name: "Example Holding B.V." }, { ...fragmented, ipv4: 60 * 4096 }).type).toBe("business");
+  });
+
+  it("when a name has a hosting stem inside a word, then it counts only for an AS with several ranges", () => {
+    expect(classifyNetwork({ asn: 64513, name: "Hostexample AG" }, { ...small, ranges: 3 }).type).toBe("hosting");
+    expect(classifyNetwork({ asn: 64513, name: "Host Example Hotels, L.P." }, { ...small, ranges: 1 }).type).toBe("business");
+  });
+
+  it("when an AS bears the name of a curated AS's organisation, then it inherits the curated type", () => {
+    const curatedName = "Societe Francaise Du Radiotelephone - SFR SA";
+    expect(classifyNetwork({ asn: 64514, name: curatedName.toUpperCase().replace(" SA", ", S.A.") }, small)).toEqual({ type: "isp", source: "curated" });
+    expect(classifyNetwork({ asn: 64514, name: "Societe Francaise Du Example" }, small).type).toBe("business");
+  });
+
   it("when an ASN is curated or overridden, then that decides and says so", () => {
     expect(classifyNetwork({ asn: 8075, name: "Microsoft Corporation" }, small)).toEqual({ type: "hosting", source: "curated" });
     const overrides = new Map([[8075, "business" as const]]);
@@ -110,15 +128,19 @@ describe("bench:classify figures", () => {
   // The figures measured when this rule was committed (README, "Network types"): the rule must not
   // get worse than them.
   it.each([
-    ["tuning", 0.17, 0.022],
-    ["holdout", 0.24, 0.043],
-  ] as const)("when the %s entries are measured, then the rule is no worse than its committed figures", (split, operators, businesses) => {
+    // split, per ASN: operators typed business, businesses dropped; the same weighted by IPv4 addresses
+    ["tuning", 0.109, 0.022, 0.012, 0.017],
+    ["holdout", 0.232, 0.043, 0.05, 0.02],
+  ] as const)("when the %s entries are measured, then the rule is no worse than its committed figures", (split, operators, businesses, operatorAddresses, businessAddresses) => {
     const m = measure(set.filter((e) => e.split === split), resolver);
     expect(m.operatorsAsBusiness).toBeLessThanOrEqual(operators);
     expect(m.businessesDropped).toBeLessThanOrEqual(businesses);
+    expect(m.byAddress.operatorsAsBusiness).toBeLessThanOrEqual(operatorAddresses);
+    expect(m.byAddress.businessesDropped).toBeLessThanOrEqual(businessAddresses);
   });
 
-  // The target; the rule does not reach it yet for operators (16.6% tuning, 23.1% holdout).
+  // The target; the rule does not reach it yet on the holdout split, neither per ASN
+  // (operators 23.1%, businesses 4.2%) nor weighted by addresses (operators 4.9%).
   it.skip.each(["tuning", "holdout"])("when the %s entries are measured, then both shares are within the target", (split) => {
     const m = measure(set.filter((e) => e.split === split), resolver);
     expect(m.operatorsAsBusiness).toBeLessThanOrEqual(TARGET);
