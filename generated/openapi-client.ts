@@ -3061,7 +3061,10 @@ export interface components {
             consentMode: components["schemas"]["ConsentMode"];
             /** @description Whether a browser that sends Global Privacy Control (`navigator.globalPrivacyControl`) or Do Not Track is left untracked, whatever the consent. Default true. */
             respectDoNotTrack: boolean;
-            /** @description Days the dataset's visits and form submissions are kept; older ones are purged daily. null: kept until erased. Leads (organisations) keep their counters. */
+            /**
+             * Format: int32
+             * @description Days the dataset's visits and form submissions are kept; older ones are purged daily. null: kept until erased. Leads (organisations) keep their counters.
+             */
             retentionDays: number | null;
         };
         /**
@@ -3074,7 +3077,10 @@ export interface components {
             consentMode?: components["schemas"]["ConsentMode"];
             /** @description Whether Global Privacy Control and Do Not Track are honoured. */
             respectDoNotTrack?: boolean;
-            /** @description Days visits and form submissions are kept; null keeps them until erased. */
+            /**
+             * Format: int32
+             * @description Days visits and form submissions are kept; null keeps them until erased.
+             */
             retentionDays?: number | null;
         };
         /**

@@ -77,6 +77,17 @@ describe("collectEvents: the character rule", () => {
     }
   });
 
+  it("when the dataset parameter is longer than 64 characters, then 400 naming it (script, collector and pixel)", async () => {
+    const long = `ds_${"x".repeat(62)}`;
+    for (const send of [
+      () => t.api.request().get(`/t.js?dataset=${long}`),
+      () => t.api.request().post(`/collect?dataset=${long}`).set("content-type", "text/plain").send(JSON.stringify({ events: [page({})] })),
+      () => t.api.request().get(`/collect?dataset=${long}&v=${visitor()}&u=https%3A%2F%2Fa.example%2F`),
+    ]) {
+      await expectRefused(send, "query", "dataset", /at most 64 characters/);
+    }
+  });
+
   it("when the strings are clean text of any script, then the batch is queued", async () => {
     const res = await post("text/plain;charset=UTF-8", JSON.stringify({ events: [page({ title: "Café 東京 😀" })] }));
     expect(res.status).toBe(202);

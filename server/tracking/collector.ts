@@ -66,6 +66,9 @@ function rateLimited(res: Response, error: RateLimiterRes, what: string): void {
   res.status(429).json({ error: "rate_limited", message: `Too many ${what}; retry in ${seconds} s`, retryAfterSeconds: seconds });
 }
 
+/** As the partner API's DatasetId (spec/collector.yaml, parameter Dataset). */
+const DATASET_ID_MAX_LENGTH = 64;
+
 const batchRefused = (details: InvalidField[]) => new Invalid("The batch was refused whole: nothing was written", details, "invalid_batch");
 
 /**
@@ -123,12 +126,14 @@ export function collectorRoutes(deps: CollectorDeps): Router {
   const cookieless = cookielessVisitorIds(db);
   const router = Router();
 
-  /** The request's dataset; a `dataset` that breaks the character rule is a 400, never a query. */
+  /** The request's dataset; a `dataset` that breaks the character rule or is longer than any id is a 400, never a query. */
   const datasetOf = (req: Request) => {
     const named = req.query.dataset;
-    if (typeof named === "string" && breaksTextRule(named)) {
-      throw new Invalid("Invalid request: query dataset " + TEXT_RULE_MESSAGE, [{ location: "query", field: "dataset", message: TEXT_RULE_MESSAGE }]);
-    }
+    const broken = typeof named !== "string" ? undefined
+      : breaksTextRule(named) ? TEXT_RULE_MESSAGE
+      : named.length > DATASET_ID_MAX_LENGTH ? `must be at most ${DATASET_ID_MAX_LENGTH} characters`
+      : undefined;
+    if (broken) throw new Invalid("Invalid request: query dataset " + broken, [{ location: "query", field: "dataset", message: broken }]);
     return datasets.resolve(req.hostname, named);
   };
 
