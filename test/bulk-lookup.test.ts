@@ -1,7 +1,5 @@
 // Bulk look-up (bulkLookupEmail): up to 100 addresses, a result per item, one credit per profile
 // found charged to one dataset in one ledger entry, the credit limit exact under concurrency.
-import type { AddressInfo } from "node:net";
-import type { Server } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createPartnerClient } from "../client/index.ts";
 import type { ContactProfile } from "../server/contacts/profile.ts";
@@ -11,7 +9,6 @@ import { createTenant, type Tenant } from "./support/tenants.ts";
 const clock = new Date("2026-05-12T09:00:00.000Z");
 
 let api: TestApi;
-let server: Server;
 let baseUrl: string;
 
 const people: ContactProfile[] = Array.from({ length: 5 }, (_, i) => ({
@@ -24,12 +21,9 @@ const people: ContactProfile[] = Array.from({ length: 5 }, (_, i) => ({
 beforeAll(async () => {
   api = await startTestApi({ now: () => clock });
   await api.services.contacts.upsertMany(people);
-  server = api.app.listen(0, "127.0.0.1");
-  await new Promise((resolve) => server.once("listening", resolve));
-  baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  baseUrl = await api.listen();
 });
 afterAll(async () => {
-  await new Promise((resolve) => server?.close(resolve));
   await api?.close();
 });
 

@@ -12,7 +12,7 @@ import { where } from "./support/leads.ts";
 import { startSmtpServer, type TestSmtpServer } from "./support/smtp.ts";
 import { as } from "./support/suite.ts";
 import { createTenant, type Tenant } from "./support/tenants.ts";
-import { ADDRESSES, BROWSER_UA, testTrackingConfig } from "./support/tracking.ts";
+import { collectPageView, testTrackingConfig } from "./support/tracking.ts";
 
 let api: TestApi;
 let tenant: Tenant;
@@ -60,13 +60,7 @@ afterAll(async () => {
 
 let seq = 0;
 async function visit(datasetId: string): Promise<void> {
-  const res = await api
-    .request()
-    .post(`/collect?dataset=${datasetId}`)
-    .set("x-forwarded-for", ADDRESSES.business)
-    .set("user-agent", BROWSER_UA)
-    .set("content-type", "text/plain")
-    .send(JSON.stringify({ events: [{ type: "pageview", visitorId: `excluded${++seq}${Date.now().toString(36)}`, url: "https://www.customer.example/" }] }));
+  const res = await collectPageView(api, datasetId, `excluded${++seq}${Date.now().toString(36)}`, "https://www.customer.example/");
   expect(res.status).toBe(202);
   await writer.drain();
 }

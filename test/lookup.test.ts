@@ -1,7 +1,5 @@
 // Lookup API: lookupEmail (POST) and lookupEmailByQuery (GET). A found profile costs exactly one
 // credit, a miss or a contradicting hint none; the charge and its ledger entry go together.
-import type { AddressInfo } from "node:net";
-import type { Server } from "node:http";
 import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -16,7 +14,6 @@ const now = () => clock;
 let api: TestApi;
 let tenant: Tenant;
 let other: Tenant;
-let server: Server;
 let baseUrl: string;
 
 beforeAll(async () => {
@@ -24,12 +21,9 @@ beforeAll(async () => {
   tenant = await createTenant(api.services, "Acme");
   other = await createTenant(api.services, "Globex");
   await api.services.contacts.upsertMany([jane, max]);
-  server = api.app.listen(0, "127.0.0.1");
-  await new Promise((resolve) => server.once("listening", resolve));
-  baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  baseUrl = await api.listen();
 });
 afterAll(async () => {
-  await new Promise((resolve) => server?.close(resolve));
   await api?.close();
 });
 

@@ -12,7 +12,7 @@ import { newLead, where } from "./support/leads.ts";
 import { startSmtpServer, type TestSmtpServer } from "./support/smtp.ts";
 import { as } from "./support/suite.ts";
 import { createTenant, type Tenant } from "./support/tenants.ts";
-import { ADDRESSES, BROWSER_UA, testTrackingConfig } from "./support/tracking.ts";
+import { collectPageView, testTrackingConfig } from "./support/tracking.ts";
 
 let api: TestApi;
 let tenant: Tenant;
@@ -50,13 +50,7 @@ async function createSegment(datasetId: string, name: string, filters: object, f
 const entries = (segmentId: number) => api.db.prisma.segmentEntry.findMany({ where: { segmentId }, orderBy: { leadId: "asc" } });
 
 async function visit(datasetId: string, visitorId: string): Promise<void> {
-  const res = await api
-    .request()
-    .post(`/collect?dataset=${datasetId}`)
-    .set("x-forwarded-for", ADDRESSES.business)
-    .set("user-agent", BROWSER_UA)
-    .set("content-type", "text/plain")
-    .send(JSON.stringify({ events: [{ type: "pageview", visitorId, url: "https://www.customer.example/pricing", title: "Pricing" }] }));
+  const res = await collectPageView(api, datasetId, visitorId);
   expect(res.status).toBeLessThan(300);
   await writer.drain();
 }

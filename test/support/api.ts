@@ -1,6 +1,9 @@
 // A running app on a fresh database, plus what every test file needs around it.
 import { appendFileSync } from "node:fs";
 import path from "node:path";
+import type { Server } from "node:http";
+import { once } from "node:events";
+import type { AddressInfo } from "node:net";
 import supertest from "supertest";
 import { type AppOptions, createApp } from "../../server/app.ts";
 import { loadTrackingDomainConfig, type TrackingDomainConfig } from "../../server/ctd/config.ts";
@@ -40,6 +43,8 @@ export interface TestApi {
   appWith(options: TestAppOptions): ReturnType<typeof createApp>;
   /** The logger that writes them (for the certificate worker a test starts). */
   logger: Logger;
+  /** The app listening on a loopback port (for clients that need a URL); closed with `close`. */
+  listen(): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -94,6 +99,7 @@ export async function startTestApi({ trackingDomains, now, mail, notify, webhook
       observe: (operationId, status) => record("coverage", `${operationId ?? "-"} ${status}`),
     });
   const app = appWith(options);
+  const servers: Server[] = [];
   return {
     db,
     app,
@@ -102,6 +108,15 @@ export async function startTestApi({ trackingDomains, now, mail, notify, webhook
     logs,
     appWith,
     logger,
-    close: () => db.close(),
+    async listen() {
+      const server = app.listen(0, "127.0.0.1");
+      servers.push(server);
+      await once(server, "listening");
+      return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    },
+    async close() {
+      await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
+      await db.close();
+    },
   };
 }

@@ -5,7 +5,7 @@ import { expect } from "vitest";
 import { loadReverseDnsConfig, loadTrackingConfig, type TrackingConfig } from "../../server/tracking/config.ts";
 import { createIngestWriter, type IngestWriter } from "../../server/tracking/writer.ts";
 import { as, type Suite } from "./suite.ts";
-import { startTestApi, type TestApiOptions } from "./api.ts";
+import { startTestApi, type TestApi, type TestApiOptions } from "./api.ts";
 import { createTenant } from "./tenants.ts";
 
 /** Real public addresses, and what the data set says of them (checked by tracking-resolution.test.ts). */
@@ -26,6 +26,17 @@ export const ADDRESSES = {
 
 export const BROWSER_UA = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36";
 export const BOT_UA = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)";
+
+/** POST /collect of one page view from a business network's visitor (through the trusted loopback proxy). */
+export function collectPageView(api: TestApi, datasetId: string, visitorId: string, url = "https://www.customer.example/pricing") {
+  return api
+    .request()
+    .post(`/collect?dataset=${datasetId}`)
+    .set("x-forwarded-for", ADDRESSES.business)
+    .set("user-agent", BROWSER_UA)
+    .set("content-type", "text/plain")
+    .send(JSON.stringify({ events: [{ type: "pageview", visitorId, url, title: "Pricing" }] }));
+}
 
 export interface TrackingSuite extends Suite {
   writer: IngestWriter;
