@@ -7,6 +7,7 @@ import { Prisma } from "../../generated/prisma/client.ts";
 import type { RetentionConfig } from "../config.ts";
 import type { Db } from "../db/database.ts";
 import type { Logger } from "../logging.ts";
+import { runPeriodically } from "./periodic.ts";
 import type { JobQueue } from "./queue.ts";
 
 export const RETENTION_JOB = "retention";
@@ -96,9 +97,5 @@ export type RetentionJobs = ReturnType<typeof registerRetentionJobs>;
 
 /** Queues the day's retention job every hour (each instance; the dedupe key makes it once a day). */
 export function startRetentionScheduler(retentionJobs: RetentionJobs, logger: Logger, everyMs = 3_600_000): { stop(): void } {
-  const run = () => retentionJobs.schedule().catch((error: unknown) => logger.error("retention scheduling failed", { error: String(error) }));
-  void run();
-  const timer = setInterval(run, everyMs);
-  timer.unref();
-  return { stop: () => clearInterval(timer) };
+  return runPeriodically("retention scheduling", retentionJobs.schedule, everyMs, logger);
 }

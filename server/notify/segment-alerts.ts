@@ -9,6 +9,7 @@ import { type Lead, Prisma, type PrismaClient } from "../../generated/prisma/cli
 import type { Db } from "../db/database.ts";
 import type { JobQueue } from "../jobs/queue.ts";
 import type { Logger } from "../logging.ts";
+import { runPeriodically } from "../jobs/periodic.ts";
 import { filterSql, type SegmentFilter } from "../services/lead-filter.ts";
 import { notExcluded } from "../services/leads.ts";
 import type { IngestResult } from "../tracking/ingest.ts";
@@ -236,9 +237,5 @@ export function registerSegmentAlertJobs(db: Db, jobs: JobQueue, mailer: Mailer,
 
 /** Runs scheduleDigests every minute (each instance; the dedupe keys make it once). */
 export function startDigestScheduler(alerts: SegmentAlertService, logger: Logger, everyMs = 60_000): { stop(): void } {
-  const run = () => alerts.scheduleDigests().catch((error: unknown) => logger.error("digest scheduling failed", { error: String(error) }));
-  void run();
-  const timer = setInterval(run, everyMs);
-  timer.unref();
-  return { stop: () => clearInterval(timer) };
+  return runPeriodically("digest scheduling", alerts.scheduleDigests, everyMs, logger);
 }

@@ -156,9 +156,9 @@ export function creditService(db: Db, sql: Sql) {
       return db.$transaction(async (tx) => {
         await hooks.before?.(tx);
         let result: { datasetId: string | null; credits: number } = { datasetId: null, credits: 0 };
-        for (;;) {
+        while (wanted > 0) {
           const [candidate] = await tx.$queryRaw<{ id: string; lim: number }[]>`${payers(charge.accountId, charge.datasetId, month, 1)} LIMIT 1`;
-          if (!candidate || wanted === 0) break;
+          if (!candidate) break;
           const [usage] = await tx.$queryRaw<{ used: number }[]>`
             INSERT INTO "CreditUsage" ("datasetId", month, used) VALUES (${candidate.id}, ${month}::date, 0)
             ON CONFLICT ("datasetId", month) DO UPDATE SET used = "CreditUsage".used
