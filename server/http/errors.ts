@@ -109,6 +109,14 @@ export class MethodNotAllowedError extends ApiError {
   }
 }
 
+/** 415: a body in a media type the operation does not take (the collector's batch). */
+export class UnsupportedMediaTypeError extends ApiError {
+  readonly status = 415;
+  constructor(message: string) {
+    super("unsupported_media_type", message);
+  }
+}
+
 /** 404 V1NotFoundResponse: also for another account's ids, so that existence is not revealed. */
 export class NotFoundError extends ApiError {
   readonly status = 404;

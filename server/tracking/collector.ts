@@ -9,6 +9,7 @@ import { isbot } from "isbot";
 import { RateLimiterMemory, RateLimiterRes } from "rate-limiter-flexible";
 import type { Db } from "../db/database.ts";
 import { Invalid, type InvalidField } from "../domain/errors.ts";
+import { MethodNotAllowedError, UnsupportedMediaTypeError } from "../http/errors.ts";
 import { nestsDeeperThan, TOO_DEEP_MESSAGE } from "../http/json-depth.ts";
 import { breaksTextRule, type JsonPath, TEXT_RULE_MESSAGE, textRuleBreaks } from "../http/validation.ts";
 import type { TrackingConfig } from "./config.ts";
@@ -106,18 +107,14 @@ function parseBatch(body: unknown): TrackedEvent[] {
 /** The media types of a batch (spec/collector.yaml): sendBeacon's text/plain, or application/json. */
 const BATCH_TYPES = ["text/plain", "application/json"];
 
-const unsupportedMediaType: RequestHandler = (req, res, next) => {
-  if (req.is(BATCH_TYPES)) return next();
-  res.status(415).json({ error: "unsupported_media_type", message: `The batch must be sent as ${BATCH_TYPES.join(" or ")}; nothing was written` });
-};
+const unsupportedMediaType: RequestHandler = (req, _res, next) =>
+  next(req.is(BATCH_TYPES) ? undefined : new UnsupportedMediaTypeError(`The batch must be sent as ${BATCH_TYPES.join(" or ")}; nothing was written`));
 
 /** 405 with `Allow` for the methods a public path does not have (they need no key: not a 401). */
 const methodNotAllowed =
   (allow: string): RequestHandler =>
-  (_req, res) => {
-    res.setHeader("Allow", allow);
-    res.status(405).json({ error: "method_not_allowed", message: `This path accepts only ${allow}` });
-  };
+  (_req, _res, next) =>
+    next(new MethodNotAllowedError(allow));
 
 export function collectorRoutes(deps: CollectorDeps): Router {
   const { db, datasets, config, now = () => new Date() } = deps;
