@@ -3,7 +3,7 @@
 import { readFileSync } from "node:fs";
 import http, { type IncomingMessage, type RequestListener, type ServerResponse } from "node:http";
 import https from "node:https";
-import type { AddressInfo } from "node:net";
+import net, { type AddressInfo } from "node:net";
 import type { Config } from "./config.ts";
 import type { Logger } from "./logging.ts";
 
@@ -19,6 +19,9 @@ export interface RunningServer {
 
 /** How long a connection may stay idle during the drain before it is closed (at most half the shutdown timeout). */
 export const DRAIN_IDLE_GRACE_MS = 1_000;
+
+/** At most this many connections (one per loop turn) are taken from the backlog after the signal. */
+const MAX_BACKLOG_TURNS = 1_024;
 
 export async function listen(app: RequestListener, options: ListenOptions, logger: Logger): Promise<RunningServer> {
   const { timeouts, limits, tls } = options;
@@ -52,6 +55,8 @@ export async function listen(app: RequestListener, options: ListenOptions, logge
     res.once("close", () => inFlight.delete(res));
   });
   server.on("request", app);
+  let accepted = 0;
+  server.on("connection", () => accepted++);
 
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
@@ -62,16 +67,39 @@ export async function listen(app: RequestListener, options: ListenOptions, logge
   });
 
   /**
-   * Stops accepting at once. Connections stay open while their requests are answered, each
-   * closed by the answer to the last request read on it (`Connection: close`); a connection
-   * with nothing to answer is closed once it has stayed idle for the idle grace. The grace
-   * is measured after the event loop has read its sockets again (a busy or stopped process may
-   * hold requests that were sent before the signal but not yet read): a request that arrives
-   * within it is answered too. At the shutdown timeout, whatever is left is cut off.
+   * Stops accepting once the connections already waiting in the kernel's backlog are accepted
+   * (clients that connected before the signal, even to a stopped or busy process); later ones
+   * are refused. Connections stay
+   * open while their requests are answered, each closed by the answer to the last request read
+   * on it (`Connection: close`); a connection with nothing to answer is closed once it has stayed
+   * idle for the idle grace. Node's own `close()` closes idle connections at once, including
+   * those whose requests were sent but not yet read (a reset instead of answers), so the
+   * listener is closed through net.Server's `close()` and idle connections only by the sweep,
+   * after the event loop has read its sockets again. At the shutdown timeout, whatever is left
+   * is cut off.
    */
+  /**
+   * Waits until a turn of the event loop accepts no connection. Node accepts one connection per
+   * poll phase, so closing the listener at once would reset every connection still queued in the
+   * kernel's backlog, whose clients may already have sent their requests. The first wait reaches
+   * the check phase of the signal's turn; each further one spans a whole poll phase.
+   */
+  async function acceptBacklog(): Promise<void> {
+    const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+    await nextTurn();
+    for (let turns = 0, before = -1; accepted > before && turns < MAX_BACKLOG_TURNS; turns++) {
+      before = accepted;
+      await nextTurn();
+    }
+  }
+
   async function shutdown(): Promise<void> {
     draining = true;
-    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    const acceptedBefore = accepted;
+    await acceptBacklog();
+    const closed = new Promise<void>((resolve) => net.Server.prototype.close.call(server, () => resolve()));
+    // from here a new connection is refused (tests and operators wait for this line)
+    logger.info("stopped accepting", { fromBacklog: accepted - acceptedBefore });
     const idleGraceMs = Math.min(DRAIN_IDLE_GRACE_MS, timeouts.shutdownMs / 2);
     // setImmediate: after the poll phase of the loop turn in which the timer fired, so that
     // bytes that arrived while the timer waited have been read and are requests by then
