@@ -4,7 +4,8 @@
 // partitions: made ahead, and dropped whole once every visit in them is past retention.
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { MONTHS_AHEAD, monthOf } from "../server/jobs/partitions.ts";
+import pg from "pg";
+import { MONTHS_AHEAD, monthOf, visitPartitions } from "../server/jobs/partitions.ts";
 import { RETENTION_JOB, type RetentionResult } from "../server/jobs/retention.ts";
 import { as } from "./support/suite.ts";
 import { ADDRESSES, startTracking, type TrackingSuite } from "./support/tracking.ts";
@@ -14,6 +15,8 @@ const DAY = 86_400_000;
 let days = 0;
 const now = () => new Date(Date.now() + days * DAY);
 const BATCH = 2;
+/** On a PostgreSQL server (TEST_DATABASE_URL), not the in-memory PGlite. */
+const onServer = Boolean(process.env.TEST_DATABASE_URL);
 
 let t: TrackingSuite;
 
@@ -137,7 +140,7 @@ describe("retention job", () => {
     days = 0;
     const result = await runRetention();
     const partitions = await partitionNames();
-    expect(result.partitions).toMatchObject({ dropped: [oldest.name], busy: 0 });
+    expect(result.partitions).toMatchObject({ dropped: [oldest.name], busy: 0, failed: [] });
     expect(result.partitions.created).toEqual(expect.arrayContaining([oldest.name, older.name]));
     expect(result.partitions.moved).toBe(4);
     expect(partitions).not.toContain(oldest.name);
@@ -147,5 +150,28 @@ describe("retention job", () => {
     expect([await count(short), await count(keepAll)]).toEqual([0, 1]);
     const [{ n }] = await t.api.db.prisma.$queryRaw<[{ n: bigint }]>`SELECT count(*) AS n FROM "Visit_default"`;
     expect(Number(n)).toBe(0);
+  });
+
+  // PostgreSQL only: the in-memory PGlite is one session, where no other transaction can hold a lock
+  it.runIf(onServer)("when another transaction reads the visits, then making a month's partition gives up within its lock timeout, and a later run makes it and drops it", async () => {
+    const [short] = t.other.datasets;
+    const month = monthOf(new Date(), -6);
+    midMonth(-6);
+    await t.collect(short, ADDRESSES.business, [t.pageView(newVisitor())]);
+    await t.writer.drain();
+    days = 0;
+    const partitions = visitPartitions(t.api.db.prisma);
+    const reader = new pg.Client({ connectionString: t.api.db.url });
+    await reader.connect();
+    try {
+      await reader.query("BEGIN");
+      await reader.query(`SELECT count(*) FROM "Visit"`); // holds every partition until its commit
+      expect(await partitions.maintain(now())).toMatchObject({ created: [], dropped: [], busy: 1, failed: [] });
+      await reader.query("COMMIT");
+    } finally {
+      await reader.end();
+    }
+    expect(await partitions.maintain(now())).toMatchObject({ created: [month.name], moved: 1, dropped: [month.name], busy: 0, failed: [] });
+    expect(await partitionNames()).not.toContain(month.name);
   });
 });

@@ -1,10 +1,13 @@
 // The month partitions of the visits (migration 20261125230000_visit_partitions): "Visit_pYYYY_MM"
 // holds the visits of one UTC month, "Visit_default" those of a month without a partition. The
 // retention job keeps them: it makes this month's partition and the next two ahead (a month found
-// in the default partition gets its own, its rows moved there), and drops a past month once every
-// visit in it is past its dataset's retention: one DROP TABLE instead of deleting its rows. A
-// month that still holds a visit to keep stays: the per-row deletes take its expired visits.
+// in the default partition gets its own, its rows moved there), and drops a past month whole,
+// one DROP TABLE instead of deleting its rows, once no dataset with visits in it keeps any: every
+// dataset with a visit there has a `retentionDays` that ended after the month did. Otherwise the
+// month stays and the per-row deletes take its expired visits (the month at a retention's edge).
 // The same on PostgreSQL and the embedded PGlite (PostgreSQL 17, declarative partitioning too).
+// A step that fails (its locks busy, a statement too long) is reported and tried again on the next
+// run: the per-row deletes that follow purge correctly without partitions, only more slowly.
 import type { Db } from "../db/database.ts";
 
 /** Months made ahead of the current one. */
@@ -14,9 +17,9 @@ const NAME = /^Visit_p(\d{4})_(\d{2})$/;
 /**
  * How long a change waits for its locks (a partition's making locks the default partition, a drop
  * the visits table, each for a moment): when busy it gives up, and the next run tries again, rather
- * than queue every query on the visits behind it.
+ * than queue every query on the visits behind it. Below DATABASE_QUERY_TIMEOUT_MS (default 5 s).
  */
-const LOCK_TIMEOUT = "5s";
+const LOCK_TIMEOUT = "1s";
 
 export interface Month {
   /** The partition's table name. */
@@ -44,6 +47,8 @@ export interface PartitionResult {
   dropped: string[];
   /** Partition changes given up because their locks were busy (tried again by the next run). */
   busy: number;
+  /** Steps that failed otherwise, with their error (tried again by the next run). */
+  failed: string[];
 }
 
 /** SQLSTATE lock_not_available: `lock_timeout` ran out. */
@@ -58,7 +63,7 @@ export function visitPartitions(db: Db) {
   /** The month partitions there are, by name. */
   async function months(): Promise<Month[]> {
     const rows = await db.$queryRaw<{ name: string }[]>`
-      SELECT c.relname AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = '"Visit"'::regclass`;
+      SELECT c.relname AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = '"Visit"'::regclass ORDER BY 1`;
     return rows.flatMap(({ name }) => {
       const match = NAME.exec(name);
       return match ? [monthOf(new Date(Date.UTC(Number(match[1]), Number(match[2]) - 1, 1)))] : [];
@@ -102,18 +107,22 @@ export function visitPartitions(db: Db) {
   }
 
   /**
-   * Drops the partition of a past month when none of its visits is to be kept at `at`: each
-   * dataset's visits go `retentionDays` after their time, a dataset without retention keeps them.
-   * True when dropped, false when it holds a visit to keep, undefined when the locks were busy.
+   * Drops the partition of a past month when no dataset that keeps a visit of it at `at` has one
+   * there: a dataset without retention keeps all, one with `retentionDays` those after
+   * `at - retentionDays`, so it may keep one of the month while that instant is before the month's
+   * end. One index probe per such dataset, not a scan of the month. True when dropped, false when
+   * it holds a visit to keep, undefined when the locks were busy.
    */
   async function dropIfExpired(month: Month, at: Date): Promise<boolean | undefined> {
     let dropped = false;
     const done = await locked(async (tx) => {
       const [{ keep }] = await tx.$queryRawUnsafe<[{ keep: boolean }]>(
         `SELECT EXISTS (
-           SELECT 1 FROM "${month.name}" v JOIN "Dataset" d ON d.id = v."datasetId"
-           WHERE d."retentionDays" IS NULL OR v."at" >= $1::timestamptz - make_interval(days => d."retentionDays")) AS keep`,
+           SELECT 1 FROM "Dataset" d
+           WHERE (d."retentionDays" IS NULL OR $1::timestamptz - make_interval(days => d."retentionDays") < $2::timestamptz)
+             AND EXISTS (SELECT 1 FROM "${month.name}" v WHERE v."datasetId" = d.id)) AS keep`,
         at,
+        month.to,
       );
       if (keep) return;
       await tx.$executeRawUnsafe(`DROP TABLE "${month.name}"`);
@@ -129,27 +138,42 @@ export function visitPartitions(db: Db) {
      * the default partition, then drops the past months whose visits are all past retention.
      */
     async maintain(at: Date): Promise<PartitionResult> {
-      const result: PartitionResult = { created: [], moved: 0, dropped: [], busy: 0 };
+      const result: PartitionResult = { created: [], moved: 0, dropped: [], busy: 0, failed: [] };
+      /** Runs one step; a failure is reported in the result and the next steps still run. */
+      const step = async (what: string, run: () => Promise<void>) => {
+        try {
+          await run();
+        } catch (error) {
+          result.failed.push(`${what}: ${String((error as Error)?.message ?? error).split("\n")[0]}`);
+        }
+      };
+      const wanted = Array.from({ length: MONTHS_AHEAD + 1 }, (_, i) => monthOf(at, i));
+      await step("reading the default partition", async () => {
+        const stranded = await db.$queryRawUnsafe<{ month: Date }[]>(
+          `SELECT DISTINCT date_trunc('month', "at" AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' AS month FROM "${DEFAULT_PARTITION}"`,
+        );
+        wanted.push(...stranded.map((r) => monthOf(r.month)));
+      });
       const have = new Set((await months()).map((m) => m.name));
-      const stranded = await db.$queryRawUnsafe<{ month: Date }[]>(
-        `SELECT DISTINCT date_trunc('month', "at" AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' AS month FROM "${DEFAULT_PARTITION}"`,
-      );
-      const wanted = [...Array.from({ length: MONTHS_AHEAD + 1 }, (_, i) => monthOf(at, i)), ...stranded.map((r) => monthOf(r.month))];
       for (const month of wanted) {
         if (have.has(month.name)) continue;
         have.add(month.name);
-        const moved = await create(month);
-        if (moved === undefined) result.busy += 1;
-        else {
-          result.created.push(month.name);
-          result.moved += moved;
-        }
+        await step(`making ${month.name}`, async () => {
+          const moved = await create(month);
+          if (moved === undefined) result.busy += 1;
+          else {
+            result.created.push(month.name);
+            result.moved += moved;
+          }
+        });
       }
       for (const month of await months()) {
         if (month.to > monthOf(at).from) continue; // this month and later: never whole in the past
-        const dropped = await dropIfExpired(month, at);
-        if (dropped === undefined) result.busy += 1;
-        else if (dropped) result.dropped.push(month.name);
+        await step(`dropping ${month.name}`, async () => {
+          const dropped = await dropIfExpired(month, at);
+          if (dropped === undefined) result.busy += 1;
+          else if (dropped) result.dropped.push(month.name);
+        });
       }
       return result;
     },

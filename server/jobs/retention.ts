@@ -90,6 +90,7 @@ export function registerRetentionJobs(db: Db, jobs: JobQueue, config: RetentionC
     async () => {
       const result = await rules.purge();
       logger.info("retention purge", { ...result });
+      if (result.partitions.failed.length) logger.warn("visit partitions: steps failed, the next run tries again", { failed: result.partitions.failed });
     },
     { maxAttempts: 5, backoffMs: (n) => 60_000 * 2 ** (n - 1) },
   );
