@@ -3,8 +3,9 @@
 // retention job keeps them: it makes this month's partition and the next two ahead (a month found
 // in the default partition gets its own, its rows moved there), and drops a past month whole,
 // one DROP TABLE instead of deleting its rows, once no dataset with visits in it keeps any: every
-// dataset with a visit there has a `retentionDays` that ended after the month did. Otherwise the
-// month stays and the per-row deletes take its expired visits (the month at a retention's edge).
+// dataset with a visit there has a `retentionDays`, and the month ended more than that many days
+// ago. Otherwise the month stays and the per-row deletes take its expired visits (the month at a
+// retention's edge, or one shared with a dataset that keeps its visits).
 // The same on PostgreSQL and the embedded PGlite (PostgreSQL 17, declarative partitioning too).
 // A step that fails (its locks busy, a statement too long) is reported and tried again on the next
 // run: the per-row deletes that follow purge correctly without partitions, only more slowly.
@@ -76,7 +77,7 @@ export function visitPartitions(db: Db) {
       await db.$transaction(async (tx) => {
         await tx.$executeRawUnsafe(`SET LOCAL lock_timeout = '${LOCK_TIMEOUT}'`);
         await change(tx);
-      }, { timeout: 120_000 });
+      }, { timeout: 30_000 }); // a few statements, each bounded by the pool's statement timeout
       return true;
     } catch (error) {
       if (isLockTimeout(error)) return false;
