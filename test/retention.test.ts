@@ -1,22 +1,27 @@
 // Retention: the daily `retention` job on the one queue, with an injected clock that the tests
 // move forward. Visits and form submissions go after their dataset's retentionDays, in batches;
-// finished jobs and settled webhook deliveries after their own retention.
+// finished jobs and settled webhook deliveries after their own retention. The visits' month
+// partitions: made ahead, and dropped whole once every visit in them is past retention.
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { RETENTION_JOB } from "../server/jobs/retention.ts";
+import pg from "pg";
+import { MONTHS_AHEAD, monthOf, visitPartitions } from "../server/jobs/partitions.ts";
+import { RETENTION_JOB, type RetentionResult } from "../server/jobs/retention.ts";
 import { as } from "./support/suite.ts";
 import { ADDRESSES, startTracking, type TrackingSuite } from "./support/tracking.ts";
 
 const DAY = 86_400_000;
-/** The services' clock (queue, retention): real time plus the days a test moves it on. */
+/** The services' and the collector's clock: real time plus the days a test moves it on. */
 let days = 0;
 const now = () => new Date(Date.now() + days * DAY);
 const BATCH = 2;
+/** On a PostgreSQL server (TEST_DATABASE_URL), not the in-memory PGlite. */
+const onServer = Boolean(process.env.TEST_DATABASE_URL);
 
 let t: TrackingSuite;
 
 beforeAll(async () => {
-  t = await startTracking({}, { now, retention: { jobDays: 7, webhookDeliveryDays: 10, batchSize: BATCH } });
+  t = await startTracking({}, { now, tracking: { now }, retention: { jobDays: 7, webhookDeliveryDays: 10, batchSize: BATCH } });
 });
 afterAll(async () => {
   await t?.close();
@@ -26,13 +31,25 @@ const admin = () => ({ email: t.tenant.admin.email });
 const newVisitor = () => `vid${randomBytes(8).toString("hex")}`;
 
 /** Queues the day's retention job and runs the queue; the purge's log line. */
-async function runRetention(): Promise<Record<string, number>> {
+async function runRetention(): Promise<RetentionResult> {
   const logged = t.api.logs.length;
   await t.api.services.retention.schedule();
   await t.api.services.jobs.drain();
   const line = t.api.logs.slice(logged).find((l) => l.includes("retention purge"));
   expect(line, "the retention job ran").toBeDefined();
   return JSON.parse(line!);
+}
+
+/** The visits' partitions, from the catalog. */
+async function partitionNames(): Promise<string[]> {
+  const rows = await t.api.db.prisma.$queryRaw<{ name: string }[]>`
+    SELECT c.relname AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = '"Visit"'::regclass ORDER BY 1`;
+  return rows.map((r) => r.name);
+}
+
+/** Moves the clock to the middle of the month `offset` months from today's. */
+function midMonth(offset: number): void {
+  days = (monthOf(new Date(), offset).from.getTime() + 14 * DAY - Date.now()) / DAY;
 }
 
 async function visitsOf(datasetId: string): Promise<number> {
@@ -103,5 +120,58 @@ describe("retention job", () => {
     await t.api.services.retention.schedule();
     const day = now().toISOString().slice(0, 10);
     expect(await t.api.db.prisma.job.count({ where: { kind: RETENTION_JOB, dedupeKey: `${RETENTION_JOB}:${day}` } })).toBe(1);
+  });
+
+  it("when every visit of a past month is past its dataset's retention, then its partition is dropped whole; a month with a visit to keep stays and loses only the expired visits", async () => {
+    const [short, keepAll] = t.other.datasets;
+    const other = { email: t.other.admin.email };
+    await t.api.request().patch(`/v1/datasets/${short}/privacy`).query(other).set(as(t.other.key)).send({ retentionDays: 30 }).expect(200);
+    const oldest = monthOf(new Date(), -4);
+    const older = monthOf(new Date(), -3);
+    midMonth(-4); // no partition for these months yet: the visits land in the default partition
+    await t.collect(short, ADDRESSES.business, [t.pageView(newVisitor()), t.pageView(newVisitor())]);
+    midMonth(-3);
+    await t.collect(short, ADDRESSES.business, [t.pageView(newVisitor())]);
+    await t.collect(keepAll, ADDRESSES.business, [t.pageView(newVisitor())]);
+    await t.writer.drain();
+    const count = (datasetId: string) => t.api.db.prisma.visit.count({ where: { datasetId } });
+    expect([await count(short), await count(keepAll)]).toEqual([3, 1]);
+
+    days = 0;
+    const result = await runRetention();
+    const partitions = await partitionNames();
+    expect(result.partitions).toMatchObject({ dropped: [oldest.name], busy: 0, failed: [] });
+    expect(result.partitions.created).toEqual(expect.arrayContaining([oldest.name, older.name]));
+    expect(result.partitions.moved).toBe(4);
+    expect(partitions).not.toContain(oldest.name);
+    expect(partitions).toContain(older.name);
+    for (let i = 0; i <= MONTHS_AHEAD; i++) expect(partitions).toContain(monthOf(now(), i).name);
+    expect(result.visits).toBe(1); // the short dataset's visit in the month that stays, deleted as a row
+    expect([await count(short), await count(keepAll)]).toEqual([0, 1]);
+    const [{ n }] = await t.api.db.prisma.$queryRaw<[{ n: bigint }]>`SELECT count(*) AS n FROM "Visit_default"`;
+    expect(Number(n)).toBe(0);
+  });
+
+  // PostgreSQL only: the in-memory PGlite is one session, where no other transaction can hold a lock
+  it.runIf(onServer)("when another transaction reads the visits, then making a month's partition gives up within its lock timeout, and a later run makes it and drops it", async () => {
+    const [short] = t.other.datasets;
+    const month = monthOf(new Date(), -6);
+    midMonth(-6);
+    await t.collect(short, ADDRESSES.business, [t.pageView(newVisitor())]);
+    await t.writer.drain();
+    days = 0;
+    const partitions = visitPartitions(t.api.db.prisma);
+    const reader = new pg.Client({ connectionString: t.api.db.url });
+    await reader.connect();
+    try {
+      await reader.query("BEGIN");
+      await reader.query(`SELECT count(*) FROM "Visit"`); // holds every partition until its commit
+      expect(await partitions.maintain(now())).toMatchObject({ created: [], dropped: [], busy: 1, failed: [] });
+      await reader.query("COMMIT");
+    } finally {
+      await reader.end();
+    }
+    expect(await partitions.maintain(now())).toMatchObject({ created: [month.name], moved: 1, dropped: [month.name], busy: 0, failed: [] });
+    expect(await partitionNames()).not.toContain(month.name);
   });
 });

@@ -2,11 +2,14 @@
 // deletes what is past its time, in bounded batches (one short DELETE each): visits, form
 // submissions and visitors not seen since their dataset's `retentionDays`; finished jobs and
 // settled webhook deliveries after their own retention (RetentionConfig); salts of past days.
+// The visits are partitioned by month (server/jobs/partitions.ts): first the job makes the months
+// ahead and drops each past month whose visits are all past retention, then deletes the rest.
 // Leads (organisations) keep their counters: retention drops raw data, not the aggregate.
 import { Prisma } from "../../generated/prisma/client.ts";
 import type { RetentionConfig } from "../config.ts";
 import type { Db } from "../db/database.ts";
 import type { Logger } from "../logging.ts";
+import { type PartitionResult, visitPartitions } from "./partitions.ts";
 import { runPeriodically } from "./periodic.ts";
 import type { JobQueue } from "./queue.ts";
 
@@ -21,6 +24,8 @@ export interface RetentionResult {
   webhookDeliveries: number;
   /** DELETE statements run (each at most `batchSize` rows). */
   batches: number;
+  /** The visits' month partitions made and dropped (a dropped month's visits are not in `visits`). */
+  partitions: PartitionResult;
 }
 
 /** Rows of a dataset-kept table older than their dataset's retention: `id IN (...)` of one batch. */
@@ -30,6 +35,7 @@ const expiredOfDatasets = (table: string, at: string, now: Date, limit: number) 
   LIMIT ${limit}`;
 
 export function retention(db: Db, config: RetentionConfig, now: () => Date) {
+  const partitions = visitPartitions(db);
   /** Runs `batch` until it deletes less than a full batch; the rows deleted. */
   async function inBatches(batch: () => Promise<number>, result: RetentionResult): Promise<number> {
     let total = 0;
@@ -46,7 +52,9 @@ export function retention(db: Db, config: RetentionConfig, now: () => Date) {
     async purge(): Promise<RetentionResult> {
       const at = now();
       const n = config.batchSize;
-      const result: RetentionResult = { visits: 0, formSubmissions: 0, visitors: 0, jobs: 0, webhookDeliveries: 0, batches: 0 };
+      // whole months first: what they drop is not deleted row by row below
+      const partitionResult = await partitions.maintain(at);
+      const result: RetentionResult = { visits: 0, formSubmissions: 0, visitors: 0, jobs: 0, webhookDeliveries: 0, batches: 0, partitions: partitionResult };
       result.visits = await inBatches(() => db.$executeRaw`DELETE FROM "Visit" WHERE id IN (${expiredOfDatasets("Visit", "at", at, n)})`, result);
       result.formSubmissions = await inBatches(() => db.$executeRaw`DELETE FROM "FormSubmission" WHERE id IN (${expiredOfDatasets("FormSubmission", "at", at, n)})`, result);
       // a visitor not seen within the retention: its address and enrichment go too (its rows above are gone already)
@@ -82,6 +90,7 @@ export function registerRetentionJobs(db: Db, jobs: JobQueue, config: RetentionC
     async () => {
       const result = await rules.purge();
       logger.info("retention purge", { ...result });
+      if (result.partitions.failed.length) logger.warn("visit partitions: steps failed, the next run tries again", { failed: result.partitions.failed });
     },
     { maxAttempts: 5, backoffMs: (n) => 60_000 * 2 ** (n - 1) },
   );
