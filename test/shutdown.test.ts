@@ -4,6 +4,7 @@
 import http from "node:http";
 import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { eventually } from "./support/eventually.ts";
 import { type ServerDatabase, type ServerProcess, prepareServerDatabase, startServerProcess } from "./support/server-process.ts";
 
 const LOAD = 16; // concurrent requests in flight at SIGTERM, all on loopback
@@ -94,7 +95,7 @@ describe("SIGTERM", () => {
     while ((await inFlight()) < LOAD + 1) await new Promise((r) => setTimeout(r, 50));
 
     server.child.kill("SIGTERM");
-    await server.logged("stopping");
+    await eventually(() => server.logged("stopping"));
     expect(await newConnectionsRefused()).toBe(true);
 
     for (const request of load) request.finish();
