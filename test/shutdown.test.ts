@@ -1,10 +1,11 @@
 // Graceful shutdown of server/main.ts: on SIGTERM it stops accepting, finishes the requests in
 // flight, closes the connections of those still unfinished after SHUTDOWN_TIMEOUT_MS, closes the
 // database and exits 0.
+import { readFileSync } from "node:fs";
 import http from "node:http";
 import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { eventually } from "./support/eventually.ts";
+import { eventually, StopWaiting } from "./support/eventually.ts";
 import { type ServerDatabase, type ServerProcess, prepareServerDatabase, startServerProcess } from "./support/server-process.ts";
 
 const LOAD = 16; // concurrent requests in flight at SIGTERM, all on loopback
@@ -68,19 +69,32 @@ async function inFlight(): Promise<number> {
 }
 
 /**
- * True once a new connection is refused. A connection that reaches the kernel's backlog just
- * before the listening socket is closed is reset rather than refused: try again then; never is
- * one answered.
+ * A check: passes once a new connection is refused. A connection that reaches the kernel's
+ * backlog just before the listening socket is closed is reset rather than refused: try again
+ * then; never is one answered.
  */
-async function newConnectionsRefused(): Promise<boolean> {
-  for (let attempt = 0; attempt < 100; attempt++) {
-    const code = await get("/healthz").then(() => "answered", (e: NodeJS.ErrnoException) => e.code);
-    if (code === "ECONNREFUSED") return true;
-    if (code !== "ECONNRESET") return false;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  return false;
+async function newConnectionRefused(): Promise<void> {
+  const code = await get("/healthz").then(() => "answered", (e: NodeJS.ErrnoException) => e.code);
+  if (code === "ECONNRESET") throw new Error("reset, not refused: the listening socket was closing");
+  if (code !== "ECONNREFUSED") throw new StopWaiting(`a new connection was ${code}, not refused`);
 }
+
+/**
+ * Bytes received on the loopback TCP connection from `remotePort` to `localPort` and not yet read
+ * by the process that owns it (rx_queue in Linux's /proc/net/tcp and tcp6).
+ */
+function unreadBytes(localPort: number, remotePort: number): number {
+  const hex = (port: number) => port.toString(16).toUpperCase().padStart(4, "0");
+  const rows = ["/proc/net/tcp", "/proc/net/tcp6"].flatMap((file) => readFileSync(file, "utf8").trim().split("\n").slice(1));
+  const row = rows
+    .map((line) => line.trim().split(/\s+/))
+    .find(([, local, remote]) => local!.endsWith(`:${hex(localPort)}`) && remote!.endsWith(`:${hex(remotePort)}`));
+  if (!row) throw new Error(`no connection ${remotePort} -> ${localPort}`);
+  return parseInt(row[4]!.split(":")[1]!, 16);
+}
+
+/** The state letter of a process in /proc/<pid>/stat ("T": stopped by a signal). */
+const processState = (pid: number) => /^\d+ \(.*\) (\S)/.exec(readFileSync(`/proc/${pid}/stat`, "utf8"))![1];
 
 describe("SIGTERM", () => {
   // one process per describe: the embedded database serves one process at a time
@@ -92,11 +106,11 @@ describe("SIGTERM", () => {
     const load = Array.from({ length: LOAD }, (_, i) => slowCreateDataset(`Drain ${i}`));
     const stuck = slowCreateDataset("Never finished");
     // the server has received all of them (the gauge counts partner requests not yet answered)
-    while ((await inFlight()) < LOAD + 1) await new Promise((r) => setTimeout(r, 50));
+    await eventually(async () => expect(await inFlight()).toBeGreaterThanOrEqual(LOAD + 1));
 
     server.child.kill("SIGTERM");
     await eventually(() => server.logged("stopping"));
-    expect(await newConnectionsRefused()).toBe(true);
+    await eventually(newConnectionRefused, { intervalMs: 20 });
 
     for (const request of load) request.finish();
     const outcomes = await Promise.all(load.map((r) => r.outcome));
@@ -147,12 +161,17 @@ describe("SIGTERM while the event loop is busy", () => {
     const connections = await Promise.all(Array.from({ length: CONNECTIONS }, connection));
     // every connection has been accepted and answered once: open and idle
     for (const c of connections) c.socket.write(request());
-    while (connections.some((c) => statuses(c.received()).length < 1)) await new Promise((r) => setTimeout(r, 20));
+    await eventually(() => expect(connections.map((c) => statuses(c.received()).length)).toEqual(Array(CONNECTIONS).fill(1)), { intervalMs: 20 });
 
     // a stopped process is the busiest event loop: the requests wait in the kernel, unread
     busy.child.kill("SIGSTOP");
-    for (const c of connections) c.socket.write(request().repeat(PIPELINED));
-    await new Promise((r) => setTimeout(r, 200));
+    await eventually(() => expect(processState(busy.child.pid!)).toBe("T"), { intervalMs: 10 });
+    const pipelined = request().repeat(PIPELINED);
+    for (const c of connections) c.socket.write(pipelined);
+    // every byte has reached the stopped process's side of its connection
+    await eventually(() => expect(connections.map((c) => unreadBytes(busy.port, c.socket.localPort!))).toEqual(Array(CONNECTIONS).fill(Buffer.byteLength(pipelined))), {
+      intervalMs: 10,
+    });
     busy.child.kill("SIGTERM");
     busy.child.kill("SIGCONT");
 
