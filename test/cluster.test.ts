@@ -1,8 +1,8 @@
 // WEB_CONCURRENCY=2: two workers of one instance behind one port (node:cluster) count one rate
 // limit per API key, held by their primary.
 import http from "node:http";
-import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { eventually } from "./support/eventually.ts";
 import { type ServerDatabase, type ServerProcess, prepareServerDatabase, startServerProcess } from "./support/server-process.ts";
 
 const LIMIT = 10;
@@ -17,9 +17,9 @@ beforeAll(async () => {
     RATE_LIMIT_REQUESTS: String(LIMIT),
     RATE_LIMIT_WINDOW_SECONDS: "600",
   });
-  await instance.logged("workers listening");
+  await eventually(() => instance.logged("workers listening"), { timeoutMs: 60_000 });
   // each worker's own line may come after its primary's (one stdout, several writers)
-  for (let tries = 0; instance.logs.filter((l) => l.msg === "listening").length < 2 && tries < 100; tries++) await sleep(100);
+  await eventually(() => expect(instance.logs.filter((l) => l.msg === "listening")).toHaveLength(2));
 }, 180_000);
 afterAll(async () => {
   await instance?.stop("SIGTERM");

@@ -8,6 +8,7 @@ import type { Browser, BrowserContext, Request } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startIngestWriter, type IngestWriter } from "../server/tracking/writer.ts";
 import { startTestApi, type TestApi } from "./support/api.ts";
+import { eventually } from "./support/eventually.ts";
 import { chromiumMissing, closeServers, launchChromium, listenOn } from "./support/browser.ts";
 import { as } from "./support/suite.ts";
 import { createTenant, type Tenant } from "./support/tenants.ts";
@@ -100,18 +101,15 @@ async function visitor(options: { gpc?: boolean; userAgent?: string } = {}): Pro
 const trackingCookie = async (context: BrowserContext) => (await context.cookies()).find((c) => c.name === "_lt_vid");
 
 /** The dataset's visits once there are `count` of them (bounded wait), oldest first. */
-async function visitsWhen(datasetId: string, count: number): Promise<{ visitorId: string; title: string }[]> {
-  const deadline = Date.now() + 20_000;
-  for (;;) {
+function visitsWhen(datasetId: string, count: number): Promise<{ visitorId: string; title: string }[]> {
+  return eventually(async () => {
     const leads = await api.request().get("/v1/leads").query({ email: tenant.admin.email, datasetId }).set(as(tenant.key));
     const lead = leads.body.data[0];
-    if (lead && lead.visitCount >= count) {
-      const visits = await api.request().get(`/v1/leads/${lead.leadId}/visits`).query({ email: tenant.admin.email, datasetId }).set(as(tenant.key));
-      if (visits.body.data.length >= count) return visits.body.data.reverse();
-    }
-    if (Date.now() > deadline) throw new Error(`${count} visits of ${datasetId} did not arrive: ${JSON.stringify(leads.body)}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+    expect(lead?.visitCount, `visits of ${datasetId}: ${JSON.stringify(leads.body)}`).toBeGreaterThanOrEqual(count);
+    const visits = await api.request().get(`/v1/leads/${lead.leadId}/visits`).query({ email: tenant.admin.email, datasetId }).set(as(tenant.key));
+    expect(visits.body.data.length, `visits of ${datasetId}`).toBeGreaterThanOrEqual(count);
+    return visits.body.data.reverse();
+  });
 }
 
 /** Opens page one, then page two by its link: whatever page one's script sent has been sent by then. */

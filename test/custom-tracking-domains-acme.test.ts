@@ -4,11 +4,12 @@
 import { createPublicKey } from "node:crypto";
 import type { Server } from "node:http";
 import * as acme from "acme-client";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { secretBox } from "../server/ctd/secret-box.ts";
 import { createJobQueue } from "../server/jobs/queue.ts";
 import { certificateJobService } from "../server/services/certificate-jobs.ts";
 import { startTestApi, type TestApi } from "./support/api.ts";
+import { eventually } from "./support/eventually.ts";
 import { holdAddressLookups, startDnsServer, type TestDnsServer } from "./support/dns-server.ts";
 import { freePort, type Pebble, pebbleMissing, startPebble } from "./support/pebble.ts";
 import { createTenant, type Tenant } from "./support/tenants.ts";
@@ -92,7 +93,7 @@ describe.skipIf(!!pebbleMissing)("custom tracking domains with a certificate aut
       expectIssued(entry, ctd);
       expect(entry.job).toMatchObject({ state: "finished", attempts: 1, lastError: null });
       // its queue job ran once and holds no lease (marked done just after the answer)
-      await vi.waitFor(async () =>
+      await eventually(async () =>
         expect(await api.db.prisma.job.findMany({ where: { dedupeKey: `certificate:${entry.id}:0` } })).toMatchObject([{ state: "done", attempts: 1, leaseToken: null }]),
       );
       expect(entry.job!.orderUrl).toMatch(new RegExp(`^${new URL(pebble.directoryUrl).origin}/`));

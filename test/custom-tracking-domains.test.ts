@@ -3,11 +3,12 @@
 // configured, DNS failures, conflicts, replacement). The ACME flow itself is in
 // custom-tracking-domains-acme.test.ts, the restart in custom-tracking-domains-restart.test.ts.
 import https from "node:https";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { acmeIssuer } from "../server/ctd/acme.ts";
 import { isPublicAddress, NonPublicAddressError, outboundAgents } from "../server/ctd/address-guard.ts";
 import { newEncryptionKey, secretBox } from "../server/ctd/secret-box.ts";
 import { startTestApi, type TestApi } from "./support/api.ts";
+import { eventually } from "./support/eventually.ts";
 import { startDnsServer, type TestDnsServer } from "./support/dns-server.ts";
 import { freePort } from "./support/pebble.ts";
 import { createTenant, type Tenant } from "./support/tenants.ts";
@@ -235,7 +236,7 @@ describe("addCustomTrackingDomain", () => {
     expect(entry).toMatchObject({ accountId: tenant.accountId, domain: ctd, state: "pending_dns", reason: message, certificatePem: null });
     expect(entry!.job).toMatchObject({ state: "finished", attempts: 1, orderUrl: null });
     // one queue job ran it, once, and holds no lease (it is marked done just after the answer)
-    await vi.waitFor(async () => expect(await queueJobsOf(entry!.id)).toMatchObject([{ state: "done", attempts: 1, leaseToken: null }]));
+    await eventually(async () => expect(await queueJobsOf(entry!.id)).toMatchObject([{ state: "done", attempts: 1, leaseToken: null }]));
 
     const read = await status(datasetId);
     expect(read.status).toBe(200);
@@ -298,7 +299,7 @@ describe("addCustomTrackingDomain", () => {
     const entry = (await entryOf(datasetId))!;
     expect(entry.job).toMatchObject({ state: "finished", attempts: 1, generation: 1 });
     // the second add is a new generation with a queue job of its own
-    await vi.waitFor(async () =>
+    await eventually(async () =>
       expect((await queueJobsOf(entry.id)).map((j) => [j.dedupeKey, j.state])).toEqual([
         [`certificate:${entry.id}:0`, "done"],
         [`certificate:${entry.id}:1`, "done"],
@@ -323,7 +324,7 @@ describe("addCustomTrackingDomain", () => {
       // another process claimed the job (its lease had run out): a new token, a second attempt
       await api.db.prisma.job.update({ where: { id: job.id }, data: { attempts: 2, leaseToken: "another-process", leaseUntil: new Date(Date.now() + 600_000) } });
       release();
-      await vi.waitFor(() => expect(api.logs.some((l) => l.includes("certificate job lease lost") && l.includes(ctd))).toBe(true));
+      await eventually(() => expect(api.logs.some((l) => l.includes("certificate job lease lost") && l.includes(ctd))).toBe(true));
       expect(await entryOf(datasetId)).toMatchObject({ state: "provisioning", reason: null, job: { state: "running", attempts: 1, lastError: null } });
       expect((await queueJobsOf(entry.id))[0]).toMatchObject({ state: "running", attempts: 2, leaseToken: "another-process" });
       // the other process ends it
@@ -341,7 +342,7 @@ describe("addCustomTrackingDomain", () => {
     const ctd = `${fresh("t")}.customer.test`;
     await add({ datasetId, ctd }); // pending_dns
     const entry = (await entryOf(datasetId))!;
-    await vi.waitFor(async () => expect(await queueJobsOf(entry.id)).toMatchObject([{ state: "done" }]));
+    await eventually(async () => expect(await queueJobsOf(entry.id)).toMatchObject([{ state: "done" }]));
     // as if the queue gave up on the job and its onDead could not write
     await api.db.prisma.job.updateMany({ where: { dedupeKey: `certificate:${entry.id}:0` }, data: { state: "dead" } });
     await api.db.prisma.certificateJob.update({ where: { domainId: entry.id }, data: { state: "running" } });
@@ -367,7 +368,7 @@ describe("addCustomTrackingDomain", () => {
     expect(entry!.job).toMatchObject({ state: "finished", attempts: 3, lastError: expect.stringContaining("ESERVFAIL") });
     expect(dns.asked.filter((q) => q.name === ctd && q.type === "CNAME")).toHaveLength(3);
     // one queue job, retried by the queue, ended by its last attempt
-    await vi.waitFor(async () => expect(await queueJobsOf(entry!.id)).toMatchObject([{ state: "done", attempts: 3, leaseToken: null }]));
+    await eventually(async () => expect(await queueJobsOf(entry!.id)).toMatchObject([{ state: "done", attempts: 3, leaseToken: null }]));
     expect((await status(datasetId)).body).toMatchObject({ state: "failed", message: res.body.responseMessage, attempts: 3 });
   });
 

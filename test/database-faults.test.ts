@@ -10,6 +10,7 @@ import { type Database, openDatabase } from "../server/db/database.ts";
 import { createLogger } from "../server/logging.ts";
 import { memoryRateLimiter } from "../server/rate-limiter.ts";
 import type { TestApi } from "./support/api.ts";
+import { eventually } from "./support/eventually.ts";
 import { as, startWithTenants } from "./support/suite.ts";
 import type { Tenant } from "./support/tenants.ts";
 
@@ -108,12 +109,7 @@ describe.skipIf(!postgres)("a frozen database", () => {
     expect(again.ms).toBeLessThan(BOUND_MS);
 
     proxy.thaw();
-    let recovered = 0;
-    for (let attempt = 0; attempt < 50 && recovered !== 200; attempt++) {
-      recovered = (await listUsers()).status;
-      if (recovered !== 200) await new Promise((r) => setTimeout(r, 200));
-    }
-    expect(recovered).toBe(200);
+    await eventually(async () => expect((await listUsers()).status).toBe(200), { intervalMs: 200 });
     expect((await request().get("/readyz")).status).toBe(200);
     expect((await createDataset("After the freeze")).status).toBe(200);
   });

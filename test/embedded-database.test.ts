@@ -2,14 +2,15 @@
 // socket: several connections share one PGlite session, so statements and transactions must
 // run one at a time and whole, and a connection that leaves must not leave anything behind.
 import { mkdtempSync } from "node:fs";
+import type net from "node:net";
 import os from "node:os";
 import path from "node:path";
-import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { lockOwner } from "../server/db/data-dir-lock.ts";
 import { type Database, openDatabase } from "../server/db/database.ts";
 import { SOCKET_PORT } from "../server/db/embedded-server.ts";
+import { eventually } from "./support/eventually.ts";
 
 const dataDir = path.join(mkdtempSync(path.join(os.tmpdir(), "pglite-socket-")), "db");
 let db: Database;
@@ -22,6 +23,9 @@ async function connect(): Promise<pg.Client> {
   clients.push(client);
   return client;
 }
+
+/** The client's socket to the embedded process. */
+const streamOf = (client: pg.Client) => (client as unknown as { connection: { stream: net.Socket } }).connection.stream;
 
 beforeAll(async () => {
   db = await openDatabase({ dataDir });
@@ -54,9 +58,13 @@ describe("embedded database process", () => {
     await first.query("UPDATE counter SET v = v + 1 WHERE id = 1");
     let settled = false;
     const write = second.query("UPDATE counter SET v = v * 10 WHERE id = 1 RETURNING v").finally(() => (settled = true));
-    await sleep(200);
-    expect(settled).toBe(false);
+    // the write has left the second connection: its bytes wait in the embedded process's socket...
+    await eventually(() => expect(streamOf(second).writableLength).toBe(0));
+    // ...and the embedded process has queued them by the time it answers the second of two later
+    // round trips of the first connection (they were ready when it read the first one's)
     await first.query("UPDATE counter SET v = v + 1 WHERE id = 1");
+    await first.query("SELECT 1");
+    expect(settled).toBe(false);
     await first.query("COMMIT");
     expect((await write).rows).toEqual([{ v: 20 }]);
   });
@@ -67,7 +75,7 @@ describe("embedded database process", () => {
     await leaving.query("UPDATE counter SET v = -1 WHERE id = 1");
     const waiting = staying.query("SELECT v FROM counter WHERE id = 1");
     leaving.on("error", () => {}); // it is cut off on purpose
-    (leaving as unknown as { connection: { stream: { destroy(): void } } }).connection.stream.destroy();
+    streamOf(leaving).destroy();
     expect((await waiting).rows).toEqual([{ v: 20 }]);
   });
 

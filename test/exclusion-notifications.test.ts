@@ -9,6 +9,7 @@ import { webhookEvents } from "../server/notify/events.ts";
 import { createIngestWriter, type IngestWriter } from "../server/tracking/writer.ts";
 import { startTestApi, type TestApi } from "./support/api.ts";
 import { where } from "./support/leads.ts";
+import { eventually } from "./support/eventually.ts";
 import { startSmtpServer, type TestSmtpServer } from "./support/smtp.ts";
 import { as } from "./support/suite.ts";
 import { createTenant, type Tenant } from "./support/tenants.ts";
@@ -123,7 +124,7 @@ describe("segment alerts of excluded leads", () => {
     await createSegment(datasetId, "Apple (mailed)", "instant");
     await visit(datasetId);
     await api.services.jobs.drain();
-    const mails = await smtp.waitFor(1);
+    const mails = await eventually(() => smtp.received(1));
     expect(mails.some((m) => m.subject.includes("Apple (mailed)"))).toBe(true);
   });
 });

@@ -2,6 +2,7 @@
 // replaces it, resends are rate-limited per member, and the state shows in the user list.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { TestApi } from "./support/api.ts";
+import { eventually } from "./support/eventually.ts";
 import { startSmtpServer, type TestSmtpServer } from "./support/smtp.ts";
 import { as } from "./support/suite.ts";
 import { startTestApi } from "./support/api.ts";
@@ -37,7 +38,7 @@ async function invite(email: string): Promise<{ userId: number; link: URL }> {
   const res = await api.request().post(`/v1/users?email=${tenant.admin.email}`).set(as(tenant.key)).send({ email, name: "Ivy Invited" });
   expect(res.status).toBe(204);
   await api.services.jobs.drain();
-  const [mail] = (await smtp.waitFor(before + 1)).slice(before);
+  const [mail] = (await eventually(() => smtp.received(before + 1))).slice(before);
   expect(mail!.envelopeTo).toEqual([email.toLowerCase()]);
   const users = await api.request().get(`/v1/users?email=${tenant.admin.email}&limit=100`).set(as(tenant.key));
   const user = users.body.data.find((u: { email: string }) => u.email === email.toLowerCase());
@@ -91,7 +92,7 @@ describe("invitation e-mail", () => {
     const res = await api.request().get(`/v1/users/${userId}/invite/resend?email=${tenant.admin.email}`).set(as(tenant.key));
     expect(res.status).toBe(204);
     await api.services.jobs.drain();
-    const [mail] = (await smtp.waitFor(before + 1)).slice(before);
+    const [mail] = (await eventually(() => smtp.received(before + 1))).slice(before);
     const second = linkOf(mail!.text);
     expect(second.searchParams.get("token")).not.toBe(first.searchParams.get("token"));
     expect((await accept(first)).status).toBe(410);
@@ -117,7 +118,7 @@ describe("invitation e-mail", () => {
     expect(later.status).toBe(204);
     const sent = smtp.messages.length;
     await api.services.jobs.drain();
-    await smtp.waitFor(sent + 1);
+    await eventually(() => smtp.received(sent + 1));
   });
 
   it("when the link has expired, then accepting fails and the member stays invited", async () => {

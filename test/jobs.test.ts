@@ -4,6 +4,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createJobQueue, GiveUp, type Job, type JobQueue, RetryAt } from "../server/jobs/queue.ts";
 import { createLogger } from "../server/logging.ts";
 import { createTestDatabase, type TestDatabase } from "./support/database.ts";
+import { eventually } from "./support/eventually.ts";
 
 let db: TestDatabase;
 const logs: string[] = [];
@@ -20,14 +21,6 @@ function queue(at: () => Date = now): JobQueue {
 }
 
 const jobRow = (kind: string) => db.prisma.job.findFirstOrThrow({ where: { kind } });
-
-async function until(check: () => Promise<boolean>, what: string): Promise<void> {
-  for (let i = 0; i < 1000; i++) {
-    if (await check()) return;
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  throw new Error(`gave up waiting for ${what}`);
-}
 
 beforeAll(async () => {
   db = await createTestDatabase();
@@ -171,6 +164,7 @@ describe("JobQueue", () => {
     const runs = new Map<string, number>();
     const handler = async (job: Job) => {
       const n = (job.payload as { n: number }).n;
+      // not a wait for an outcome: handlers of 0, 1 or 2 ms, so that the two queues' claims interleave
       await new Promise((resolve) => setTimeout(resolve, n % 3));
       runs.set(String(n), (runs.get(String(n)) ?? 0) + 1);
     };
@@ -181,7 +175,7 @@ describe("JobQueue", () => {
     for (let n = 0; n < total; n++) await a.enqueue(db.prisma, { kind: "parallel", payload: { n } });
     a.start();
     b.start();
-    await until(async () => (await db.prisma.job.count({ where: { kind: "parallel", state: "done" } })) === total, "all parallel jobs");
+    await eventually(async () => expect(await db.prisma.job.count({ where: { kind: "parallel", state: "done" } })).toBe(total), { intervalMs: 20 });
     await Promise.all([a.stop(), b.stop()]);
     expect(runs.size).toBe(total);
     expect([...runs.values()].every((count) => count === 1)).toBe(true);
@@ -206,7 +200,7 @@ describe("JobQueue", () => {
     second.register("leased", async (job) => void seen.push(`second:${job.attempt}`), { maxAttempts: 3, backoffMs: () => 0, leaseMs: 60_000 });
     await first.enqueue(db.prisma, { kind: "leased", payload: {} });
     const firstRun = first.drain();
-    await until(async () => seen.length === 1, "the first claim");
+    await eventually(() => expect(seen).toHaveLength(1), { intervalMs: 20 });
     // the lease holds: the second queue finds nothing due
     secondClock = new Date(t0.getTime() + 59_000);
     await second.drain();

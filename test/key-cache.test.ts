@@ -4,6 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { KEY_CACHE_MS } from "../server/services/accounts.ts";
 import { startTestApi, type TestApi } from "./support/api.ts";
+import { eventually } from "./support/eventually.ts";
 import { createTenant, type Tenant } from "./support/tenants.ts";
 
 let api: TestApi;
@@ -15,14 +16,11 @@ afterAll(() => api?.close());
 const userDatasets = (t: Tenant) =>
   api.request().get(`/v1/user-datasets?accountId=${t.accountId}&email=${encodeURIComponent(t.admin.email)}`).set("x-api-key", t.key);
 
-/** Milliseconds from now until the tenant's requests get `status` (polled; at most twice the bound). */
+/** Milliseconds from now until the tenant's requests get `status` (waited for at most twice the bound). */
 async function millisUntil(t: Tenant, status: number): Promise<number> {
   const started = performance.now();
-  while (performance.now() - started < 2 * KEY_CACHE_MS) {
-    if ((await userDatasets(t)).status === status) return performance.now() - started;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  return Infinity;
+  await eventually(async () => expect((await userDatasets(t)).status).toBe(status), { timeoutMs: 2 * KEY_CACHE_MS });
+  return performance.now() - started;
 }
 
 describe("getUserDatasets after a change made by another process", () => {

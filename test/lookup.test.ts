@@ -1,10 +1,10 @@
 // Lookup API: lookupEmail (POST) and lookupEmailByQuery (GET). A found profile costs exactly one
 // credit, a miss or a contradicting hint none; the charge and its ledger entry go together.
-import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ContactProfile } from "../server/contacts/profile.ts";
 import { startTestApi, type TestApi } from "./support/api.ts";
+import { eventually } from "./support/eventually.ts";
 import { createTenant, type Tenant } from "./support/tenants.ts";
 
 /** A clock the tests move (month ends, key expiry); it runs from a fixed instant. */
@@ -293,10 +293,7 @@ async function gate(url: string, datasetId: string, n: number): Promise<() => Pr
   };
   return async () => {
     try {
-      for (let tries = 0; (await waiting()) < n; tries++) {
-        if (tries > 500) throw new Error(`only ${await waiting()} of ${n} charges reached the lock`);
-        await sleep(10);
-      }
+      await eventually(async () => expect(await waiting(), "charges waiting for the lock").toBeGreaterThanOrEqual(n), { intervalMs: 10 });
     } finally {
       await client.query("COMMIT");
       await client.end();

@@ -9,6 +9,7 @@ import { lastPeriod, registerSegmentAlertJobs, segmentAlertService } from "../se
 import { createIngestWriter, type IngestWriter } from "../server/tracking/writer.ts";
 import { startTestApi, type TestApi } from "./support/api.ts";
 import { newLead, where } from "./support/leads.ts";
+import { eventually } from "./support/eventually.ts";
 import { startSmtpServer, type TestSmtpServer } from "./support/smtp.ts";
 import { as } from "./support/suite.ts";
 import { createTenant, type Tenant } from "./support/tenants.ts";
@@ -64,7 +65,7 @@ describe("segment entries", () => {
     const [entry] = await entries(segmentId);
     expect(entry).toMatchObject({ segmentId, datasetId });
     await api.services.jobs.drain();
-    const [alert] = await smtp.waitFor(1);
+    const [alert] = await eventually(() => smtp.received(1));
     expect(alert!.envelopeTo).toEqual([tenant.admin.email.toLowerCase()]);
     expect(alert!.subject).toContain("Apple visitors");
     expect(alert!.html).toContain("Apple");
@@ -137,7 +138,7 @@ describe("segment digests", () => {
     );
     expect(queued).toBe(1);
     await Promise.all([api.services.jobs.drain(), second.drain()]);
-    const digests = (await smtp.waitFor(before + 1)).slice(before);
+    const digests = (await eventually(() => smtp.received(before + 1))).slice(before);
     expect(digests).toHaveLength(1);
     const [digest] = digests;
     expect(digest!.subject).toContain("Daily digest");

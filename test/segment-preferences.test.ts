@@ -372,6 +372,8 @@ describe("setSegmentPreference races", () => {
     const statuses = new Set<string>();
     for (let round = 0; round < ROUNDS; round++) {
       const user = await newMember(tenant, [datasetId]);
+      // not a wait for an outcome: the removal starts 0 to 18 ms later each round, to land in
+      // different places of the set (both outcomes are allowed)
       const later = (round % 10) * 2;
       const [revoked, set] = await Promise.all([
         new Promise((r) => setTimeout(r, later)).then(() =>
@@ -392,7 +394,8 @@ describe("setSegmentPreference races", () => {
     const { datasetId, users } = await freshDataset(tenant, 2);
     for (let round = 0; round < ROUNDS; round++) {
       const segmentId = await newSegment(tenant, datasetId);
-      // the delete starts a little later each round, to land between the set's checks and its writes
+      // not a wait for an outcome: the delete starts 0 to 18 ms later each round, to land between
+      // the set's checks and its writes (both outcomes are allowed)
       const later = (round % 10) * 2;
       const [deleted, set] = await Promise.all([
         new Promise((r) => setTimeout(r, later)).then(() => api.request().delete(`/v1/segments/${segmentId}`).set(as(tenant.key))),

@@ -1,6 +1,7 @@
 // Graceful shutdown of server/main.ts: on SIGTERM it stops accepting, finishes the requests in
 // flight, closes the connections of those still unfinished after SHUTDOWN_TIMEOUT_MS, closes the
 // database and exits 0.
+import { readFileSync } from "node:fs";
 import http from "node:http";
 import net from "node:net";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
@@ -75,6 +76,36 @@ function newConnection(): Promise<string> {
   );
 }
 
+/**
+ * Bytes received on the loopback TCP connection from `remotePort` to `localPort` and not yet read
+ * by the process that owns it (rx_queue in Linux's /proc/net/tcp and tcp6).
+ */
+function unreadBytes(localPort: number, remotePort: number): number {
+  const hex = (port: number) => port.toString(16).toUpperCase().padStart(4, "0");
+  const rows = ["/proc/net/tcp", "/proc/net/tcp6"].flatMap((file) => readFileSync(file, "utf8").trim().split("\n").slice(1));
+  const row = rows
+    .map((line) => line.trim().split(/\s+/))
+    .find(([, local, remote]) => local!.endsWith(`:${hex(localPort)}`) && remote!.endsWith(`:${hex(remotePort)}`));
+  if (!row) throw new Error(`no connection ${remotePort} -> ${localPort}`);
+  return parseInt(row[4]!.split(":")[1]!, 16);
+}
+
+/** The state letter of a process in /proc/<pid>/stat ("T": stopped by a signal). */
+const processState = (pid: number) => /^\d+ \(.*\) (\S)/.exec(readFileSync(`/proc/${pid}/stat`, "utf8"))![1];
+
+/** SIGSTOP, once the process is stopped: the busiest event loop, reading nothing. */
+async function stopProcess(process: ServerProcess): Promise<void> {
+  process.child.kill("SIGSTOP");
+  await eventually(() => expect(processState(process.child.pid!)).toBe("T"), { intervalMs: 10 });
+}
+
+/** Once every byte of `sent` has reached the process's side of each connection, unread. */
+async function allUnread(process: ServerProcess, connections: RawConnection[], sent: string): Promise<void> {
+  await eventually(() => expect(connections.map((c) => unreadBytes(process.port, c.socket.localPort!))).toEqual(connections.map(() => Buffer.byteLength(sent))), {
+    intervalMs: 10,
+  });
+}
+
 describe("SIGTERM", () => {
   // one process at a time: the embedded database serves one process at a time
   beforeAll(async () => {
@@ -88,11 +119,11 @@ describe("SIGTERM", () => {
     const load = Array.from({ length: LOAD }, (_, i) => slowCreateDataset(`Drain ${i}`));
     const stuck = slowCreateDataset("Never finished");
     // the server has received all of them (the gauge counts partner requests not yet answered)
-    while ((await inFlight()) < LOAD + 1) await new Promise((r) => setTimeout(r, 50));
+    await eventually(async () => expect(await inFlight()).toBeGreaterThanOrEqual(LOAD + 1));
 
     server.child.kill("SIGTERM");
     // connections queued in the kernel before the listener closes are still answered: from this line on, none is
-    await server.logged("stopped accepting");
+    await eventually(() => server.logged("stopped accepting"));
     expect(await newConnection()).toBe("ECONNREFUSED");
 
     for (const request of load) request.finish();
@@ -163,11 +194,13 @@ describe("SIGTERM while the event loop is busy", () => {
     const connections = await Promise.all(Array.from({ length: CONNECTIONS }, () => rawConnection(busy.port)));
     // every connection has been accepted and answered once: open and idle
     for (const c of connections) c.socket.write(rawRequest());
-    await eventually(() => expect(connections.every((c) => statuses(c.received()).length === 1)).toBe(true));
+    await eventually(() => expect(connections.map((c) => statuses(c.received()).length)).toEqual(Array(CONNECTIONS).fill(1)), { intervalMs: 20 });
 
     // a stopped process is the busiest event loop: the requests wait in the kernel, unread
-    busy.child.kill("SIGSTOP");
-    for (const c of connections) c.socket.write(rawRequest().repeat(PIPELINED));
+    await stopProcess(busy);
+    const pipelined = rawRequest().repeat(PIPELINED);
+    for (const c of connections) c.socket.write(pipelined);
+    await allUnread(busy, connections, pipelined);
     busy.child.kill("SIGTERM");
     busy.child.kill("SIGCONT");
 
@@ -179,9 +212,10 @@ describe("SIGTERM while the event loop is busy", () => {
 
   it("when 20 pipelined requests were sent on connections the process has not accepted yet, then each is answered, the last on each with Connection: close, and the process exits 0", async () => {
     // stopped, the process accepts nothing: the connections complete in the kernel's backlog and their requests wait there
-    busy.child.kill("SIGSTOP");
-    const write = (socket: net.Socket) => socket.write(rawRequest().repeat(PIPELINED));
-    const connections = await Promise.all(Array.from({ length: CONNECTIONS }, () => rawConnection(busy.port, write)));
+    await stopProcess(busy);
+    const pipelined = rawRequest().repeat(PIPELINED);
+    const connections = await Promise.all(Array.from({ length: CONNECTIONS }, () => rawConnection(busy.port, (socket) => socket.write(pipelined))));
+    await allUnread(busy, connections, pipelined);
     busy.child.kill("SIGTERM");
     busy.child.kill("SIGCONT");
 

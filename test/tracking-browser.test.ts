@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ContactProfile } from "../server/contacts/profile.ts";
 import { startIngestWriter, type IngestWriter } from "../server/tracking/writer.ts";
 import { startTestApi, type TestApi } from "./support/api.ts";
+import { eventually } from "./support/eventually.ts";
 import { as } from "./support/suite.ts";
 import { createTenant, type Tenant } from "./support/tenants.ts";
 import { ADDRESSES, BROWSER_UA, testTrackingConfig } from "./support/tracking.ts";
@@ -164,31 +165,33 @@ async function leaveHalfFilledForm(email: string, leave: (page: import("playwrig
   }
 }
 
-/** The partial form submissions recorded for `email`, waited for (bounded). */
-async function partialFormsOf(email: string) {
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    const forms = await api.db.prisma.formSubmission.findMany({ where: { datasetId: datasets.partial, partial: true } });
-    const mine = forms.filter((form) => (form.fields as Record<string, string>).email === email);
-    if (mine.length > 0 || Date.now() > deadline) return mine;
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
+/** The partial form submissions recorded for `email`, once there is one (bounded wait). */
+function partialFormsOf(email: string) {
+  return eventually(
+    async () => {
+      const forms = await api.db.prisma.formSubmission.findMany({ where: { datasetId: datasets.partial, partial: true } });
+      const mine = forms.filter((form) => (form.fields as Record<string, string>).email === email);
+      expect(mine.length, `partial forms of ${email}`).toBeGreaterThanOrEqual(1);
+      return mine;
+    },
+    { intervalMs: 200 },
+  );
 }
 
-async function leadWhenSettled(datasetId: string, enrichment: string | null) {
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    const leads = await api.request().get("/v1/leads").query({ email: tenant.admin.email, datasetId }).set(as(tenant.key));
-    const lead = leads.body.data[0];
-    if (lead?.visitCount === 2) {
+/** The dataset's lead and its visits once it has two visits of a known visitor with `enrichment` (bounded wait). */
+function leadWhenSettled(datasetId: string, enrichment: string | null) {
+  return eventually(
+    async () => {
+      const leads = await api.request().get("/v1/leads").query({ email: tenant.admin.email, datasetId }).set(as(tenant.key));
+      const lead = leads.body.data[0];
+      expect(lead?.visitCount, `visits of the lead of ${datasetId}: ${JSON.stringify(leads.body)}`).toBe(2);
       const visits = await api.request().get(`/v1/leads/${lead.leadId}/visits`).query({ email: tenant.admin.email, datasetId }).set(as(tenant.key));
-      if (visits.body.data.every((v: { visitor: { email: string | null; enrichment: string | null } }) => v.visitor.email && v.visitor.enrichment === enrichment)) {
-        return { lead, visits: visits.body.data };
-      }
-    }
-    if (Date.now() > deadline) throw new Error(`lead of ${datasetId} did not settle: ${JSON.stringify(leads.body)}`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
+      const visitors = visits.body.data.map((v: { visitor: { email: string | null; enrichment: string | null } }) => v.visitor);
+      expect(visitors, `the visitors of the lead of ${datasetId}`).toEqual(visitors.map(() => expect.objectContaining({ email: expect.any(String), enrichment })));
+      return { lead, visits: visits.body.data };
+    },
+    { intervalMs: 200 },
+  );
 }
 
 describe.skipIf(!haveChromium)("tracking in a browser (needs Debian's chromium: apt-get install -y chromium)", () => {

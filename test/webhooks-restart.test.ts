@@ -7,6 +7,7 @@ import type { AddressInfo } from "node:net";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newEncryptionKey } from "../server/ctd/secret-box.ts";
+import { eventually } from "./support/eventually.ts";
 import { type ServerDatabase, type ServerProcess, prepareServerDatabase, startServerProcess } from "./support/server-process.ts";
 
 const EVENTS = 5;
@@ -18,13 +19,11 @@ class DedupingReceiver {
   requests = 0;
   processed: string[] = [];
   private seen = new Set<string>();
-  private waiters: (() => void)[] = [];
   private server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
     req.on("end", () => {
       this.requests += 1;
-      for (const w of this.waiters.splice(0)) w();
       if (this.hold) return; // in flight until the sender dies
       const body = Buffer.concat(chunks).toString("utf8");
       new Webhook(this.secret).verify(body, req.headers as Record<string, string>);
@@ -41,10 +40,6 @@ class DedupingReceiver {
     await new Promise<void>((resolve) => this.server.listen(0, "127.0.0.1", resolve));
     this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/hooks`;
     return this;
-  }
-  /** Resolves once `n` requests arrived. */
-  async requested(n: number): Promise<void> {
-    while (this.requests < n) await new Promise<void>((resolve) => this.waiters.push(resolve));
   }
   close() {
     this.server.closeAllConnections();
@@ -98,7 +93,7 @@ describe("webhook delivery across SIGKILL", () => {
       ids.push(sent.body.deliveryId as string);
     }
     // the attempts are in flight (held by the receiver) when the process dies
-    await receiver.requested(1);
+    await eventually(() => expect(receiver.requests).toBeGreaterThanOrEqual(1));
     expect(await first.stop("SIGKILL")).toBeNull();
     receiver.hold = false;
 
@@ -108,13 +103,15 @@ describe("webhook delivery across SIGKILL", () => {
     // every event: the service writes an attempt's outcome after the answer arrives.
     type Delivery = { deliveryId: string; state: string; attempts: { statusCode: number | null }[] };
     const listDeliveries = async () => (await call(second, "GET", `/v1/webhooks/endpoints/${endpointId}/deliveries`)).body.data as Delivery[];
-    let deliveries = await listDeliveries();
-    for (let waited = 0; deliveries.some((d) => d.state !== "delivered") && waited < 60_000; waited += 200) {
-      await new Promise((r) => setTimeout(r, 200));
-      deliveries = await listDeliveries();
-    }
+    const deliveries = await eventually(
+      async () => {
+        const listed = await listDeliveries();
+        expect(listed.map((d) => d.state)).toEqual(Array(EVENTS).fill("delivered"));
+        return listed;
+      },
+      { timeoutMs: 60_000, intervalMs: 200 },
+    );
     expect([...receiver.processed].sort()).toEqual([...ids].sort());
-    expect(deliveries.map((d) => d.state)).toEqual(Array(EVENTS).fill("delivered"));
     for (const d of deliveries) expect(d.attempts.at(-1)!.statusCode).toBe(204);
     await second.stop("SIGTERM");
   }, 120_000);

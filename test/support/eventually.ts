@@ -1,5 +1,6 @@
-// The one way tests wait for an outcome: retry an assertion until it holds or a bounded time
-// runs out, then fail with the assertion's own error (never a fixed sleep deciding the outcome).
+// The one way tests wait for an outcome: retry a check (an assertion, or a function that throws
+// until what it looks for is there) until it holds or a bounded time runs out, then fail with the
+// check's own error. Never a fixed sleep deciding the outcome, never a hand-written polling loop.
 import { setTimeout as sleep } from "node:timers/promises";
 
 export interface EventuallyOptions {
@@ -7,16 +8,28 @@ export interface EventuallyOptions {
   timeoutMs?: number;
   /** The pause between attempts (default 100 ms). */
   intervalMs?: number;
+  /** What is awaited: on timeout the error reads "<message>: not within <timeoutMs> ms", the check's last error as its cause. */
+  message?: string;
 }
 
+/**
+ * Thrown by a check when the awaited outcome can no longer come (the process it waits for exited,
+ * something was answered that must be refused): `eventually` stops at once with this error.
+ */
+export class StopWaiting extends Error {}
+
 /** Runs `check` until it returns without throwing; returns its value, or throws its last error after the timeout. */
-export async function eventually<T>(check: () => T | Promise<T>, { timeoutMs = 20_000, intervalMs = 100 }: EventuallyOptions = {}): Promise<T> {
+export async function eventually<T>(
+  check: () => T | Promise<T>,
+  { timeoutMs = 20_000, intervalMs = 100, message }: EventuallyOptions = {},
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     try {
       return await check();
     } catch (error) {
-      if (Date.now() >= deadline) throw error;
+      if (error instanceof StopWaiting) throw error;
+      if (Date.now() >= deadline) throw message === undefined ? error : new Error(`${message}: not within ${timeoutMs} ms`, { cause: error });
     }
     await sleep(intervalMs);
   }

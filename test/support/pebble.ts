@@ -10,6 +10,8 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { expect } from "vitest";
+import { eventually, StopWaiting } from "./eventually.ts";
 
 const fixture = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../fixtures/pebble-config.json");
 
@@ -78,7 +80,13 @@ export async function startPebble({ httpPort, dnsServer }: { httpPort: number; d
   for (const stream of [child.stdout!, child.stderr!]) stream.on("data", (chunk: Buffer) => output.push(chunk.toString()));
   const caPem = readFileSync(cert, "utf8");
   const directoryUrl = `https://127.0.0.1:${listen}/dir`;
-  await waitForDirectory(directoryUrl, caPem, child, output);
+  await eventually(
+    async () => {
+      if (child.exitCode !== null) throw new StopWaiting(`pebble exited: ${output.join("")}`);
+      expect(await directoryStatus(directoryUrl, caPem), `pebble's directory; its output: ${output.join("")}`).toBe(200);
+    },
+    { timeoutMs: 10_000 },
+  );
   return {
     directoryUrl,
     caPem,
@@ -95,17 +103,12 @@ export async function startPebble({ httpPort, dnsServer }: { httpPort: number; d
   };
 }
 
-async function waitForDirectory(url: string, ca: string, child: ChildProcess, output: string[]): Promise<void> {
-  for (let i = 0; i < 100; i++) {
-    if (child.exitCode !== null) throw new Error(`pebble exited: ${output.join("")}`);
-    const ok = await new Promise<boolean>((resolve) => {
-      https.get(url, { ca }, (res) => {
-        res.resume();
-        resolve(res.statusCode === 200);
-      }).on("error", () => resolve(false));
-    });
-    if (ok) return;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  throw new Error(`pebble did not start: ${output.join("")}`);
+/** The directory's HTTP status, or the connection's error code while pebble is not listening yet. */
+function directoryStatus(url: string, ca: string): Promise<number | string | undefined> {
+  return new Promise((resolve) => {
+    https.get(url, { ca }, (res) => {
+      res.resume();
+      resolve(res.statusCode);
+    }).on("error", (error: NodeJS.ErrnoException) => resolve(error.code));
+  });
 }

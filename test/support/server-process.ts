@@ -9,6 +9,7 @@ import { type Database, openDatabase } from "../../server/db/database.ts";
 import { createServices } from "../../server/services/index.ts";
 import { recordLogLine } from "./api.ts";
 import { createTestDatabase, migratedDataDir } from "./database.ts";
+import { eventually, StopWaiting } from "./eventually.ts";
 import { createTenant, type Tenant } from "./tenants.ts";
 
 const root = path.resolve(import.meta.dirname, "../..");
@@ -20,8 +21,8 @@ export interface ServerProcess {
   logs: Record<string, unknown>[];
   /** Every line so far as printed, stdout and stderr. */
   lines: string[];
-  /** Resolves with the first log line (present or future) whose `msg` is `msg`. */
-  logged(msg: string): Promise<Record<string, unknown>>;
+  /** The first log line so far whose `msg` is `msg`, else throws: a check for `eventually(() => server.logged(msg))`. */
+  logged(msg: string): Record<string, unknown>;
   /** The exit code. */
   exited: Promise<number | null>;
   /** Sends the signal (unless it has exited) and resolves with the exit code. */
@@ -48,7 +49,6 @@ export async function startServerProcess(env: Record<string, string>, [command, 
   });
   const logs: Record<string, unknown>[] = [];
   const lines: string[] = [];
-  const waiters: { msg: string; resolve: (line: Record<string, unknown>) => void }[] = [];
   createInterface({ input: child.stdout! }).on("line", (line) => {
     lines.push(line);
     // a console message (the demo account's key and addresses, printed for whoever started it), not a log line
@@ -56,7 +56,6 @@ export async function startServerProcess(env: Record<string, string>, [command, 
     recordLogLine(line);
     const parsed = JSON.parse(line) as Record<string, unknown>;
     logs.push(parsed);
-    for (const w of waiters.filter((w) => w.msg === parsed.msg)) w.resolve(parsed);
   });
   const stderr: string[] = [];
   createInterface({ input: child.stderr! }).on("line", (line) => {
@@ -65,18 +64,20 @@ export async function startServerProcess(env: Record<string, string>, [command, 
     stderr.push(line);
   });
   const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
-  const logged = (msg: string) =>
-    new Promise<Record<string, unknown>>((resolve) => {
-      const seen = logs.find((l) => l.msg === msg);
-      if (seen) resolve(seen);
-      else waiters.push({ msg, resolve });
-    });
-  const listening = await Promise.race([
-    logged("listening"),
-    exited.then((code) => {
-      throw new Error(`server/main.ts exited with ${code} before listening:\n${stderr.join("\n")}`);
-    }),
-  ]);
+  const logged = (msg: string) => {
+    const line = logs.find((l) => l.msg === msg);
+    if (!line) throw new Error(`no "${msg}" log line yet`);
+    return line;
+  };
+  const listening = await eventually(
+    () => {
+      if (child.exitCode !== null || child.signalCode !== null) {
+        throw new StopWaiting(`server/main.ts exited with ${child.exitCode ?? child.signalCode} before listening:\n${stderr.join("\n")}`);
+      }
+      return logged("listening");
+    },
+    { timeoutMs: 110_000, intervalMs: 50, message: "server/main.ts listening" }, // the database's start on a loaded machine; within the hook timeout
+  );
   const stop = (signal: NodeJS.Signals) => {
     if (child.exitCode === null && child.signalCode === null) child.kill(signal);
     return exited;

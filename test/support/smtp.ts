@@ -23,8 +23,8 @@ export interface ReceivedMail {
 export interface TestSmtpServer {
   url: string;
   messages: ReceivedMail[];
-  /** Resolves once `count` messages have arrived (rejects after `limitMs`). */
-  waitFor(count: number, limitMs?: number): Promise<ReceivedMail[]>;
+  /** Every message so far once there are at least `count`, else throws: a check for `eventually(() => smtp.received(n))`. */
+  received(count: number): ReceivedMail[];
   close(): Promise<void>;
 }
 
@@ -99,7 +99,6 @@ export function parseMail(raw: string, envelopeTo: string[] = []): ReceivedMail 
 
 export async function startSmtpServer(): Promise<TestSmtpServer> {
   const messages: ReceivedMail[] = [];
-  const waiters = new Set<() => void>();
   const server = new SMTPServer({
     authOptional: true,
     disabledCommands: ["STARTTLS"],
@@ -109,7 +108,6 @@ export async function startSmtpServer(): Promise<TestSmtpServer> {
       stream.on("data", (chunk: Buffer) => chunks.push(chunk));
       stream.on("end", () => {
         messages.push(parseMail(Buffer.concat(chunks).toString("utf8"), session.envelope.rcptTo.map((r) => r.address)));
-        for (const waiter of waiters) waiter();
         callback();
       });
     },
@@ -119,21 +117,9 @@ export async function startSmtpServer(): Promise<TestSmtpServer> {
   return {
     url: `smtp://127.0.0.1:${port}`,
     messages,
-    waitFor(count, limitMs = 20_000) {
-      return new Promise((resolve, reject) => {
-        const check = () => {
-          if (messages.length < count) return;
-          waiters.delete(check);
-          clearTimeout(timer);
-          resolve(messages.slice());
-        };
-        const timer = setTimeout(() => {
-          waiters.delete(check);
-          reject(new Error(`expected ${count} messages, got ${messages.length}`));
-        }, limitMs);
-        waiters.add(check);
-        check();
-      });
+    received(count) {
+      if (messages.length < count) throw new Error(`expected ${count} messages, got ${messages.length}`);
+      return messages.slice();
     },
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
