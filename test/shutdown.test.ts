@@ -250,7 +250,7 @@ describe("SIGTERM right after pipelined requests, round after round", () => {
       }
     }
     expect(answeredPerRound).toEqual(Array(ROUNDS).fill(CONNECTIONS * PIPELINED));
-  }, 300_000);
+  }, 60_000 + ROUNDS * 40_000); // a process start per round: slow on a loaded machine
 });
 
 describe("SIGTERM during start-up", () => {
