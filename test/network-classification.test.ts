@@ -4,7 +4,7 @@ import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { measure, TARGET, type LabelledNetwork } from "../bench/classify-measure.ts";
+import { measure, TARGET, type LabelledNetwork, withinTarget } from "../bench/classify-measure.ts";
 import { AsnTable } from "../server/tracking/asn-table.ts";
 import { classifyNetwork, organisationKey } from "../server/tracking/network-class.ts";
 import { carrierNames } from "../server/tracking/mobile-carriers.ts";
@@ -209,12 +209,14 @@ describe("bench:classify figures", () => {
     expect(m.byAddress.businessesDropped).toBeLessThanOrEqual(businessAddresses);
   });
 
-  // The issue's target; the rule does not reach it yet: per ASN, operators typed business are 5.1%
-  // (tuning) and 13.5% (holdout), businesses dropped 4.2% on the holdout split (weighted by
-  // addresses all four shares are within it: 0.3% / 0.4% and 0.6% / 2.3%).
+  // The issue's target (withinTarget: operators' addresses and businesses, each at most 3%). The
+  // rule reaches it on the tuning split (0.3% of the operators' addresses, 1.4% of the businesses)
+  // but not on the holdout split: 0.4% of the operators' addresses, but 4.2% of the businesses
+  // (2 of 48). Per ASN, 5.1% (tuning) and 13.5% (holdout) of the operators are typed business.
   it.skip.each(["tuning", "holdout"])("when the %s entries are measured, then both shares are within the target", (split) => {
     const m = measure(set.filter((e) => e.split === split), resolver);
-    expect(m.operatorsAsBusiness).toBeLessThanOrEqual(TARGET);
+    expect(m.byAddress.operatorsAsBusiness).toBeLessThanOrEqual(TARGET);
     expect(m.businessesDropped).toBeLessThanOrEqual(TARGET);
+    expect(withinTarget(m)).toBe(true);
   });
 });
