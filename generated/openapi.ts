@@ -900,9 +900,10 @@ export interface paths {
          *        and its forms in other languages, telefonica, telco, broadband, cable, cablevision,
          *        isp, internet, dsl, fiber/fibre, fibra, provedor, telephone, telephony).
          *     5. `rule`, the name of a mobile operator in operation (national networks of the MCC/MNC
-         *        list, package `mcc-mnc-list`), up to case, punctuation and legal form, or a name that
-         *        starts with such an operator's name of several words, with a group's name found in
-         *        two or more countries, or with a brand followed by a country's name: `mobile`.
+         *        list, package `mcc-mnc-list`, without test networks and public bodies' own
+         *        networks), up to case, punctuation and legal form; or a name that starts with such
+         *        an operator's name of several words; or such a name followed by a country's name
+         *        ("Digicel Trinidad and Tobago"): `mobile`.
          *     6. `rule`, evidence of an access network from the shipped data (`isp`): the AS's IPv4
          *        ranges lie in at most 10 countries and DB-IP's city data places their blocks in at
          *        least 12 cities per country, or at least 6 when the AS also holds an IPv6

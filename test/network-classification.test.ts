@@ -134,16 +134,19 @@ describe("classifyNetwork from evidence", () => {
 });
 
 describe("mobile operators' names", () => {
-  const entry = (countryCode: string, countryName: string, brand: string, operator: string, status = "Operational", type = "National") =>
-    ({ type, countryName, countryCode, mcc: "001", mnc: "01", brand, operator, status, bands: "LTE 800", notes: "" }) as const;
+  const entry = (countryCode: string, countryName: string, brand: string, operator: string, status = "Operational", notes = "") =>
+    ({ type: "National", countryName, countryCode, mcc: "001", mnc: "01", brand, operator, status, bands: "LTE 800", notes }) as const;
   const names = carrierNames(organisationKey, [
     entry("KE", "Kenya", "Safaricom", "Safaricom Limited"),
     entry("JM", "Jamaica", "Digicel", "Digicel (Jamaica) Limited"),
-    entry("BB", "Barbados", "Digicel", "Digicel (Barbados) Limited"),
+    entry("TT", "Trinidad and Tobago", "Digicel", "Digicel (Trinidad & Tobago) Limited"),
     entry("LK", "Sri Lanka", "Mobitel", "Mobitel (Pvt) Ltd"),
     entry("ID", "Indonesia", "Smartfren", "PT Smartfren Telecom"),
     entry("CY", "Cyprus", "Epic", "Epic"),
     entry("DE", "Germany", "", "Example Private Network GmbH", "Unknown"),
+    entry("FI", "Finland", "Example", "Example Networks Oy", "Operational", "Test network at the headquarters"),
+    entry("QA", "Qatar", "", "Ministry of Interior"),
+    ...["Assam", "Kerala", "Punjab", "Odisha"].map((circle) => entry("IN", "India", "Examplecom", circle)),
   ]);
 
   it("when an AS name is an operator's or brand's up to case, punctuation and legal form, then it matches", () => {
@@ -152,16 +155,25 @@ describe("mobile operators' names", () => {
     expect(names.match("Epic")).toBe("Epic");
   });
 
-  it("when an AS name starts with a several-word operator's name or a group's name, then it matches", () => {
+  it("when an AS name starts with a several-word operator's name, or is a name and a country's, then it matches", () => {
     expect(names.match("PT. Smartfren Telecom, Tbk")).toBe("PT Smartfren Telecom");
-    expect(names.match("Digicel Pacific Ltd")).toBe("Digicel"); // Digicel: in two countries
     expect(names.match("Digicel Trinidad and Tobago Ltd.")).toBe("Digicel");
+    expect(names.match("Safaricom Kenya")).toBe("Safaricom Limited");
   });
 
-  it("when an AS name only starts with a one-country, one-word name, or names a network not in operation, then it does not match", () => {
+  it("when an AS name only starts with a one-word name, or names a network not in operation, then it does not match", () => {
     expect(names.match("Epic Systems Corporation")).toBeUndefined();
+    expect(names.match("Digicel Pacific Ltd")).toBeUndefined();
     expect(names.match("Example Private Network GmbH")).toBeUndefined();
     expect(names.match("Kenya Power")).toBeUndefined();
+  });
+
+  it("when the list names a test network, a public body's network or regions as a brand's operators, then those names do not match", () => {
+    expect(names.match("Example Networks Oy")).toBeUndefined();
+    expect(names.match("Ministry of Interior")).toBeUndefined();
+    expect(names.match("Assam Electronics Development Corporation")).toBeUndefined();
+    expect(names.match("Kerala")).toBeUndefined();
+    expect(names.match("Examplecom India")).toBe("Examplecom"); // the brand still counts
   });
 });
 
