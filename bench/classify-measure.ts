@@ -28,6 +28,11 @@ export interface Measurement {
 /** At most this share of operators typed business and of businesses dropped. */
 export const TARGET = 0.03;
 
+/** The issue's target: "at most 3% of ISP, hosting and mobile addresses typed business, at most 3%
+ * of businesses dropped": the operators weighted by their IPv4 addresses, the businesses counted
+ * one by one (per ASN). The per-ASN operator share is printed too, but is not the target. */
+export const withinTarget = (m: Measurement) => m.byAddress.operatorsAsBusiness <= TARGET && m.businessesDropped <= TARGET;
+
 const OPERATORS = new Set<NetworkType>(["isp", "hosting", "mobile"]);
 const share = (part: number, whole: number) => (whole ? part / whole : 0);
 

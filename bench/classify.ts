@@ -4,11 +4,11 @@
 //   npm run bench:classify [-- --split tuning|holdout] [--misses]
 // Prints precision and recall per class, the share of ISP/hosting/mobile ASNs typed business
 // (they would become company leads) and the share of businesses dropped, per split, each counted
-// once per ASN and weighted by the ASNs' announced IPv4 addresses; exits 1 when either per-ASN
-// share is above TARGET in a split shown.
+// once per ASN and weighted by the ASNs' announced IPv4 addresses; exits 1 when a split shown
+// misses the issue's target (withinTarget: operators' addresses and businesses, at most TARGET).
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
-import { measure, TARGET, type LabelledNetwork, type Measurement } from "./classify-measure.ts";
+import { measure, TARGET, type LabelledNetwork, type Measurement, withinTarget } from "./classify-measure.ts";
 import { sharedResolver } from "../server/tracking/resolver.ts";
 
 const { values } = parseArgs({ options: { split: { type: "string" }, misses: { type: "boolean", default: false } } });
@@ -23,11 +23,13 @@ function report(split: string, m: Measurement): boolean {
   for (const [type, { precision, recall, count }] of Object.entries(m.perClass)) {
     console.log(`  ${type.padEnd(9)} precision ${percent(precision).padStart(6)}  recall ${percent(recall).padStart(6)}  (${count} labelled)`);
   }
-  console.log(`  operators typed business: ${percent(m.operatorsAsBusiness)} of ASNs, ${percent(m.byAddress.operatorsAsBusiness)} of their IPv4 addresses (target <= ${percent(TARGET)})`);
-  console.log(`  businesses dropped:       ${percent(m.businessesDropped)} of ASNs, ${percent(m.byAddress.businessesDropped)} of their IPv4 addresses (target <= ${percent(TARGET)})`);
+  console.log(`  operators typed business: ${percent(m.operatorsAsBusiness)} of ASNs, ${percent(m.byAddress.operatorsAsBusiness)} of their IPv4 addresses (target: addresses <= ${percent(TARGET)})`);
+  console.log(`  businesses dropped:       ${percent(m.businessesDropped)} of ASNs, ${percent(m.byAddress.businessesDropped)} of their IPv4 addresses (target: ASNs <= ${percent(TARGET)})`);
   console.log(`  decided by: ${Object.entries(m.sources).map(([s, n]) => `${s} ${n}`).join(", ")}`);
+  const met = withinTarget(m);
+  console.log(`  issue's target: ${met ? "met" : "not met"}`);
   if (values.misses) for (const miss of m.misses) console.log(`  miss ${JSON.stringify(miss)}`);
-  return m.operatorsAsBusiness <= TARGET && m.businessesDropped <= TARGET;
+  return met;
 }
 
 let ok = true;

@@ -899,26 +899,33 @@ export interface paths {
          *        colo, colocation, cdn, dedicated), `isp` (telecom(s), telekom, telecommunication(s)
          *        and its forms in other languages, telefonica, telco, broadband, cable, cablevision,
          *        isp, internet, dsl, fiber/fibre, fibra, provedor, telephone, telephony).
-         *     5. `rule`, evidence of an access network from the shipped data (`isp`): the AS's IPv4
-         *        ranges span at least 20 cities in the DB-IP city data; or it holds an IPv6
-         *        allocation of at least a /32 and its ranges span at least 4 cities per country; or,
-         *        without such an allocation, at least 7 cities per country. IPv4 address space alone
-         *        is no evidence: old enterprises hold whole /8s in one or two cities.
-         *     6. `rule`, a weak keyword (network(s), net, communication(s), carrier, backbone,
+         *     5. `rule`, the name of a mobile operator in operation (national networks of the MCC/MNC
+         *        list, package `mcc-mnc-list`, without test networks and public bodies' own
+         *        networks), up to case, punctuation and legal form; or a name that starts with such
+         *        an operator's name of several words; or such a name followed by a country's name
+         *        ("Digicel Trinidad and Tobago"): `mobile`.
+         *     6. `rule`, evidence of an access network from the shipped data (`isp`): the AS's IPv4
+         *        ranges lie in at most 10 countries and DB-IP's city data places their blocks in at
+         *        least 12 cities per country, or at least 6 when the AS also holds an IPv6
+         *        allocation of at least a /32. IPv4 address space alone is no evidence (old
+         *        enterprises hold whole /8s in one or two cities), nor is a count of cities alone (a
+         *        multinational's offices span many countries).
+         *     7. `rule`, a weak keyword (network(s), net, communication(s), carrier, backbone,
          *        transit, online, connect, link, tele…, wifi) together with an IPv6 allocation of at
-         *        least a /32 and at most 3 countries: `isp`.
-         *     7. `rule`, an IPv6 announcement together with at least 60 ranges whose IPv4 blocks
+         *        least a /36 and at most 3 countries: `isp`.
+         *     8. `rule`, an IPv6 announcement together with at least 60 ranges whose IPv4 blocks
          *        average at most 2,048 addresses: `hosting`.
-         *     8. `rule`, a hosting stem inside a word of the name (host…, …host, …server(s), …vps,
+         *     9. `rule`, a hosting stem inside a word of the name (host…, …host, …server(s), …vps,
          *        …cloud…, data…, colo…, dedi…) and at least 3 announced ranges: `hosting`.
-         *     9. `rule`: any other named network is `business`. So a company whose name reads like a
+         *     10. `rule`: any other named network is `business`. So a company whose name reads like a
          *        telecom (Juniper Networks, Thales Communications, Crete Carrier, Host Hotels) stays a
-         *        business when its network is small and in one or two places.
+         *        business when its network sits in a few places.
          *
-         *     Cities and countries are counted at sample points: each IPv4 range is looked up at the
-         *     middle of each of n equal parts, n = ceil(addresses / 65,536) capped at 16. Only
-         *     `business` and `education` networks become leads; the tracking collector counts and
-         *     drops the others (partners' exclusion rules still apply to the leads). Measured on a
+         *     Cities and countries are found by walking DB-IP's own blocks through each IPv4 range:
+         *     at most one look-up per /24 and 4,096 per range (evenly spread over larger ranges),
+         *     counting at most 256 cities per AS. Only `business` and `education` networks become
+         *     leads; the tracking collector counts and drops the others (partners' exclusion rules
+         *     still apply to the leads). Measured on a
          *     labelled set of 400 ASNs (`npm run bench:classify`; see the README for the figures).
          *     - 400 `validation_failed`: `ip` is not an IPv4 or IPv6 address.
          *     - 404 `network_not_found`: no announced network holds the address (private, reserved or

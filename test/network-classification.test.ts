@@ -4,10 +4,11 @@ import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { measure, TARGET, type LabelledNetwork } from "../bench/classify-measure.ts";
+import { measure, TARGET, type LabelledNetwork, withinTarget } from "../bench/classify-measure.ts";
 import { AsnTable } from "../server/tracking/asn-table.ts";
-import { classifyNetwork } from "../server/tracking/network-class.ts";
-import { computeEvidence, loadEvidence, samplePoints, type PlaceReader } from "../server/tracking/network-evidence.ts";
+import { classifyNetwork, organisationKey } from "../server/tracking/network-class.ts";
+import { carrierNames } from "../server/tracking/mobile-carriers.ts";
+import { computeEvidence, loadEvidence, type PlaceReader, WALK, walkRange } from "../server/tracking/network-evidence.ts";
 import { sharedResolver } from "../server/tracking/resolver.ts";
 
 const ip = (text: string) => text.split(".").reduce((n, part) => n * 256 + Number(part), 0);
@@ -22,19 +23,48 @@ function smallTable(): AsnTable {
   return new AsnTable(Buffer.from(v4), Buffer.from(v6));
 }
 
-/** 11.0.x.x is in Berlin, 11.1.x.x in Vienna; everything else in Springfield. */
+/** 11.0.x.x is a DB-IP block (a /16) in Berlin, 11.1.x.x one in Vienna; everything else is in /24
+ * blocks in Springfield. */
 const places: PlaceReader = {
-  get: (address: string) =>
-    address.startsWith("11.0.") ? { country_code: "DE", city: "Berlin" } : address.startsWith("11.1.") ? { country_code: "AT", city: "Vienna" } : { country_code: "US", city: "Springfield" },
+  getWithPrefixLength: (address: string) =>
+    address.startsWith("11.0.") ? [{ country_code: "DE", city: "Berlin" }, 16] : address.startsWith("11.1.") ? [{ country_code: "AT", city: "Vienna" }, 16] : [{ country_code: "US", city: "Springfield" }, 24],
 };
 
+/** The points a walk of the range looks up, with DB-IP blocks of `blockSize` addresses. */
+function walked(start: number, end: number, blockSize: number): number[] {
+  const points: number[] = [];
+  walkRange(start, end, (point) => {
+    points.push(point);
+    return point - (point % blockSize) + blockSize - 1;
+  });
+  return points;
+}
+
 describe("network evidence", () => {
-  it("when a range is sampled, then a /24 gets its middle and a /12 sixteen evenly spread points", () => {
-    expect(samplePoints(ip("10.0.0.0"), ip("10.0.0.255"))).toEqual([ip("10.0.0.128")]);
-    const points = samplePoints(ip("16.0.0.0"), ip("16.15.255.255"));
-    expect(points).toHaveLength(16);
-    expect(new Set(points.map((p) => p >>> 20))).toEqual(new Set([ip("16.0.0.0") >>> 20])); // all inside the /12
-    expect(new Set(points.map((p) => (p >>> 16) & 15)).size).toBe(16); // one per /16
+  it("when a range is walked, then each DB-IP block is looked up once, but never two points in one /24", () => {
+    expect(walked(ip("10.0.0.0"), ip("10.0.255.255"), 4096)).toHaveLength(16); // /20 blocks
+    expect(walked(ip("10.0.0.0"), ip("10.0.255.255"), 64)).toHaveLength(256); // /26 blocks: one point per /24
+    expect(walked(ip("10.0.0.0"), ip("10.0.0.255"), 65_536)).toEqual([ip("10.0.0.0")]);
+  });
+
+  it("when a range is larger than WALK.pointsPerRange /24s, then its points are spread evenly over it", () => {
+    const points = walked(ip("16.0.0.0"), ip("16.255.255.255"), 256); // a /8 in /24 blocks
+    expect(points).toHaveLength(WALK.pointsPerRange);
+    expect(new Set(points.map((p) => p >>> 16)).size).toBe(256); // every /16 of it
+  });
+
+  it("when an AS has WALK.cities cities, then its remaining blocks are not looked up", () => {
+    let lookups = 0;
+    const everyBlockElsewhere: PlaceReader = {
+      getWithPrefixLength: (address) => {
+        lookups += 1;
+        return [{ country_code: "US", city: `Town ${address}` }, 24];
+      },
+    };
+    const v4 = `${ip("12.0.0.0")},${ip("12.15.255.255")},64502,Example Access`; // a /12: 4,096 /24s
+    const evidence = computeEvidence(new AsnTable(Buffer.from(v4), Buffer.from("")), everyBlockElsewhere);
+    expect(evidence.get(64502)).toMatchObject({ countries: 1, cities: WALK.cities });
+    expect(lookups).toBe(WALK.cities);
   });
 
   it("when the evidence is computed, then it counts address space, ranges, countries and cities per AS", () => {
@@ -48,7 +78,7 @@ describe("network evidence", () => {
     const first = loadEvidence(smallTable(), places, file);
     expect(JSON.parse(readFileSync(file, "utf8")).asns).toEqual([64500, 64501]);
     const refusing: PlaceReader = {
-      get: () => {
+      getWithPrefixLength: () => {
         throw new Error("looked up although cached");
       },
     };
@@ -88,10 +118,62 @@ describe("classifyNetwork from evidence", () => {
     expect(classifyNetwork({ asn: 64514, name: "Societe Francaise Du Example" }, small).type).toBe("business");
   });
 
+  it("when an AS bears a mobile operator's name and no keyword, then it is mobile whatever its evidence", () => {
+    expect(classifyNetwork({ asn: 64515, name: "Safaricom Limited" }, small)).toEqual({ type: "mobile", source: "rule" });
+    expect(classifyNetwork({ asn: 64515, name: "Digicel Trinidad and Tobago Ltd." }, small).type).toBe("mobile");
+    // the MCC/MNC list also names test and private networks of enterprises, which do not count
+    expect(classifyNetwork({ asn: 64515, name: "Ericsson Inc." }, small).type).toBe("business");
+    expect(classifyNetwork({ asn: 64515, name: "Airbus Defence and Space SAS" }, small).type).toBe("business");
+  });
+
   it("when an ASN is curated or overridden, then that decides and says so", () => {
     expect(classifyNetwork({ asn: 8075, name: "Microsoft Corporation" }, small)).toEqual({ type: "hosting", source: "curated" });
     const overrides = new Map([[8075, "business" as const]]);
     expect(classifyNetwork({ asn: 8075, name: "Microsoft Corporation" }, small, overrides)).toEqual({ type: "business", source: "override" });
+  });
+});
+
+describe("mobile operators' names", () => {
+  const entry = (countryCode: string, countryName: string, brand: string, operator: string, status = "Operational", notes = "") =>
+    ({ type: "National", countryName, countryCode, mcc: "001", mnc: "01", brand, operator, status, bands: "LTE 800", notes }) as const;
+  const names = carrierNames(organisationKey, [
+    entry("KE", "Kenya", "Safaricom", "Safaricom Limited"),
+    entry("JM", "Jamaica", "Digicel", "Digicel (Jamaica) Limited"),
+    entry("TT", "Trinidad and Tobago", "Digicel", "Digicel (Trinidad & Tobago) Limited"),
+    entry("LK", "Sri Lanka", "Mobitel", "Mobitel (Pvt) Ltd"),
+    entry("ID", "Indonesia", "Smartfren", "PT Smartfren Telecom"),
+    entry("CY", "Cyprus", "Epic", "Epic"),
+    entry("DE", "Germany", "", "Example Private Network GmbH", "Unknown"),
+    entry("FI", "Finland", "Example", "Example Networks Oy", "Operational", "Test network at the headquarters"),
+    entry("QA", "Qatar", "", "Ministry of Interior"),
+    ...["Assam", "Kerala", "Punjab", "Odisha"].map((circle) => entry("IN", "India", "Examplecom", circle)),
+  ]);
+
+  it("when an AS name is an operator's or brand's up to case, punctuation and legal form, then it matches", () => {
+    expect(names.match("SAFARICOM LTD")).toBe("Safaricom Limited");
+    expect(names.match("Mobitel Pvt Ltd")).toBe("Mobitel (Pvt) Ltd");
+    expect(names.match("Epic")).toBe("Epic");
+  });
+
+  it("when an AS name starts with a several-word operator's name, or is a name and a country's, then it matches", () => {
+    expect(names.match("PT. Smartfren Telecom, Tbk")).toBe("PT Smartfren Telecom");
+    expect(names.match("Digicel Trinidad and Tobago Ltd.")).toBe("Digicel");
+    expect(names.match("Safaricom Kenya")).toBe("Safaricom Limited");
+  });
+
+  it("when an AS name only starts with a one-word name, or names a network not in operation, then it does not match", () => {
+    expect(names.match("Epic Systems Corporation")).toBeUndefined();
+    expect(names.match("Digicel Pacific Ltd")).toBeUndefined();
+    expect(names.match("Example Private Network GmbH")).toBeUndefined();
+    expect(names.match("Kenya Power")).toBeUndefined();
+  });
+
+  it("when the list names a test network, a public body's network or regions as a brand's operators, then those names do not match", () => {
+    expect(names.match("Example Networks Oy")).toBeUndefined();
+    expect(names.match("Ministry of Interior")).toBeUndefined();
+    expect(names.match("Assam Electronics Development Corporation")).toBeUndefined();
+    expect(names.match("Kerala")).toBeUndefined();
+    expect(names.match("Examplecom India")).toBe("Examplecom"); // the brand still counts
   });
 });
 
@@ -129,8 +211,8 @@ describe("bench:classify figures", () => {
   // get worse than them.
   it.each([
     // split, per ASN: operators typed business, businesses dropped; the same weighted by IPv4 addresses
-    ["tuning", 0.109, 0.022, 0.012, 0.017],
-    ["holdout", 0.232, 0.043, 0.05, 0.02],
+    ["tuning", 0.051, 0.014, 0.0032, 0.0062],
+    ["holdout", 0.135, 0.042, 0.0043, 0.023],
   ] as const)("when the %s entries are measured, then the rule is no worse than its committed figures", (split, operators, businesses, operatorAddresses, businessAddresses) => {
     const m = measure(set.filter((e) => e.split === split), resolver);
     expect(m.operatorsAsBusiness).toBeLessThanOrEqual(operators);
@@ -139,11 +221,14 @@ describe("bench:classify figures", () => {
     expect(m.byAddress.businessesDropped).toBeLessThanOrEqual(businessAddresses);
   });
 
-  // The issue's target; the rule does not reach it yet on the holdout split, neither per ASN
-  // (operators 23.1%, businesses 4.2%) nor weighted by addresses (operators 4.9%).
+  // The issue's target (withinTarget: operators' addresses and businesses, each at most 3%). The
+  // rule reaches it on the tuning split (0.3% of the operators' addresses, 1.4% of the businesses)
+  // but not on the holdout split: 0.4% of the operators' addresses, but 4.2% of the businesses
+  // (2 of 48). Per ASN, 5.1% (tuning) and 13.5% (holdout) of the operators are typed business.
   it.skip.each(["tuning", "holdout"])("when the %s entries are measured, then both shares are within the target", (split) => {
     const m = measure(set.filter((e) => e.split === split), resolver);
-    expect(m.operatorsAsBusiness).toBeLessThanOrEqual(TARGET);
+    expect(m.byAddress.operatorsAsBusiness).toBeLessThanOrEqual(TARGET);
     expect(m.businessesDropped).toBeLessThanOrEqual(TARGET);
+    expect(withinTarget(m)).toBe(true);
   });
 });

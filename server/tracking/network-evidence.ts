@@ -2,13 +2,16 @@
 // (CAIDA's AS classification uses the same kinds: address space, spread, names):
 //   - announced IPv4 addresses and IPv6 /48 networks, and the number of announced ranges
 //     (@ip-location-db/asn);
-//   - how many countries and cities its IPv4 ranges span in DB-IP's city data, sampled: each range
-//     is looked up at the middle of each of n equal parts, n = ceil(addresses / 65,536) capped at
-//     16 (one point for a range up to a /16, 16 points for a /12 or more). IPv6 ranges are not
-//     sampled (the IPv6 city data is not loaded by default).
-// Computing it takes a few seconds (about 470,000 look-ups), so the result is cached in
-// node_modules/.cache/network-evidence/, keyed by both data packages' versions: an upgrade of
-// either computes it again; nothing of it is committed.
+//   - how many countries and cities its IPv4 ranges span in DB-IP's city data, found by walking
+//     DB-IP's own blocks through each range: an access network's space is cut into many blocks
+//     placed in the towns of its subscribers, an enterprise's sits in a few blocks at its offices.
+//     The walk visits each block that starts at least a /24 (WALK.step) after the last one looked
+//     up, at most WALK.pointsPerRange points per range (evenly spread over larger ranges), and stops
+//     for an AS once it has WALK.cities cities (enough to tell an access network). IPv6 ranges are
+//     not walked (the IPv6 city data is not loaded by default).
+// Computing it takes some seconds (about 2 million look-ups), so the result is cached in
+// node_modules/.cache/network-evidence/, keyed by both data packages' versions and FORMAT: an
+// upgrade of either computes it again; nothing of it is committed.
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
@@ -21,28 +24,35 @@ export interface NetworkEvidence {
   ipv6: number;
   /** Announced ranges (IPv4 and IPv6). */
   ranges: number;
-  /** Distinct countries and (country, city) pairs at the sample points of its IPv4 ranges. */
+  /** Distinct countries and (country, region, city) places among the DB-IP blocks of its IPv4
+   * ranges (cities counted up to WALK.cities). */
   countries: number;
   cities: number;
 }
 
-/** Where a sample point is: the fields of DB-IP's city records that the evidence uses. */
+/** Where an address is, and the prefix length of the DB-IP block that holds it (maxmind's
+ * `getWithPrefixLength`): the fields of DB-IP's city records that the evidence uses. */
 export interface PlaceReader {
-  get(address: string): { country_code?: string; city?: string } | null;
+  getWithPrefixLength(address: string): [{ country_code?: string; state1?: string; city?: string } | null, number];
 }
 
-const SAMPLE_SPAN = 65_536;
-const MAX_SAMPLES_PER_RANGE = 16;
+/** How the DB-IP blocks of a range are walked (see the file's head). */
+export const WALK = { step: 256, pointsPerRange: 4096, cities: 256 } as const;
 /** Bumped when the computation changes, so that an old cache is not read. */
-const FORMAT = 1;
+const FORMAT = 2;
 
 const ipv4Text = (n: number) => `${n >>> 24}.${(n >>> 16) & 255}.${(n >>> 8) & 255}.${n & 255}`;
 
-/** The sample points of a range: the middle of each of n equal parts. */
-export function samplePoints(start: number, end: number): number[] {
-  const size = end - start + 1;
-  const n = Math.min(MAX_SAMPLES_PER_RANGE, Math.ceil(size / SAMPLE_SPAN));
-  return Array.from({ length: n }, (_, k) => start + Math.floor(((k + 0.5) * size) / n));
+/** Walks a range: `visit` looks up a point and answers the last address of the DB-IP block that
+ * holds it (or undefined to stop); the next point is the next block's start, but at least `step`
+ * addresses (WALK.step, or more for a range of over WALK.pointsPerRange /24s) further. */
+export function walkRange(start: number, end: number, visit: (point: number) => number | undefined): void {
+  const step = Math.max(WALK.step, Math.floor((end - start + 1) / WALK.pointsPerRange));
+  for (let point = start; point <= end; ) {
+    const blockEnd = visit(point);
+    if (blockEnd === undefined) return;
+    point = Math.max(blockEnd + 1, point + step);
+  }
 }
 
 export function computeEvidence(asns: AsnTable, places: PlaceReader): Map<number, NetworkEvidence> {
@@ -59,10 +69,12 @@ export function computeEvidence(asns: AsnTable, places: PlaceReader): Map<number
     e.ranges += 1;
     let seen = cities.get(asn);
     if (!seen) cities.set(asn, (seen = new Set()));
-    for (const point of samplePoints(start, end)) {
-      const place = places.get(ipv4Text(point));
-      if (place?.country_code) seen.add(`${place.country_code}|${place.city ?? ""}`);
-    }
+    walkRange(start, end, (point) => {
+      if (seen.size >= WALK.cities) return undefined;
+      const [place, prefix] = places.getWithPrefixLength(ipv4Text(point));
+      if (place?.country_code) seen.add(`${place.country_code}|${place.state1 ?? ""}|${place.city ?? ""}`);
+      return (point | (2 ** (32 - Math.min(32, Math.max(0, prefix))) - 1)) >>> 0;
+    });
   });
   asns.eachIpv6Range((asn, slash48s) => {
     const e = of(asn);

@@ -6,6 +6,7 @@ import os from "node:os";
 import path from "node:path";
 import { routesOf } from "../../server/http/operations.ts";
 import { loadSpec } from "../../server/spec.ts";
+import { prepareEvidenceCache } from "../../server/tracking/resolver.ts";
 import { prepareMigratedTemplate } from "./database.ts";
 
 export async function setup(): Promise<() => Promise<void>> {
@@ -14,6 +15,9 @@ export async function setup(): Promise<() => Promise<void>> {
   // the migrations run once here (or not at all when an earlier run's snapshot fits); each test
   // file starts from their result
   const dropTemplate = await prepareMigratedTemplate();
+  // the network evidence is computed once per data version (10 to 20 s): here, before the test
+  // processes start, rather than in each of them within a test's time
+  prepareEvidenceCache();
   return async () => {
     try {
       report(dir);
