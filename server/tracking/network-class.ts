@@ -82,6 +82,20 @@ export const STRONG: readonly [NetworkType, RegExp][] = [
   ["isp", /\b(telecoms?|telekom\w*|telecommunications?|telecomunica\w*|telekomunika\w*|telefonica|telco|broadband|cable|cablevision|isp|internet|dsl|fib(er|re)|fibra|provedor|telephone|telephony|telecomunicacoes)\b/i],
 ];
 
+/** A strong keyword that also names companies' products and departments ("Lenovo Mobile
+ * Communication Technology", "Sony Mobile Communications", "Shopee Mobile", "Mobile Medical
+ * Response"): in step 4 it counts only when the AS shows some operator's evidence
+ * (KEYWORD_EVIDENCE); without it the name is read without the word (other keywords still count)
+ * and the later steps decide. Among the ASes named so in the data set, those without that
+ * evidence are mostly companies; mobile operators, even small ones, hold an IPv6 allocation of
+ * their own, more IPv4 space or blocks in several towns ("SmarTone Mobile Communications
+ * (Macau)": 2,048 addresses in one city, but an IPv6 /32). Not "wireless" or "internet": the small
+ * ASes named so are mostly wireless and local ISPs. */
+const AMBIGUOUS = /\bmobile\b/gi;
+/** An operator's evidence for an ambiguous keyword: any one of an IPv6 allocation of at least a /33
+ * (in /48s), this many IPv4 addresses, or blocks in this many cities. */
+export const KEYWORD_EVIDENCE = { ipv6: 32_768, ipv4: 4096, cities: 3 } as const;
+
 /** Name keywords that need evidence of an operator besides (step 7). */
 export const WEAK = /\b(networks?|net|communications?|comunica\w*|carrier|backbone|transit|online|connect\w*|link|tele\w*|wifi)\b/i;
 
@@ -114,11 +128,18 @@ function isAccessNetwork(name: string, e: NetworkEvidence): boolean {
   return WEAK.test(name) && e.ipv6 >= WEAK_ACCESS.ipv6 && e.countries <= WEAK_ACCESS.countries;
 }
 
-function byRule(name: string, evidence: NetworkEvidence = NO_EVIDENCE): NetworkType {
-  const strong = STRONG.find(([, pattern]) => pattern.test(name))?.[0];
+/** Step 4's reading of the name: without its ambiguous keywords when the evidence shows no operator. */
+function keywordName(name: string, e: NetworkEvidence | undefined): string {
+  if (!e || e.ipv6 >= KEYWORD_EVIDENCE.ipv6 || e.ipv4 >= KEYWORD_EVIDENCE.ipv4 || e.cities >= KEYWORD_EVIDENCE.cities) return name;
+  return name.replace(AMBIGUOUS, " ");
+}
+
+function byRule(name: string, evidence: NetworkEvidence | undefined): NetworkType {
+  const keywords = keywordName(name, evidence);
+  const strong = STRONG.find(([, pattern]) => pattern.test(keywords))?.[0];
   if (strong) return strong;
   if (carriers.match(name)) return "mobile";
-  const e = evidence;
+  const e = evidence ?? NO_EVIDENCE;
   if (isAccessNetwork(name, e)) return "isp";
   if (e.ipv6 > 0 && e.ranges >= FRAGMENTED.ranges && e.ipv4 / e.ranges <= FRAGMENTED.meanIpv4) return "hosting";
   if (HOSTING_STEM.test(name) && e.ranges >= HOSTING_STEM_RANGES) return "hosting";
