@@ -100,6 +100,17 @@ describe("classifyNetwork from evidence", () => {
     expect(classifyNetwork({ asn: 64511, name: "Example Networks, Inc." }, { ...small, ipv6: 65_536 }).type).toBe("isp");
   });
 
+  it("when a name says mobile but the AS shows no operator's evidence, then the word does not decide", () => {
+    const device = "Example Mobile Communication Technology Ltd";
+    expect(classifyNetwork({ asn: 64516, name: device }, small)).toEqual({ type: "business", source: "rule" });
+    expect(classifyNetwork({ asn: 64516, name: device }, { ...small, ipv6: 65_536 }).type).toBe("mobile"); // an IPv6 /32
+    expect(classifyNetwork({ asn: 64516, name: device }, { ...small, ipv4: 4096 }).type).toBe("mobile");
+    expect(classifyNetwork({ asn: 64516, name: device }, { ...small, cities: 3 }).type).toBe("mobile");
+    expect(classifyNetwork({ asn: 64516, name: device }).type).toBe("mobile"); // no evidence at all: the name decides
+    // the name's other keywords still count
+    expect(classifyNetwork({ asn: 64516, name: "Example Cable and Mobile Services" }, small).type).toBe("isp");
+  });
+
   it("when an AS has many small IPv4 blocks, then it is a hoster only when it also announces IPv6", () => {
     const fragmented = { ipv4: 60 * 1024, ipv6: 65_536, ranges: 60, countries: 2, cities: 3 };
     expect(classifyNetwork({ asn: 64512, name: "Example Holding B.V." }, fragmented)).toEqual({ type: "hosting", source: "rule" });
