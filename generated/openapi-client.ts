@@ -898,7 +898,11 @@ export interface paths {
          *        (hosting, hoster, webhosting, cloud, data center/centre, datacenter, server(s), vps,
          *        colo, colocation, cdn, dedicated), `isp` (telecom(s), telekom, telecommunication(s)
          *        and its forms in other languages, telefonica, telco, broadband, cable, cablevision,
-         *        isp, internet, dsl, fiber/fibre, fibra, provedor, telephone, telephony).
+         *        isp, internet, dsl, fiber/fibre, fibra, provedor, telephone, telephony). "Mobile"
+         *        counts only when the AS also shows some evidence of an operator (an IPv6 allocation of
+         *        at least a /33, 4,096 IPv4 addresses, or blocks in 3 cities); without it the name is
+         *        read without that word ("Sony Mobile Communications", "Shopee Mobile": companies'
+         *        own small networks) and the next steps decide.
          *     5. `rule`, the name of a mobile operator in operation (national networks of the MCC/MNC
          *        list, package `mcc-mnc-list`, without test networks and public bodies' own
          *        networks), up to case, punctuation and legal form; or a name that starts with such
