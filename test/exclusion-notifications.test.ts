@@ -4,7 +4,6 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { loadWebhookConfig } from "../server/notify/config.ts";
 import { webhookEvents } from "../server/notify/events.ts";
 import { createIngestWriter, type IngestWriter } from "../server/tracking/writer.ts";
 import { startTestApi, type TestApi } from "./support/api.ts";
@@ -13,6 +12,7 @@ import { startSmtpServer, type TestSmtpServer } from "./support/smtp.ts";
 import { as } from "./support/suite.ts";
 import { createTenant, type Tenant } from "./support/tenants.ts";
 import { collectPageView, testTrackingConfig } from "./support/tracking.ts";
+import { testConfig } from "./support/config.ts";
 
 let api: TestApi;
 let tenant: Tenant;
@@ -34,7 +34,7 @@ beforeAll(async () => {
   api = await startTestApi({
     trustProxy: "loopback",
     tracking: { config: testTrackingConfig() },
-    webhooks: loadWebhookConfig({ WEBHOOK_ALLOW_PRIVATE_ADDRESSES: "1" }),
+    webhooks: testConfig({ WEBHOOK_ALLOW_PRIVATE_ADDRESSES: "1" }).webhooks,
     mail: { smtpUrl: smtp.url, from: "Lead Intelligence <alerts@leadintel.example>", outboxDir: "/nonexistent" },
   });
   tenant = await createTenant(api.services, "Excluding");

@@ -12,7 +12,7 @@ import { Invalid, type InvalidField } from "../domain/errors.ts";
 import { MethodNotAllowedError, UnsupportedMediaTypeError } from "../http/errors.ts";
 import { nestsDeeperThan, TOO_DEEP_MESSAGE } from "../http/json-depth.ts";
 import { breaksTextRule, type JsonPath, TEXT_RULE_MESSAGE, textRuleBreaks } from "../http/validation.ts";
-import type { TrackingConfig } from "./config.ts";
+import type { TrackingConfig } from "../config.ts";
 import { cookielessVisitorIds } from "./cookieless.ts";
 import type { TrackedDataset, TrackedDatasets } from "./datasets.ts";
 import { demoConsentScript, demoPage } from "./demo-page.ts";
