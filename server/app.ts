@@ -22,9 +22,9 @@ import { memoryRateLimiter, type RateLimiter } from "./rate-limiter.ts";
 import { ACME_CHALLENGE_PATH, acmeChallenge } from "./routes/custom-tracking-domains.ts";
 import { createHandlers } from "./routes/index.ts";
 import type { Services } from "./services/index.ts";
-import { invitationRoutes } from "./notify/invitations.ts";
+import { invitationRoutes } from "./http/invitations.ts";
 import { loadContract } from "./contract.ts";
-import { collectorRoutes } from "./tracking/collector.ts";
+import { collectorRoutes } from "./http/collector.ts";
 import { trackedDatasets } from "./tracking/datasets.ts";
 import { sharedResolver } from "./tracking/resolver.ts";
 

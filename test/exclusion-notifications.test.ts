@@ -42,7 +42,7 @@ beforeAll(async () => {
   // composed as server/main.ts does
   writer = createIngestWriter(api.db.prisma, { contacts: api.services.contacts, credits: api.services.credits, now: () => new Date() }, api.logger, {
     onIngested: async (result, tx) => {
-      await api.services.segmentAlerts.onIngested(result, tx);
+      await api.services.segmentEntries.onIngested(result, tx);
       await hooks.onIngested(result, tx);
     },
     onEnriched: hooks.onEnriched,

@@ -26,7 +26,7 @@ beforeAll(async () => {
   api = await startTestApi({ now: () => clock, trustProxy: "loopback", tracking: { config: testTrackingConfig() }, mail: mail(), notify: { digestHourUtc: 7 } });
   tenant = await createTenant(api.services, "Acme");
   writer = createIngestWriter(api.db.prisma, { contacts: api.services.contacts, credits: api.services.credits, now: () => clock }, api.logger, {
-    onIngested: api.services.segmentAlerts.onIngested,
+    onIngested: api.services.segmentEntries.onIngested,
   });
   await api.services.jobs.drain(); // the fixture's invitations
   smtp.messages.length = 0;
@@ -102,7 +102,7 @@ describe("segment entries", () => {
   it("when a listener is registered, then it gets the new entries inside the transaction", async () => {
     const datasetId = tenant.datasets[1];
     const seen: string[] = [];
-    const off = api.services.segmentAlerts.onSegmentEntered(async (entered) => void seen.push(...entered.map((e) => e.leadId)));
+    const off = api.services.segmentEntries.onSegmentEntered(async (entered) => void seen.push(...entered.map((e) => e.leadId)));
     const lead = newLead({ organizationName: "Listener Corp" });
     await api.services.leads.insertLeads(tenant.accountId, datasetId, [lead]);
     await createSegment(datasetId, "Listener", where("organizationName", "eq", "Listener Corp"), "weekly");

@@ -118,9 +118,7 @@ export function certificateJobService(db: Db, { config, logger, queue, pollMs }:
    */
   async function asHolder(job: ClaimedJob, data: Prisma.CertificateJobUpdateInput, tx?: Tx): Promise<void> {
     const write = async (t: Tx) => {
-      const held = await t.$queryRaw<unknown[]>(Prisma.sql`
-        SELECT 1 FROM "Job" WHERE "id" = ${job.queueJobId} AND "state" = 'running' AND "attempts" = ${job.attempts} FOR UPDATE`);
-      if (held.length === 0) throw new LeaseLostError();
+      if (!(await queue.holdsAttempt(t, job.queueJobId, job.attempts))) throw new LeaseLostError();
       await t.certificateJob.update({ where: { id: job.id }, data });
     };
     if (tx) await write(tx);
@@ -267,8 +265,8 @@ export function certificateJobService(db: Db, { config, logger, queue, pollMs }:
         if (!current) return false;
         if (current.state !== "finished") {
           // joined, unless its queue job ended without settling it (onDead could not write): then it restarts
-          const queued = await tx.job.findUnique({ where: { dedupeKey: certificateDedupeKey(domainId, current.generation) }, select: { state: true } });
-          if (queued && (queued.state === "queued" || queued.state === "running")) return false;
+          const queued = await queue.stateOf(tx, certificateDedupeKey(domainId, current.generation));
+          if (queued === "queued" || queued === "running") return false;
         }
         // conditional on the generation read: of two concurrent restarts one wins, the other joins
         const { count } = await tx.certificateJob.updateMany({

@@ -7,6 +7,7 @@ import { createJobQueue } from "../jobs/queue.ts";
 import { registerRetentionJobs } from "../jobs/retention.ts";
 import { createMailer, type Mailer, registerMailJobs } from "../notify/mail.ts";
 import { registerSegmentAlertJobs, segmentAlertService } from "../notify/segment-alerts.ts";
+import { segmentEntryService } from "./segment-entries.ts";
 import { createLogger, type Logger } from "../logging.ts";
 import { accessService } from "./access.ts";
 import { accountService } from "./accounts.ts";
@@ -74,7 +75,10 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
   registerMailJobs(jobs, mailer, logger);
   const segmentAlerts = segmentAlertService(db, jobs, { now, digestHourUtc: notify.digestHourUtc });
   registerSegmentAlertJobs(db, jobs, mailer, logger);
-  const segments = segmentService(db, access, segmentAlerts);
+  // a lead entering a segment: an instant alert (queued in the entries' transaction), then the webhook event below
+  const segmentEntries = segmentEntryService(db, { now, committed: () => jobs.wake() });
+  segmentEntries.onSegmentEntered(segmentAlerts.instantAlerts);
+  const segments = segmentService(db, access, segmentEntries);
   const configuredUrl = notify.publicUrl;
   const invitations = {
     jobs,
@@ -88,23 +92,25 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
   // organisation domains from evidence: the ingest writer settles each batch's, ip-lookup asks reverse DNS
   const evidence = domainEvidence(db, config.tracking.reverseDns, logger);
   // One publisher of webhook events for every process: a lead entering a segment is a
-  // segment.lead_entered event, in the entries' transaction; the jobs it queues wake the queue.
+  // segment.lead_entered event, in the entries' transaction (whose caller wakes the queue after its commit).
   const events = webhookEvents(db, jobs, { now, wake: () => jobs.wake() });
-  segmentAlerts.onSegmentEntered(events.onSegmentEntered);
+  segmentEntries.onSegmentEntered(events.onSegmentEntered);
   /**
    * What every ingest writer (in the service, `npm run ingest`, tests) is wired with: segment
    * entries, then lead.created / lead.visited, inside each batch's transaction; contact.enriched
    * after enrichment; then the batch's organisation domains from evidence.
    */
-  const ingestWiring: { deps: EnrichmentDeps; hooks: Pick<WriterOptions, "onIngested" | "onEnriched" | "evidence"> } = {
+  const ingestWiring: { deps: EnrichmentDeps; hooks: Pick<WriterOptions, "onIngested" | "onEnriched" | "evidence" | "onCommitted"> } = {
     deps: { contacts, credits, now },
     hooks: {
       onIngested: async (result, tx) => {
-        await segmentAlerts.onIngested(result, tx);
+        await segmentEntries.onIngested(result, tx);
         await events.onIngested(result, tx);
       },
       onEnriched: events.onEnriched,
       evidence,
+      // the alert and webhook jobs onIngested queued run as soon as their batch committed
+      onCommitted: () => jobs.wake(),
     },
   };
   return {
@@ -114,6 +120,7 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
     webhookConfig: webhooks,
     mailer,
     segmentAlerts,
+    segmentEntries,
     accounts: accountService(db, hotSql, { keyCacheMs }),
     access,
     users: userService(db, access, invitations),
@@ -123,7 +130,7 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
     certificateJobs,
     segments,
     segmentPreferences: segmentPreferenceService(db, access, segments),
-    leadOperations: leadOperationService(db, access, segmentAlerts),
+    leadOperations: leadOperationService(db, access, segmentEntries),
     leads: leadService(db, access, segments),
     contacts,
     credits,
