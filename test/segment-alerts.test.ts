@@ -8,6 +8,8 @@ import { registerMailJobs } from "../server/notify/mail.ts";
 import { lastPeriod, registerSegmentAlertJobs, segmentAlertService } from "../server/notify/segment-alerts.ts";
 import { createIngestWriter, type IngestWriter } from "../server/tracking/writer.ts";
 import { startTestApi, type TestApi } from "./support/api.ts";
+import { testConfig } from "./support/config.ts";
+import { eventually } from "./support/eventually.ts";
 import { newLead, where } from "./support/leads.ts";
 import { startSmtpServer, type TestSmtpServer } from "./support/smtp.ts";
 import { as } from "./support/suite.ts";
@@ -176,5 +178,34 @@ describe("segment digests", () => {
     // 2026-11-23 is a Monday
     expect(lastPeriod("weekly", new Date("2026-11-26T12:00:00Z"), 7)).toEqual({ start: new Date("2026-11-16T07:00:00Z"), end: new Date("2026-11-23T07:00:00Z") });
     expect(lastPeriod("weekly", new Date("2026-11-23T06:00:00Z"), 7)).toEqual({ start: new Date("2026-11-09T07:00:00Z"), end: new Date("2026-11-16T07:00:00Z") });
+  });
+});
+
+describe("the wake after commit", () => {
+  it("when a writer's batch commits an entry of an instant segment, then a started queue polling only every 10 minutes sends the alert at once", async () => {
+    const idle = await startTestApi({ config: testConfig({ JOB_POLL_MS: "600000" }), trustProxy: "loopback", tracking: { config: testTrackingConfig() }, mail: mail() });
+    try {
+      const owner = await createTenant(idle.services, "Initech");
+      idle.services.jobs.start();
+      const res = await idle
+        .request()
+        .post(`/v1/segments?email=${encodeURIComponent(owner.admin.email)}`)
+        .set(as(owner.key))
+        .send({ datasetId: owner.datasets[0], name: "Apple at once", filters: where("organizationDomain", "eq", "apple.com"), emailPreferences: { enabled: true, frequency: "instant" } });
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      // the fixture's invitations are sent (their enqueue woke the queue): from here it is idle
+      await eventually(async () => expect(await idle.db.prisma.job.count({ where: { state: { in: ["queued", "running"] } } })).toBe(0));
+      const before = smtp.messages.length;
+      // wired as every writer is: onCommitted wakes the queue once the batch's transaction committed
+      const wired = createIngestWriter(idle.db.prisma, idle.services.ingestWiring.deps, idle.logger, idle.services.ingestWiring.hooks);
+      expect((await collectPageView(idle, owner.datasets[0], "v-wake-1")).status).toBeLessThan(300);
+      await wired.drain();
+      await wired.stop();
+      const [alert] = (await smtp.waitFor(before + 1, 15_000)).slice(before);
+      expect(alert!.subject).toContain("Apple at once");
+    } finally {
+      await idle.services.jobs.stop();
+      await idle.close();
+    }
   });
 });

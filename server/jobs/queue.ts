@@ -75,8 +75,9 @@ export interface JobQueue {
   register(kind: string, handler: JobHandler, options: JobKindOptions): void;
   /**
    * Inside the caller's transaction when `tx` is one: the job exists iff the caller's write
-   * commits, and the caller calls `wake()` after its commit. dedupeKey unique: a second enqueue
-   * with the same key is a no-op.
+   * commits, and the caller calls `wake()` after its commit (on the queue's own client the job
+   * is committed at once and the queue wakes itself). dedupeKey unique: a second enqueue with the
+   * same key is a no-op.
    */
   enqueue(tx: Client, job: NewJob): Promise<void>;
   /** As `enqueue`, many jobs in one statement; how many were new (not already queued under their dedupeKey). */
@@ -90,7 +91,7 @@ export interface JobQueue {
    */
   holdsAttempt(tx: Prisma.TransactionClient, id: bigint, attempt: number): Promise<boolean>;
   start(): void;
-  /** Claim now: after the commit of a transaction that enqueued (an enqueue outside one wakes by itself). */
+  /** Claim now: after the commit of a transaction that enqueued (an enqueue on the queue's own client wakes by itself). */
   wake(): void;
   /** Stops claiming, finishes the jobs in hand (at most `graceMs`, default 10 s), then resolves. */
   stop(graceMs?: number): Promise<void>;
@@ -279,8 +280,9 @@ export function createJobQueue(db: PrismaClient, logger: Logger, options: { poll
     const inserted = await tx.$executeRaw(Prisma.sql`
       INSERT INTO "Job" ("kind", "payload", "runAfter", "dedupeKey") VALUES ${Prisma.join(rows)}
       ON CONFLICT ("dedupeKey") DO NOTHING`);
-    // Outside a transaction the jobs are committed now; inside one the caller wakes after commit.
-    if ("$transaction" in tx) wake();
+    // On the queue's own client the jobs are committed now. A transaction client (which has a
+    // `$transaction` too, so that cannot tell them apart) is the caller's: it wakes after its commit.
+    if (tx === db) wake();
     return inserted;
   }
 
