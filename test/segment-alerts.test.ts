@@ -172,6 +172,18 @@ describe("segment digests", () => {
     expect(smtp.messages.length).toBe(before);
   });
 
+  it("when the digest scheduling is queued twice, then one job per period end: the ended one runs at once, the next waits for its hour", async () => {
+    clock = new Date("2026-12-02T08:00:00Z");
+    expect(await api.services.segmentAlerts.queueScheduling()).toBe(2);
+    expect(await api.services.segmentAlerts.queueScheduling()).toBe(0); // another instance, or the next hour
+    await api.services.jobs.drain();
+    const schedules = await api.db.prisma.job.findMany({ where: { kind: "segment-digest-schedule" }, orderBy: { runAfter: "asc" } });
+    expect(schedules.map((job) => [job.runAfter.toISOString(), job.state])).toEqual([
+      ["2026-12-02T07:00:00.000Z", "done"],
+      ["2026-12-03T07:00:00.000Z", "queued"],
+    ]);
+  });
+
   it("the periods: daily ends at the hour, weekly on Monday at the hour", () => {
     expect(lastPeriod("daily", new Date("2026-11-25T06:59:00Z"), 7)).toEqual({ start: new Date("2026-11-23T07:00:00Z"), end: new Date("2026-11-24T07:00:00Z") });
     expect(lastPeriod("daily", new Date("2026-11-25T07:00:00Z"), 7)).toEqual({ start: new Date("2026-11-24T07:00:00Z"), end: new Date("2026-11-25T07:00:00Z") });

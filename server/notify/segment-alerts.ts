@@ -23,6 +23,8 @@ export interface EnteredLead {
 
 export const INSTANT_JOB = "segment-alert";
 export const DIGEST_JOB = "segment-digest";
+/** The job that queues the digests of the periods ending at its time (one per daily period end). */
+export const DIGEST_SCHEDULE_JOB = "segment-digest-schedule";
 const DAY = 86_400_000;
 /** Leads named in one instant mail (the rest are counted). */
 const INSTANT_LIST = 20;
@@ -77,7 +79,30 @@ export function segmentAlertService(db: Db, jobs: JobQueue, { now, digestHourUtc
     return jobs.enqueueMany(db, digests);
   }
 
-  return { instantAlerts, scheduleDigests };
+  jobs.register(
+    DIGEST_SCHEDULE_JOB,
+    async (job) => {
+      await scheduleDigests(new Date((job.payload as { at: string }).at));
+    },
+    { maxAttempts: 8, backoffMs: (n) => Math.min(60_000 * 2 ** (n - 1), 3_600_000) },
+  );
+
+  /**
+   * Queues the scheduling job of the period that ended last (it runs at once if it has not yet)
+   * and of the next one (it waits for its time): every period end (a weekly one is a daily one
+   * too) is scheduled once, by its dedupe key, however many processes call this and however long
+   * they were down. Returns how many were new.
+   */
+  async function queueScheduling(at: Date = now()): Promise<number> {
+    const last = lastPeriod("daily", at, digestHourUtc).end;
+    const ends = [last, new Date(last.getTime() + DAY)];
+    return jobs.enqueueMany(
+      db,
+      ends.map((end) => ({ kind: DIGEST_SCHEDULE_JOB, payload: { at: end.toISOString() }, runAt: end, dedupeKey: `${DIGEST_SCHEDULE_JOB}:${end.toISOString()}` })),
+    );
+  }
+
+  return { instantAlerts, scheduleDigests, queueScheduling };
 }
 
 export type SegmentAlertService = ReturnType<typeof segmentAlertService>;
@@ -176,7 +201,7 @@ export function registerSegmentAlertJobs(db: Db, jobs: JobQueue, mailer: Mailer,
   );
 }
 
-/** Runs scheduleDigests every minute (each instance; the dedupe keys make it once). */
-export function startDigestScheduler(alerts: SegmentAlertService, logger: Logger, everyMs = 60_000): { stop(): void } {
-  return runPeriodically("digest scheduling", alerts.scheduleDigests, everyMs, logger);
+/** Queues the digest-scheduling jobs every hour (each instance; the dedupe keys make each once). */
+export function startDigestScheduler(alerts: SegmentAlertService, logger: Logger, everyMs = 3_600_000): { stop(): void } {
+  return runPeriodically("digest scheduling", alerts.queueScheduling, everyMs, logger);
 }
