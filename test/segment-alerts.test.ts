@@ -125,7 +125,7 @@ describe("segment digests", () => {
     const before = smtp.messages.length;
 
     // a second "instance": its own queue and scheduler on the same database
-    const second = createJobQueue(api.db.prisma, api.logger, { now: () => clock });
+    const second = createJobQueue(api.db.prisma, api.logger, { pollMs: 1_000, now: () => clock });
     registerMailJobs(second, api.services.mailer, api.logger);
     registerSegmentAlertJobs(api.db.prisma, second, api.services.mailer, api.logger);
     const secondAlerts = segmentAlertService(api.db.prisma, second, { now: () => clock, digestHourUtc: 7 });

@@ -122,8 +122,9 @@ export function errorText(error: unknown): string {
   return redact(text).slice(0, ERROR_LIMIT);
 }
 
-export function createJobQueue(db: PrismaClient, logger: Logger, options: { pollMs?: number; now?: () => Date } = {}): JobQueue {
-  const pollMs = options.pollMs ?? 1_000;
+/** `pollMs`: how often an idle queue looks for due jobs (JOB_POLL_MS, server/config.ts). */
+export function createJobQueue(db: PrismaClient, logger: Logger, options: { pollMs: number; now?: () => Date }): JobQueue {
+  const { pollMs } = options;
   const now = options.now ?? (() => new Date());
   const workerId = `${hostname()}:${process.pid}:${randomBytes(3).toString("hex")}`;
   const kinds = new Map<string, Registered>();
