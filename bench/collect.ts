@@ -21,6 +21,7 @@ import { parseIp } from "../server/tracking/ip.ts";
 import { classifyNetwork } from "../server/tracking/network-class.ts";
 import { sharedResolver } from "../server/tracking/resolver.ts";
 import { freePort, startProcess, startService, stopService } from "./service.ts";
+import { loadConfig } from "../server/config.ts";
 
 const MAX_SECONDS = 60;
 const TARGETS = { writtenPerSecond: 5000, p99Ms: 50, microsPerAddress: 5, resolutionMb: 150 };
@@ -101,7 +102,7 @@ async function prepareDatabase(url: string): Promise<string> {
   const db = await openDatabase({ url });
   try {
     await db.migrate();
-    const services = createServices(db.prisma);
+    const services = createServices(db.prisma, { config: loadConfig({}) });
     const email = "bench@bench.example";
     const { accountId } = await services.accounts.createAccount({ name: "Bench", licenceDays: 1, admin: { email, name: "Bench" } });
     return await services.datasets.create(accountId, email, { name: "Bench site" });

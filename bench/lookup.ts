@@ -28,7 +28,7 @@ import { parseArgs } from "node:util";
 import { generateProfile, generateProfiles } from "../server/contacts/generate.ts";
 import { BatchWriter } from "../server/contacts/import.ts";
 import { createProgress } from "../server/contacts/progress.ts";
-import type { DatabaseConfig } from "../server/config.ts";
+import { type DatabaseConfig, loadConfig } from "../server/config.ts";
 import { openDatabaseOrExit, type Database } from "../server/db/database.ts";
 import { createServices } from "../server/services/index.ts";
 import { type LoadResult, percentile, runLoad, treeCpuSeconds } from "./closed-loop.ts";
@@ -102,7 +102,7 @@ const databaseOf = (kind: Kind): DatabaseConfig => (kind === "postgres" ? { url:
 
 /** Loads profiles 0..count-1 unless the last of them is there already. */
 async function loadProfiles(db: Database): Promise<void> {
-  const services = createServices(db.prisma);
+  const services = createServices(db.prisma, { config: loadConfig({}) });
   if (await services.contacts.find(generateProfile(SEED, count - 1).email)) {
     console.log(`profiles: ${count.toLocaleString("en")} already loaded (${db.kind})`);
     return;
@@ -128,7 +128,7 @@ interface BenchAccount {
 
 /** An account whose datasets cannot run out of credit during the run. */
 async function benchAccount(db: Database, datasets: number): Promise<BenchAccount> {
-  const services = createServices(db.prisma);
+  const services = createServices(db.prisma, { config: loadConfig({}) });
   const email = `bench-${randomBytes(6).toString("hex")}@bench.example`;
   const { accountId } = await services.accounts.createAccount({ name: "Bench", licenceDays: 1, admin: { email, name: "Bench" } });
   const datasetIds: string[] = [];

@@ -211,10 +211,11 @@ async function main(): Promise<number> {
 
 async function withDatabase(command: (s: Services) => Promise<void>): Promise<void> {
   // a running service's embedded database is shared (it applied the migrations when it started)
-  const db = await openDatabaseOrExit(loadOperatorConfig(process.env).database, { share: true, connections: 2 });
+  const config = loadOperatorConfig(process.env);
+  const db = await openDatabaseOrExit(config.database, { share: true, connections: 2 });
   try {
     await db.migrate();
-    await command(createServices(db.prisma));
+    await command(createServices(db.prisma, { config }));
   } finally {
     await db.close();
   }

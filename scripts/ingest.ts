@@ -13,7 +13,7 @@ const { writer: settings } = config.tracking;
 // beside a running service on the embedded database, its database is shared (as the operator CLI does)
 const db = await openDatabaseOrExit(config.database, { share: true });
 await db.migrate();
-const services = createServices(db.prisma, { logger, mail: config.mail, notify: config.notify, reverseDns: config.tracking.reverseDns });
+const services = createServices(db.prisma, { config, logger });
 // wired as the service's own writer (segment entries and webhook events); the jobs they queue
 // (alerts, deliveries) are run by the service's processes
 const writer = startIngestWriter(db.prisma, services.ingestWiring.deps, logger, { ...settings, ...services.ingestWiring.hooks });

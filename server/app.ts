@@ -5,7 +5,7 @@
 // No listen here (server/listen.ts): tests drive the app directly.
 import express from "express";
 import helmet from "helmet";
-import { type Config, loadConfig } from "./config.ts";
+import { type Config, loadConfig, type TrackingConfig } from "./config.ts";
 import type { Database } from "./db/database.ts";
 import { apiKeyAuth } from "./http/auth.ts";
 import { errorHandler } from "./http/errors.ts";
@@ -21,11 +21,10 @@ import { createLogger, type Logger } from "./logging.ts";
 import { memoryRateLimiter, type RateLimiter } from "./rate-limiter.ts";
 import { ACME_CHALLENGE_PATH, acmeChallenge } from "./routes/custom-tracking-domains.ts";
 import { createHandlers } from "./routes/index.ts";
-import { createServices, type Services } from "./services/index.ts";
-import { invitationRoutes } from "./notify/invitations.ts";
+import type { Services } from "./services/index.ts";
+import { invitationRoutes } from "./http/invitations.ts";
 import { loadContract } from "./contract.ts";
-import { collectorRoutes } from "./tracking/collector.ts";
-import { loadTrackingConfig, type TrackingConfig } from "./tracking/config.ts";
+import { collectorRoutes } from "./http/collector.ts";
 import { trackedDatasets } from "./tracking/datasets.ts";
 import { sharedResolver } from "./tracking/resolver.ts";
 
@@ -44,8 +43,8 @@ export interface AppOptions {
   requireHttps?: boolean;
   /** Express's `trust proxy`. Default: off. */
   trustProxy?: Config["trustProxy"];
-  /** The services to serve (shared with the certificate worker); made from `db` when absent. */
-  services?: Services;
+  /** The services to serve (server/services/index.ts, made from the configuration). */
+  services: Services;
   /** The tracking collector (server/tracking): its settings, and whom to tell that events were queued. */
   tracking?: { config?: TrackingConfig; onQueued?: () => void; now?: () => Date };
 }
@@ -61,11 +60,10 @@ export function createApp({
   limits = defaults.limits,
   requireHttps: httpsOnly = false,
   trustProxy = false,
-  services: given,
+  services,
   tracking = {},
 }: AppOptions) {
   const contract = loadContract();
-  const services = given ?? createServices(db.prisma, { logger });
   const check = validateResponses ? responseChecker(contract) : undefined;
   const app = express();
   app.disable("x-powered-by");
@@ -81,7 +79,7 @@ export function createApp({
   // The certificate authority fetches HTTP-01 challenges over plain HTTP and without a key.
   app.get(ACME_CHALLENGE_PATH, acmeChallenge(services));
   // Tracking (/t.js, /collect, /demo): public, keyed by dataset, described by spec/collector.yaml.
-  const trackingConfig = tracking.config ?? loadTrackingConfig({});
+  const trackingConfig = tracking.config ?? defaults.tracking;
   app.use(
     collectorRoutes({
       db: db.prisma,

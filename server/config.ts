@@ -1,10 +1,12 @@
-// The one configuration module: the environment read once at start-up against a schema (zod),
-// passed down from there. Defaults give the zero-setup embedded mode.
+// The one configuration module: every environment variable the service and its commands read is
+// declared in one schema (zod) below, parsed once at start-up, and passed down from there as
+// values. Nothing else reads process.env, and no service keeps defaults of its own: the defaults
+// here give the zero-setup embedded mode. Requirements of production (SMTP_URL,
+// CTD_ENCRYPTION_KEY) and the test-only switches it refuses are checked here too.
+import { readFileSync } from "node:fs";
 import path from "node:path";
+import { domainToASCII } from "node:url";
 import { z } from "zod";
-import { loadTrackingDomainConfig, type TrackingDomainConfig } from "./ctd/config.ts";
-import { loadTrackingConfig, type TrackingConfig } from "./tracking/config.ts";
-import { loadWebhookConfig, type WebhookConfig } from "./notify/config.ts";
 
 export interface DatabaseConfig {
   /** A PostgreSQL URL; when absent the embedded PGlite database in `dataDir` is used. */
@@ -57,13 +59,15 @@ export interface MailConfig {
   smtpUrl?: string;
   /** The From of every mail. */
   from: string;
-  /** Where mail goes without SMTP_URL (outside production only). */
+  /** Where mail goes without SMTP_URL (outside production only): MAIL_DIR, else `${DATA_DIR}.mail`. */
   outboxDir: string;
 }
 
 export interface NotifyConfig {
-  /** The service's public base URL, for links in mail; unset: the address it listens on. */
+  /** PUBLIC_BASE_URL, for links in mail; unset: the address the service listens on (known once it listens). */
   publicUrl?: string;
+  /** The base of links when PUBLIC_BASE_URL is unset and no listening address is known (commands, tests): http://HOST:PORT. */
+  fallbackUrl: string;
   /** How long an invitation's accept link works. */
   inviteTtlHours: number;
   /** The least time between two resends of one member's invitation. */
@@ -83,11 +87,118 @@ export interface RetentionConfig {
 
 export const DEFAULT_RETENTION: RetentionConfig = { jobDays: 14, webhookDeliveryDays: 30, batchSize: 5_000 };
 
+/** Reverse DNS of visitor addresses, the evidence of an organisation's domain (server/tracking/domain-evidence.ts). */
+export interface ReverseDnsConfig {
+  /** TRACKING_DNS_SERVERS=off: no reverse DNS look-ups. */
+  enabled: boolean;
+  /** TRACKING_DNS_SERVERS: resolvers (`ip` or `ip:port`, comma-separated); empty: the system's. */
+  servers: readonly string[];
+  /** TRACKING_DNS_TIMEOUT_MS: the most one look-up may take (one try). */
+  timeoutMs: number;
+  /** TRACKING_DNS_CACHE_SECONDS: how long the answer for a /24 (IPv6 /48) is kept. */
+  cacheSeconds: number;
+  /**
+   * TRACKING_DNS_OPERATOR_PREFIXES: a PTR domain seen on this many /24s or more is taken for an
+   * access network's own and names no visiting organisation (a company's traffic leaves through few).
+   */
+  operatorPrefixes: number;
+}
+
+/** The tracking script, collector and ingest writer (the `COLLECT_*`, `TRACKING_*`, `INGEST_*` variables). */
+export interface TrackingConfig {
+  /** Requests one client address may send to the collector per minute. */
+  ipRequestsPerMinute: number;
+  /** Events one dataset may send per minute (all its visitors together). */
+  datasetEventsPerMinute: number;
+  /** How long a dataset's settings (and /t.js) may be cached, in seconds. */
+  settingsTtlSeconds: number;
+  /**
+   * Demo only, refused in production: the address loopback clients are taken to have, so that a
+   * browser on the same machine as the demo shows up as an organisation.
+   */
+  loopbackIp?: string;
+  /** Also load DB-IP's IPv6 city data (TRACKING_IPV6_GEO=1): more memory, IPv6 places. */
+  ipv6Geo: boolean;
+  reverseDns: ReverseDnsConfig;
+  /** The ingest writer of this process. */
+  writer: {
+    /** Off: this process only collects; another process (`npm run ingest`) writes the queue. */
+    enabled: boolean;
+    /** Events per transaction. */
+    batchSize: number;
+    /** How often an idle writer looks at the queue. */
+    pollMs: number;
+  };
+}
+
+/** The Standard Webhooks example schedule: after a failed attempt n, wait SCHEDULE[n-1] seconds. */
+export const STANDARD_RETRY_SCHEDULE_SECONDS = [5, 300, 1800, 7200, 18_000, 36_000, 36_000] as const;
+
+/** Webhook delivery (the `WEBHOOK_*` variables). */
+export interface WebhookConfig {
+  /** Delays after failed attempts 1, 2, ... (ms); its length + 1 is the number of attempts. */
+  retryScheduleMs: number[];
+  /** One attempt's limit: connection, request and answer (ms). */
+  timeoutMs: number;
+  /** An endpoint failing without a success for this long is disabled (ms). */
+  disableAfterMs: number;
+  /** The furthest a Retry-After may push the next attempt (ms). */
+  maxRetryAfterMs: number;
+  /** Refuse `http://` endpoint URLs (on in production). */
+  requireHttps: boolean;
+  /** Test-only: let endpoints be and resolve to loopback and private addresses. Refused in production. */
+  allowPrivateAddresses: boolean;
+  /** Add the queue's jitter to the schedule (off only in tests that count the waits). */
+  jitter: boolean;
+}
+
+export const LETS_ENCRYPT_PRODUCTION = "https://acme-v02.api.letsencrypt.org/directory";
+
+/** Custom tracking domains (the `CTD_*` variables; the spec's Custom Tracking Domains tag). */
+export interface TrackingDomainConfig {
+  /** The host every custom tracking domain must be a CNAME to. */
+  cnameTarget: string;
+  /** Our own domains: neither they nor their sub-domains can be a customer's tracking domain. */
+  ownDomains: string[];
+  acme: {
+    directoryUrl: string;
+    /** Contact e-mail given to the ACME account; never logged. */
+    contactEmail?: string;
+    /** Extra CA certificates (PEM) trusted for the ACME server, e.g. a test server's. */
+    caPem?: string;
+  };
+  dns: { servers: string[]; timeoutMs: number; tries: number };
+  /** How long add and update wait for the outcome of certificate generation. */
+  addWaitMs: number;
+  /** AES-256 key (CTD_ENCRYPTION_KEY) for private keys and webhook secrets at rest; required in production. */
+  encryptionKey?: Buffer;
+  /** Outside production, without CTD_ENCRYPTION_KEY: the development key's file (`${DATA_DIR}.dev-encryption.key`), made on first use. */
+  devKeyFile: string;
+  /** Test-only: let ACME traffic reach loopback and private addresses. Refused in production. */
+  allowPrivateAddresses: boolean;
+  /** The queue's `certificate` kind. */
+  jobs: {
+    /** A worker's claim on a job lasts this long unless renewed (a killed worker's job is picked up after it). */
+    leaseMs: number;
+    /** Attempts before a job fails for good. */
+    maxAttempts: number;
+    /** Delay before a failed attempt is tried again. */
+    retryDelayMs: number;
+  };
+}
+
+/** The durable job queue (server/jobs/queue.ts), the `JOB_*` variables. */
+export interface JobsConfig {
+  /** How often an idle queue looks for due jobs (an enqueue in this process wakes it at once). */
+  pollMs: number;
+}
+
 export interface Config {
   port: number;
   host: string;
   /** WEB_CONCURRENCY: processes that serve requests (1: no cluster; more: node:cluster workers). */
   workers: number;
+  /** NODE_ENV=production: the one production flag. */
   production: boolean;
   /** Validate every response against the spec (on outside production). */
   validateResponses: boolean;
@@ -110,7 +221,9 @@ export interface Config {
   tracking: TrackingConfig;
   /** Webhook delivery (the `WEBHOOK_*` variables). */
   webhooks: WebhookConfig;
-  /** E-mail (the `SMTP_URL`, `MAIL_*` variables); production requires SMTP_URL (checked by server/main.ts). */
+  /** The job queue (the `JOB_*` variables). */
+  jobs: JobsConfig;
+  /** E-mail (the `SMTP_URL`, `MAIL_*` variables); production requires SMTP_URL. */
   mail: MailConfig;
   /** Invitations and segment alerts. */
   notify: NotifyConfig;
@@ -118,67 +231,153 @@ export interface Config {
   retention: RetentionConfig;
 }
 
-const on = /^(1|true|yes|on)$/i;
-/** An on/off variable: `1 true yes on` (any case) are on, anything else given is off; unset takes the default. */
-const flag = z.string().optional().transform((v) => (v === undefined || v === "" ? undefined : on.test(v)));
-/** An integer variable of at least `min`; unset (or empty) takes `fallback`. */
-const integer = (fallback: number, min = 1) =>
+/** The one meaning of "on": `1 true yes on` (any case); `0 false no off` are off. */
+const ON = /^(1|true|yes|on)$/i;
+const OFF = /^(0|false|no|off)$/i;
+/** An on/off variable; unset (or empty) is undefined, so that the caller's default applies. */
+const flag = z
+  .string()
+  .optional()
+  .transform((v, ctx) => {
+    if (v === undefined || v === "") return undefined;
+    if (ON.test(v)) return true;
+    if (OFF.test(v)) return false;
+    ctx.addIssue({ code: "custom", message: `must be on or off (1/0, true/false, yes/no, on/off), got "${v}"` });
+    return z.NEVER;
+  });
+/** A number of at least `min` (a whole one when `integer`); unset (or empty) takes `fallback`. */
+const number = (fallback: number, { min = 1, integer = true, positive = false }: { min?: number; integer?: boolean; positive?: boolean } = {}) =>
   z
     .string()
     .optional()
     .transform((v, ctx) => {
       if (v === undefined || v === "") return fallback;
       const value = Number(v);
-      if (Number.isInteger(value) && value >= min) return value;
-      ctx.addIssue({ code: "custom", message: `must be an integer of at least ${min}, got "${v}"` });
+      if (Number.isFinite(value) && (!integer || Number.isInteger(value)) && (positive ? value > 0 : value >= min)) return value;
+      const what = positive ? "a positive number" : integer ? `an integer of at least ${min}` : `a number of at least ${min}`;
+      ctx.addIssue({ code: "custom", message: `must be ${what}, got "${v}"` });
       return z.NEVER;
     });
+const integer = (fallback: number, min = 1) => number(fallback, { min });
+/** A positive number, fractions allowed (seconds and milliseconds of the tracking-domain and webhook settings). */
+const positive = (fallback: number) => number(fallback, { integer: false, positive: true });
 const text = z.string().optional().transform((v) => (v === "" ? undefined : v));
-
-/** Every variable the service reads, with its default (README.md, Configuration and Operating it). */
-const environment = z.object({
-  NODE_ENV: text,
-  PORT: integer(3000, 0).refine((port) => port <= 65535, "must be a port number"),
-  HOST: text.transform((v) => v ?? "127.0.0.1"),
-  WEB_CONCURRENCY: integer(1),
-  VALIDATE_RESPONSES: flag,
-  LOG_LEVEL: text.pipe(z.enum(["debug", "info", "warn", "error", "silent"]).default("info")),
-  SEED_DEMO: flag,
-  DATABASE_URL: text,
-  DATA_DIR: text.transform((v) => v ?? ".data/pglite"),
-  DATABASE_CONNECT_TIMEOUT_MS: integer(DEFAULT_DATABASE_TIMEOUTS.connectMs),
-  DATABASE_QUERY_TIMEOUT_MS: integer(DEFAULT_DATABASE_TIMEOUTS.queryMs),
-  RATE_LIMIT_REQUESTS: integer(600),
-  RETENTION_JOB_DAYS: integer(DEFAULT_RETENTION.jobDays),
-  RETENTION_WEBHOOK_DELIVERY_DAYS: integer(DEFAULT_RETENTION.webhookDeliveryDays),
-  RETENTION_BATCH_SIZE: integer(DEFAULT_RETENTION.batchSize),
-  RATE_LIMIT_WINDOW_SECONDS: integer(60),
-  REDIS_URL: text,
-  REDIS_KEY_PREFIX: text.transform((v) => v ?? "lead-intel:"),
-  BODY_LIMIT_BYTES: integer(1_048_576),
-  MAX_URL_LENGTH: integer(4096),
-  MAX_HEADER_BYTES: integer(16_384),
-  HEADERS_TIMEOUT_MS: integer(20_000),
-  REQUEST_TIMEOUT_MS: integer(60_000),
-  KEEP_ALIVE_TIMEOUT_MS: integer(5_000),
-  SHUTDOWN_TIMEOUT_MS: integer(10_000),
-  TLS_CERT_FILE: text,
-  TLS_KEY_FILE: text,
-  TRUST_PROXY: text,
-  REQUIRE_HTTPS: flag,
-  SMTP_URL: text.refine((v) => v === undefined || /^smtps?:\/\//.test(v), "must be an smtp:// or smtps:// URL"),
-  MAIL_FROM: text.transform((v) => v ?? "Lead Intelligence <no-reply@leadintel.io>"),
-  MAIL_DIR: text,
-  PUBLIC_BASE_URL: text.refine((v) => v === undefined || /^https?:\/\/[^/]+/.test(v), "must be an http(s) URL"),
-  INVITE_TTL_HOURS: integer(168),
-  INVITE_RESEND_SECONDS: integer(60, 0),
-  DIGEST_HOUR_UTC: integer(7, 0).refine((h) => h <= 23, "must be an hour 0-23"),
+/** A comma-separated list (blanks dropped). */
+const list = text.transform((v) => (v ?? "").split(",").map((s) => s.trim()).filter(Boolean));
+/** A host name in its ASCII form (IDN to punycode, lower case, no trailing dot). */
+const hostName = z.string().transform((v, ctx) => {
+  const ascii = /[\s/:@?#%[\]\\]/.test(v.trim()) ? "" : domainToASCII(v.trim().replace(/\.$/, "")).toLowerCase();
+  if (ascii) return ascii;
+  ctx.addIssue({ code: "custom", message: `must be a host name, got "${v}"` });
+  return z.NEVER;
 });
+
+/** Every variable the service and its commands read, with its default (docs: Configuration). */
+const environment = z
+  .object({
+    NODE_ENV: text,
+    PORT: integer(3000, 0).refine((port) => port <= 65535, "must be a port number"),
+    HOST: text.transform((v) => v ?? "127.0.0.1"),
+    WEB_CONCURRENCY: integer(1),
+    VALIDATE_RESPONSES: flag,
+    LOG_LEVEL: text.pipe(z.enum(["debug", "info", "warn", "error", "silent"]).default("info")),
+    SEED_DEMO: flag,
+    DATABASE_URL: text,
+    DATA_DIR: text.transform((v) => v ?? ".data/pglite"),
+    DATABASE_CONNECT_TIMEOUT_MS: integer(DEFAULT_DATABASE_TIMEOUTS.connectMs),
+    DATABASE_QUERY_TIMEOUT_MS: integer(DEFAULT_DATABASE_TIMEOUTS.queryMs),
+    RATE_LIMIT_REQUESTS: integer(600),
+    RATE_LIMIT_WINDOW_SECONDS: integer(60),
+    REDIS_URL: text,
+    REDIS_KEY_PREFIX: text.transform((v) => v ?? "lead-intel:"),
+    BODY_LIMIT_BYTES: integer(1_048_576),
+    MAX_URL_LENGTH: integer(4096),
+    MAX_HEADER_BYTES: integer(16_384),
+    HEADERS_TIMEOUT_MS: integer(20_000),
+    REQUEST_TIMEOUT_MS: integer(60_000),
+    KEEP_ALIVE_TIMEOUT_MS: integer(5_000),
+    SHUTDOWN_TIMEOUT_MS: integer(10_000),
+    TLS_CERT_FILE: text,
+    TLS_KEY_FILE: text,
+    TRUST_PROXY: text,
+    REQUIRE_HTTPS: flag,
+    // mail and notifications
+    SMTP_URL: text.refine((v) => v === undefined || /^smtps?:\/\//.test(v), "must be an smtp:// or smtps:// URL"),
+    MAIL_FROM: text.transform((v) => v ?? "Lead Intelligence <no-reply@leadintel.io>"),
+    MAIL_DIR: text,
+    PUBLIC_BASE_URL: text.refine((v) => v === undefined || /^https?:\/\/[^/]+/.test(v), "must be an http(s) URL"),
+    INVITE_TTL_HOURS: integer(168),
+    INVITE_RESEND_SECONDS: integer(60, 0),
+    DIGEST_HOUR_UTC: integer(7, 0).refine((h) => h <= 23, "must be an hour 0-23"),
+    // the job queue and retention
+    JOB_POLL_MS: text,
+    /** Deprecated alias of JOB_POLL_MS (its name before the queue served more than certificates). */
+    CTD_JOB_POLL_MS: text,
+    RETENTION_JOB_DAYS: integer(DEFAULT_RETENTION.jobDays),
+    RETENTION_WEBHOOK_DELIVERY_DAYS: integer(DEFAULT_RETENTION.webhookDeliveryDays),
+    RETENTION_BATCH_SIZE: integer(DEFAULT_RETENTION.batchSize),
+    // tracking: collector, ingest writer, reverse DNS
+    COLLECT_IP_REQUESTS_PER_MINUTE: integer(600),
+    COLLECT_DATASET_EVENTS_PER_MINUTE: integer(600_000),
+    TRACKING_SETTINGS_TTL_SECONDS: integer(60),
+    TRACKING_LOOPBACK_IP: text,
+    TRACKING_IPV6_GEO: flag,
+    TRACKING_DNS_SERVERS: list,
+    TRACKING_DNS_TIMEOUT_MS: positive(1500),
+    TRACKING_DNS_CACHE_SECONDS: integer(86_400),
+    TRACKING_DNS_OPERATOR_PREFIXES: integer(16),
+    INGEST_WRITER: flag,
+    INGEST_BATCH_SIZE: integer(1000),
+    INGEST_POLL_MS: integer(250),
+    // webhooks
+    WEBHOOK_RETRY_SCHEDULE_SECONDS: text,
+    WEBHOOK_TIMEOUT_MS: positive(15_000),
+    WEBHOOK_DISABLE_AFTER_HOURS: positive(120),
+    WEBHOOK_ALLOW_PRIVATE_ADDRESSES: flag,
+    // custom tracking domains
+    CTD_CNAME_TARGET: text.transform((v) => v ?? "track.leadintel.io").pipe(hostName),
+    CTD_OWN_DOMAINS: text.transform((v) => (v ?? "leadintel.io").split(",").map((s) => s.trim()).filter(Boolean)).pipe(z.array(hostName)),
+    CTD_ACME_DIRECTORY_URL: text.transform((v) => v ?? LETS_ENCRYPT_PRODUCTION),
+    CTD_ACME_EMAIL: text,
+    CTD_ACME_CA_FILE: text,
+    CTD_DNS_SERVERS: list,
+    CTD_DNS_TIMEOUT_MS: positive(2500),
+    CTD_ADD_WAIT_SECONDS: positive(540),
+    CTD_ENCRYPTION_KEY: text.transform((v, ctx) => {
+      if (v === undefined) return undefined;
+      const key = parseEncryptionKey(v);
+      if (key) return key;
+      ctx.addIssue({ code: "custom", message: "must be 32 bytes: 64 hex characters or 44 base64 characters" });
+      return z.NEVER;
+    }),
+    CTD_ALLOW_PRIVATE_ADDRESSES: flag,
+    CTD_JOB_LEASE_SECONDS: positive(60),
+    CTD_JOB_MAX_ATTEMPTS: integer(3),
+    CTD_JOB_RETRY_SECONDS: positive(30),
+  })
+  .superRefine((e, ctx) => {
+    if (e.NODE_ENV !== "production") return;
+    const issue = (name: string, message: string) => ctx.addIssue({ code: "custom", path: [name], message });
+    if (!e.SMTP_URL) issue("SMTP_URL", "is required in production (smtp://user:password@host:587)");
+    if (!e.CTD_ENCRYPTION_KEY) issue("CTD_ENCRYPTION_KEY", "is required in production (32 bytes: 64 hex or 44 base64 characters)");
+    if (e.TRACKING_LOOPBACK_IP) issue("TRACKING_LOOPBACK_IP", "is for the demo and refused in production");
+    if (e.WEBHOOK_ALLOW_PRIVATE_ADDRESSES) issue("WEBHOOK_ALLOW_PRIVATE_ADDRESSES", "is for tests only and refused in production");
+    if (e.CTD_ALLOW_PRIVATE_ADDRESSES) issue("CTD_ALLOW_PRIVATE_ADDRESSES", "is for tests only and refused in production");
+  });
+
+type Environment = z.output<typeof environment>;
+
+/** A 32-byte key given as 64 hex characters or as base64; undefined when it is neither. */
+export function parseEncryptionKey(text: string): Buffer | undefined {
+  const trimmed = text.trim();
+  const key = /^[0-9a-fA-F]{64}$/.test(trimmed) ? Buffer.from(trimmed, "hex") : Buffer.from(trimmed, "base64");
+  return key.length === 32 ? key : undefined;
+}
 
 /** `true`/`false`, a hop count, or what express accepts as a list (`loopback`, `10.0.0.0/8, 127.0.0.1`). */
 function trustProxy(value: string | undefined): boolean | number | string {
-  if (value === undefined || /^(false|0|no|off)$/i.test(value)) return false;
-  if (/^(true|yes|on)$/i.test(value)) return true;
+  if (value === undefined || OFF.test(value)) return false;
+  if (ON.test(value)) return true;
   return /^\d+$/.test(value) ? Number(value) : value;
 }
 
@@ -188,7 +387,67 @@ function tls(certFile: string | undefined, keyFile: string | undefined): Config[
   return { certFile: path.resolve(certFile), keyFile: path.resolve(keyFile) };
 }
 
-/** Reads the configuration once (server/main.ts at start-up, scripts); everything below gets it passed in. */
+function reverseDns(e: Environment): ReverseDnsConfig {
+  const off = e.TRACKING_DNS_SERVERS.length === 1 && OFF.test(e.TRACKING_DNS_SERVERS[0]!);
+  return {
+    enabled: !off,
+    servers: off ? [] : e.TRACKING_DNS_SERVERS,
+    timeoutMs: e.TRACKING_DNS_TIMEOUT_MS,
+    cacheSeconds: e.TRACKING_DNS_CACHE_SECONDS,
+    operatorPrefixes: e.TRACKING_DNS_OPERATOR_PREFIXES,
+  };
+}
+
+function webhooks(e: Environment, production: boolean): WebhookConfig {
+  const raw = e.WEBHOOK_RETRY_SCHEDULE_SECONDS;
+  const schedule = raw ? raw.split(",").map((s) => Number(s.trim())) : [...STANDARD_RETRY_SCHEDULE_SECONDS];
+  if (!schedule.every((s) => Number.isFinite(s) && s >= 0)) {
+    throw new Error(`WEBHOOK_RETRY_SCHEDULE_SECONDS must be comma-separated non-negative seconds, got "${raw}"`);
+  }
+  return {
+    retryScheduleMs: schedule.map((s) => Math.round(s * 1000)),
+    timeoutMs: e.WEBHOOK_TIMEOUT_MS,
+    disableAfterMs: e.WEBHOOK_DISABLE_AFTER_HOURS * 3_600_000,
+    maxRetryAfterMs: 24 * 3_600_000,
+    requireHttps: production,
+    allowPrivateAddresses: e.WEBHOOK_ALLOW_PRIVATE_ADDRESSES ?? false,
+    jitter: !raw,
+  };
+}
+
+function trackingDomains(e: Environment, dataDir: string): TrackingDomainConfig {
+  const ownDomains = [...e.CTD_OWN_DOMAINS];
+  // the target itself is always ours
+  if (!ownDomains.some((d) => e.CTD_CNAME_TARGET === d || e.CTD_CNAME_TARGET.endsWith(`.${d}`))) ownDomains.push(e.CTD_CNAME_TARGET);
+  return {
+    cnameTarget: e.CTD_CNAME_TARGET,
+    ownDomains,
+    acme: {
+      directoryUrl: e.CTD_ACME_DIRECTORY_URL,
+      contactEmail: e.CTD_ACME_EMAIL,
+      caPem: e.CTD_ACME_CA_FILE ? readFileSync(e.CTD_ACME_CA_FILE, "utf8") : undefined,
+    },
+    dns: { servers: e.CTD_DNS_SERVERS, timeoutMs: e.CTD_DNS_TIMEOUT_MS, tries: 2 },
+    addWaitMs: e.CTD_ADD_WAIT_SECONDS * 1000,
+    encryptionKey: e.CTD_ENCRYPTION_KEY,
+    devKeyFile: `${dataDir}.dev-encryption.key`,
+    allowPrivateAddresses: e.CTD_ALLOW_PRIVATE_ADDRESSES ?? false,
+    jobs: {
+      leaseMs: e.CTD_JOB_LEASE_SECONDS * 1000,
+      maxAttempts: e.CTD_JOB_MAX_ATTEMPTS,
+      retryDelayMs: e.CTD_JOB_RETRY_SECONDS * 1000,
+    },
+  };
+}
+
+/** JOB_POLL_MS, or its deprecated name CTD_JOB_POLL_MS; 1 s by default. */
+function jobs(e: Environment): JobsConfig {
+  const [name, raw] = e.JOB_POLL_MS !== undefined ? ["JOB_POLL_MS", e.JOB_POLL_MS] : ["CTD_JOB_POLL_MS", e.CTD_JOB_POLL_MS];
+  const parsed = integer(1_000).safeParse(raw);
+  if (!parsed.success) throw new Error(`${name} ${parsed.error.issues[0]?.message}`);
+  return { pollMs: parsed.data };
+}
+
 /**
  * The configuration of an operator command (scripts/): as the service's, but one statement may
  * run for 10 minutes unless DATABASE_QUERY_TIMEOUT_MS says otherwise (an import, a migration or a
@@ -198,6 +457,7 @@ export function loadOperatorConfig(env: Record<string, string | undefined>): Con
   return loadConfig({ DATABASE_QUERY_TIMEOUT_MS: String(10 * 60_000), ...env });
 }
 
+/** Reads the configuration once (server/main.ts at start-up, scripts/); everything below gets it passed in. */
 export function loadConfig(env: Record<string, string | undefined>): Config {
   const parsed = environment.safeParse(env);
   if (!parsed.success) {
@@ -213,6 +473,9 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   };
   // node refuses a headers timeout longer than the request timeout
   if (timeouts.headersMs > timeouts.requestMs) throw new Error("HEADERS_TIMEOUT_MS must not exceed REQUEST_TIMEOUT_MS");
+  // DATA_DIR is the embedded database's own directory (PGlite owns what is inside); what else the
+  // service keeps on disk sits beside it under its name, as its lock (`.lock`) and socket (`.run`) do.
+  const dataDir = path.resolve(e.DATA_DIR);
   return {
     port: e.PORT,
     host: e.HOST,
@@ -222,7 +485,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     logLevel: e.LOG_LEVEL,
     seedDemo: e.SEED_DEMO ?? !production,
     database: {
-      ...(e.DATABASE_URL ? { url: e.DATABASE_URL } : { dataDir: path.resolve(e.DATA_DIR) }),
+      ...(e.DATABASE_URL ? { url: e.DATABASE_URL } : { dataDir }),
       timeouts: { connectMs: e.DATABASE_CONNECT_TIMEOUT_MS, queryMs: e.DATABASE_QUERY_TIMEOUT_MS },
     },
     rateLimit: {
@@ -235,17 +498,26 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     tls: tls(e.TLS_CERT_FILE, e.TLS_KEY_FILE),
     trustProxy: trustProxy(e.TRUST_PROXY),
     requireHttps: e.REQUIRE_HTTPS ?? production,
-    trackingDomains: loadTrackingDomainConfig(env),
-    tracking: loadTrackingConfig(env),
-    webhooks: loadWebhookConfig(env),
+    trackingDomains: trackingDomains(e, dataDir),
+    tracking: {
+      ipRequestsPerMinute: e.COLLECT_IP_REQUESTS_PER_MINUTE,
+      datasetEventsPerMinute: e.COLLECT_DATASET_EVENTS_PER_MINUTE,
+      settingsTtlSeconds: e.TRACKING_SETTINGS_TTL_SECONDS,
+      loopbackIp: e.TRACKING_LOOPBACK_IP,
+      ipv6Geo: e.TRACKING_IPV6_GEO ?? false,
+      reverseDns: reverseDns(e),
+      writer: { enabled: e.INGEST_WRITER ?? true, batchSize: e.INGEST_BATCH_SIZE, pollMs: e.INGEST_POLL_MS },
+    },
+    webhooks: webhooks(e, production),
+    jobs: jobs(e),
     mail: {
       smtpUrl: e.SMTP_URL,
       from: e.MAIL_FROM,
-      // next to the embedded database's directory: .data/mail by default
-      outboxDir: path.resolve(e.MAIL_DIR ?? path.join(path.dirname(e.DATA_DIR), "mail")),
+      outboxDir: path.resolve(e.MAIL_DIR ?? `${dataDir}.mail`),
     },
     notify: {
       publicUrl: e.PUBLIC_BASE_URL?.replace(/\/+$/, ""),
+      fallbackUrl: `http://${e.HOST === "0.0.0.0" ? "127.0.0.1" : e.HOST}:${e.PORT}`,
       inviteTtlHours: e.INVITE_TTL_HOURS,
       inviteResendSeconds: e.INVITE_RESEND_SECONDS,
       digestHourUtc: e.DIGEST_HOUR_UTC,

@@ -5,12 +5,12 @@ import { createServer } from "node:net";
 import { createApp } from "./app.ts";
 import { clusterRole, startWorkers } from "./cluster.ts";
 import { loadConfig } from "./config.ts";
-import { resolveEncryptionKey } from "./ctd/config.ts";
 import { openDatabaseOrExit } from "./db/database.ts";
 import { ensureDemo } from "./demo.ts";
 import { listen } from "./listen.ts";
 import { createLogger } from "./logging.ts";
 import { createRateLimiter } from "./rate-limiter.ts";
+import { resolveEncryptionKey } from "./security/secret-box.ts";
 import { startDigestScheduler } from "./notify/segment-alerts.ts";
 import { startRetentionScheduler } from "./jobs/retention.ts";
 import { createServices } from "./services/index.ts";
@@ -29,7 +29,7 @@ function trackingSettings() {
   return demo ? { ...config.tracking, loopbackIp: config.tracking.loopbackIp ?? DEMO_VISITOR_IP } : config.tracking;
 }
 
-/** The only place the service reads its environment. */
+/** The only place the service reads its environment (through the schema of server/config.ts). */
 function loadConfigOrExit() {
   try {
     return loadConfig(process.env);
@@ -39,16 +39,7 @@ function loadConfigOrExit() {
   }
 }
 
-/** Production sends real mail: it refuses to start without SMTP_URL (elsewhere .eml files stand in). */
-function requireMailInProduction() {
-  if (config.production && !config.mail.smtpUrl) {
-    console.error("configuration error: SMTP_URL is required in production (smtp://user:password@host:587)");
-    process.exit(1);
-  }
-}
-requireMailInProduction();
-
-/** Resolves the key now: production refuses to start without CTD_ENCRYPTION_KEY, development warns once. */
+/** Resolves the key now (production has CTD_ENCRYPTION_KEY: server/config.ts requires it); a development key warns once. */
 function trackingDomainSettings() {
   try {
     const settings = config.trackingDomains;
@@ -85,17 +76,12 @@ const applied = role === "worker" ? [] : await db.migrate();
 if (role !== "worker") logger.info("database ready", { kind: db.kind, migrationsApplied: applied });
 
 // Links in mail point at PUBLIC_BASE_URL, or at the address this process listens on (known after listen).
-let publicUrl = config.notify.publicUrl ?? `http://${config.host}:${config.port}`;
+let publicUrl = config.notify.publicUrl ?? config.notify.fallbackUrl;
 const services = createServices(db.prisma, {
-  trackingDomains,
-  networkOverridesTtlSeconds: config.tracking.settingsTtlSeconds,
+  config: { ...config, trackingDomains },
   logger,
   sql: db.sql,
-  mail: config.mail,
-  webhooks: config.webhooks,
-  notify: { ...config.notify, publicUrl: () => publicUrl },
-  reverseDns: config.tracking.reverseDns,
-  retention: config.retention,
+  listeningUrl: () => publicUrl,
 });
 if (role === "primary") {
   const workers = await startWorkers({ count: config.workers, sharedRateLimit: !!config.rateLimit.redis, logger }).catch((error: Error) => {

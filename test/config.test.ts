@@ -2,6 +2,9 @@
 import { describe, expect, it } from "vitest";
 import { loadConfig, loadOperatorConfig } from "../server/config.ts";
 
+/** What production requires (a key of 32 zero bytes is fine for a test of the schema). */
+const PRODUCTION = { NODE_ENV: "production", SMTP_URL: "smtp://mail.example:587", CTD_ENCRYPTION_KEY: "0".repeat(64) };
+
 describe("loadConfig", () => {
   it("when nothing is set, then the documented defaults apply and HTTPS is not required outside production", () => {
     const config = loadConfig({});
@@ -14,8 +17,45 @@ describe("loadConfig", () => {
   });
 
   it("when NODE_ENV is production, then HTTPS is required unless REQUIRE_HTTPS=0", () => {
-    expect(loadConfig({ NODE_ENV: "production" }).requireHttps).toBe(true);
-    expect(loadConfig({ NODE_ENV: "production", REQUIRE_HTTPS: "0" }).requireHttps).toBe(false);
+    expect(loadConfig(PRODUCTION).requireHttps).toBe(true);
+    expect(loadConfig({ ...PRODUCTION, REQUIRE_HTTPS: "0" }).requireHttps).toBe(false);
+  });
+
+  it("when NODE_ENV is production without SMTP_URL or CTD_ENCRYPTION_KEY, then the configuration is refused naming both", () => {
+    expect(() => loadConfig({ NODE_ENV: "production" })).toThrow(/SMTP_URL is required in production.*CTD_ENCRYPTION_KEY is required in production/);
+  });
+
+  it("when a test-only switch is on in production, then the configuration is refused naming it", () => {
+    for (const name of ["WEBHOOK_ALLOW_PRIVATE_ADDRESSES", "CTD_ALLOW_PRIVATE_ADDRESSES"]) {
+      expect(() => loadConfig({ ...PRODUCTION, [name]: "1" })).toThrow(new RegExp(`${name} is for tests only`));
+    }
+    expect(() => loadConfig({ ...PRODUCTION, TRACKING_LOOPBACK_IP: "17.253.144.10" })).toThrow(/TRACKING_LOOPBACK_IP is for the demo/);
+  });
+
+  it("when an on/off variable is set, then 1 true yes on are on and 0 false no off are off in any case, and anything else is refused", () => {
+    expect(["1", "TRUE", "Yes", "on"].map((v) => loadConfig({ INGEST_WRITER: v }).tracking.writer.enabled)).toEqual([true, true, true, true]);
+    expect(["0", "false", "NO", "Off"].map((v) => loadConfig({ TRACKING_IPV6_GEO: "1", INGEST_WRITER: v }).tracking.writer.enabled)).toEqual([false, false, false, false]);
+    expect(loadConfig({ TRACKING_IPV6_GEO: "yes" }).tracking.ipv6Geo).toBe(true);
+    expect(() => loadConfig({ SEED_DEMO: "maybe" })).toThrow(/SEED_DEMO must be on or off/);
+  });
+
+  it("when JOB_POLL_MS is set, then the queue polls at it; the deprecated CTD_JOB_POLL_MS still counts when JOB_POLL_MS is not set", () => {
+    expect(loadConfig({}).jobs.pollMs).toBe(1_000);
+    expect(loadConfig({ JOB_POLL_MS: "200" }).jobs.pollMs).toBe(200);
+    expect(loadConfig({ CTD_JOB_POLL_MS: "300" }).jobs.pollMs).toBe(300);
+    expect(loadConfig({ JOB_POLL_MS: "200", CTD_JOB_POLL_MS: "300" }).jobs.pollMs).toBe(200);
+    expect(() => loadConfig({ JOB_POLL_MS: "soon" })).toThrow(/JOB_POLL_MS/);
+  });
+
+  it("when tracking-domain, tracking and webhook variables are set, then they are read by the same schema, fractions where a duration allows them", () => {
+    const config = loadConfig({ CTD_JOB_RETRY_SECONDS: "0.1", CTD_OWN_DOMAINS: "Example.COM, other.test", TRACKING_DNS_SERVERS: "off", WEBHOOK_RETRY_SCHEDULE_SECONDS: "0.2,1" });
+    expect(config.trackingDomains.jobs.retryDelayMs).toBe(100);
+    expect(config.trackingDomains.ownDomains).toEqual(["example.com", "other.test", "track.leadintel.io"]);
+    expect(config.tracking.reverseDns).toMatchObject({ enabled: false, servers: [] });
+    expect(config.webhooks).toMatchObject({ retryScheduleMs: [200, 1000], jitter: false });
+    expect(() => loadConfig({ CTD_CNAME_TARGET: "not a host" })).toThrow(/CTD_CNAME_TARGET must be a host name/);
+    expect(() => loadConfig({ INGEST_BATCH_SIZE: "0" })).toThrow(/INGEST_BATCH_SIZE/);
+    expect(() => loadConfig({ CTD_ENCRYPTION_KEY: "short" })).toThrow(/CTD_ENCRYPTION_KEY must be 32 bytes/);
   });
 
   it("when REDIS_URL is set, then the limit is shared under REDIS_KEY_PREFIX", () => {
@@ -39,10 +79,12 @@ describe("loadConfig", () => {
     expect(() => loadConfig({ HEADERS_TIMEOUT_MS: "70000" })).toThrow(/HEADERS_TIMEOUT_MS/);
   });
 
-  it("when mail is not configured, then .eml files go next to the embedded database; SMTP_URL must be an smtp URL", () => {
+  it("when mail is not configured, then .eml files and the development key go beside DATA_DIR under its name; SMTP_URL must be an smtp URL", () => {
     const config = loadConfig({ DATA_DIR: "/srv/li/pglite" });
-    expect(config.mail).toEqual({ smtpUrl: undefined, from: expect.stringContaining("@"), outboxDir: "/srv/li/mail" });
-    expect(config.notify).toEqual({ publicUrl: undefined, inviteTtlHours: 168, inviteResendSeconds: 60, digestHourUtc: 7 });
+    expect(config.mail).toEqual({ smtpUrl: undefined, from: expect.stringContaining("@"), outboxDir: "/srv/li/pglite.mail" });
+    expect(config.trackingDomains.devKeyFile).toBe("/srv/li/pglite.dev-encryption.key");
+    expect(loadConfig({ DATA_DIR: "/srv/li/pglite", MAIL_DIR: "/var/mail/li" }).mail.outboxDir).toBe("/var/mail/li");
+    expect(config.notify).toEqual({ publicUrl: undefined, fallbackUrl: "http://127.0.0.1:3000", inviteTtlHours: 168, inviteResendSeconds: 60, digestHourUtc: 7 });
     expect(loadConfig({ SMTP_URL: "smtps://u:p@mail.example:465", PUBLIC_BASE_URL: "https://api.example/" }).mail.smtpUrl).toBe("smtps://u:p@mail.example:465");
     expect(loadConfig({ PUBLIC_BASE_URL: "https://api.example/" }).notify.publicUrl).toBe("https://api.example");
     expect(() => loadConfig({ SMTP_URL: "mail.example:25" })).toThrow(/SMTP_URL/);

@@ -13,6 +13,7 @@ import { openDatabase } from "../server/db/database.ts";
 import { createServices } from "../server/services/index.ts";
 import { startTestApi, type TestApi } from "./support/api.ts";
 import { migratedDataDir } from "./support/database.ts";
+import { testConfig } from "./support/config.ts";
 
 const run = promisify(execFile);
 const root = path.resolve(import.meta.dirname, "..");
@@ -166,7 +167,7 @@ describe("operator commands", () => {
     const db = await openDatabase({ dataDir });
     try {
       await db.migrate();
-      return await use(createServices(db.prisma));
+      return await use(createServices(db.prisma, { config: testConfig() }));
     } finally {
       await db.close();
     }

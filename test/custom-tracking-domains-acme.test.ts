@@ -5,7 +5,7 @@ import { createPublicKey } from "node:crypto";
 import type { Server } from "node:http";
 import * as acme from "acme-client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { secretBox } from "../server/ctd/secret-box.ts";
+import { secretBox } from "../server/security/secret-box.ts";
 import { createJobQueue } from "../server/jobs/queue.ts";
 import { certificateJobService } from "../server/services/certificate-jobs.ts";
 import { startTestApi, type TestApi } from "./support/api.ts";
@@ -36,8 +36,8 @@ describe.skipIf(!!pebbleMissing)("custom tracking domains with a certificate aut
       CTD_ACME_CA_FILE: pebble.caFile,
       CTD_JOB_MAX_ATTEMPTS: "2",
     });
-    open = secretBox(config.encryptionKey!).open;
-    api = await startTestApi({ trackingDomains: config });
+    open = secretBox(config.trackingDomains.encryptionKey!).open;
+    api = await startTestApi({ config });
     server = await new Promise<Server>((resolve) => {
       const listening = api.app.listen(port, "127.0.0.1", () => resolve(listening));
     });
@@ -150,7 +150,7 @@ describe.skipIf(!!pebbleMissing)("custom tracking domains with a certificate aut
       const ctd = pointed();
       const { caIsValidating, release } = holdAddressLookups(dns, ctd);
       const other = createJobQueue(api.db.prisma, api.logger, { pollMs: 50 });
-      certificateJobService(api.db.prisma, { config, logger: api.logger, queue: other });
+      certificateJobService(api.db.prisma, { config: config.trackingDomains, logger: api.logger, queue: other, pollMs: 50 });
       try {
         const adding = call("post", "/v1/management/ctd/add", { datasetId, ctd }).then((res) => res); // sends it now
         await caIsValidating;

@@ -66,7 +66,7 @@ describe.skipIf(!!pebbleMissing)("addCustomTrackingDomain", () => {
     };
     // The tenant is made before any service process opens the database.
     const db = await shared.open();
-    const made = createServices(db.prisma, { trackingDomains: trackingDomainConfig(dns.address) });
+    const made = createServices(db.prisma, { config: trackingDomainConfig(dns.address) });
     tenant = await createTenant(made, "Acme");
     datasetId = await datasetWithDomain(made, tenant, "customer.test");
     if (!process.env.TEST_DATABASE_URL) await db.close(); // PGlite: one process at a time

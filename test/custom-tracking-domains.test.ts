@@ -5,8 +5,8 @@
 import https from "node:https";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { acmeIssuer } from "../server/ctd/acme.ts";
-import { isPublicAddress, NonPublicAddressError, outboundAgents } from "../server/ctd/address-guard.ts";
-import { newEncryptionKey, secretBox } from "../server/ctd/secret-box.ts";
+import { isPublicAddress, NonPublicAddressError, outboundAgents } from "../server/security/address-guard.ts";
+import { newEncryptionKey, secretBox } from "../server/security/secret-box.ts";
 import { startTestApi, type TestApi } from "./support/api.ts";
 import { eventually } from "./support/eventually.ts";
 import { startDnsServer, type TestDnsServer } from "./support/dns-server.ts";
@@ -21,7 +21,7 @@ let other: Tenant;
 
 beforeAll(async () => {
   dns = await startDnsServer();
-  api = await startTestApi({ trackingDomains: trackingDomainConfig(dns.address) });
+  api = await startTestApi({ config: trackingDomainConfig(dns.address) });
   api.services.jobs.start(); // certificate jobs run on the job queue
   tenant = await createTenant(api.services, "Acme");
   other = await createTenant(api.services, "Globex");

@@ -13,6 +13,8 @@ import type { TestApi } from "./support/api.ts";
 import { eventually } from "./support/eventually.ts";
 import { as, startWithTenants } from "./support/suite.ts";
 import type { Tenant } from "./support/tenants.ts";
+import { testConfig } from "./support/config.ts";
+import { createServices } from "../server/services/index.ts";
 
 const TIMEOUTS = { connectMs: 1_000, queryMs: 2_000 };
 /** The documented bound of a request that needs the database, plus room for a loaded machine. */
@@ -69,7 +71,7 @@ describe.skipIf(!postgres)("a frozen database", () => {
     proxy = freezableProxy({ host: url.hostname, port: Number(url.port || 5432) });
     url.port = String(await proxy.listen());
     db = await openDatabase({ url: url.toString(), timeouts: TIMEOUTS });
-    const app = createApp({ db, logger: createLogger("silent"), rateLimiter: memoryRateLimiter({ requests: 1_000_000, windowSeconds: 60 }) });
+    const app = createApp({ db, services: createServices(db.prisma, { config: testConfig() }), logger: createLogger("silent"), rateLimiter: memoryRateLimiter({ requests: 1_000_000, windowSeconds: 60 }) });
     request = () => supertest.agent(app);
   });
   afterAll(async () => {

@@ -4,7 +4,6 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { loadWebhookConfig } from "../server/notify/config.ts";
 import { webhookEvents } from "../server/notify/events.ts";
 import { createIngestWriter, type IngestWriter } from "../server/tracking/writer.ts";
 import { startTestApi, type TestApi } from "./support/api.ts";
@@ -14,6 +13,7 @@ import { startSmtpServer, type TestSmtpServer } from "./support/smtp.ts";
 import { as } from "./support/suite.ts";
 import { createTenant, type Tenant } from "./support/tenants.ts";
 import { collectPageView, testTrackingConfig } from "./support/tracking.ts";
+import { testConfig } from "./support/config.ts";
 
 let api: TestApi;
 let tenant: Tenant;
@@ -35,7 +35,7 @@ beforeAll(async () => {
   api = await startTestApi({
     trustProxy: "loopback",
     tracking: { config: testTrackingConfig() },
-    webhooks: loadWebhookConfig({ WEBHOOK_ALLOW_PRIVATE_ADDRESSES: "1" }),
+    webhooks: testConfig({ WEBHOOK_ALLOW_PRIVATE_ADDRESSES: "1" }).webhooks,
     mail: { smtpUrl: smtp.url, from: "Lead Intelligence <alerts@leadintel.example>", outboxDir: "/nonexistent" },
   });
   tenant = await createTenant(api.services, "Excluding");
@@ -43,7 +43,7 @@ beforeAll(async () => {
   // composed as server/main.ts does
   writer = createIngestWriter(api.db.prisma, { contacts: api.services.contacts, credits: api.services.credits, now: () => new Date() }, api.logger, {
     onIngested: async (result, tx) => {
-      await api.services.segmentAlerts.onIngested(result, tx);
+      await api.services.segmentEntries.onIngested(result, tx);
       await hooks.onIngested(result, tx);
     },
     onEnriched: hooks.onEnriched,

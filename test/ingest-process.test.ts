@@ -6,11 +6,12 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { newEncryptionKey } from "../server/ctd/secret-box.ts";
+import { newEncryptionKey } from "../server/security/secret-box.ts";
 import { createServices } from "../server/services/index.ts";
 import { eventually } from "./support/eventually.ts";
 import { type ServerDatabase, type ServerProcess, prepareServerDatabase, startServerProcess } from "./support/server-process.ts";
 import { ADDRESSES, BROWSER_UA } from "./support/tracking.ts";
+import { testConfig } from "./support/config.ts";
 
 const contact = { email: "ivy.ingest@apple-visitor.example", fullName: "Ivy Ingest", languages: [], experience: [{ title: "Buyer", companyName: "Apple", current: true }] };
 
@@ -42,7 +43,7 @@ const env = () => ({
 
 beforeAll(async () => {
   database = await prepareServerDatabase();
-  await database.inspect((db) => createServices(db.prisma).contacts.upsertMany([contact]));
+  await database.inspect((db) => createServices(db.prisma, { config: testConfig() }).contacts.upsertMany([contact]));
   await new Promise<void>((resolve) => hooks.server.listen(0, "127.0.0.1", resolve));
 }, 120_000);
 afterAll(async () => {

@@ -231,4 +231,34 @@ describe("JobQueue", () => {
     expect(await jobRow("interrupted")).toMatchObject({ state: "dead", attempts: 3, lastError: "interrupted too often" });
     expect(deadPayloads).toEqual([{ deliveryId: "msg_1" }]); // the kind settles its own state (a webhook delivery)
   });
+
+  it("when many jobs are queued in one statement, then each exists once per dedupe key and the count says how many were new", async () => {
+    const q = queue();
+    const batch = [1, 2, 3].map((n) => ({ kind: "many", payload: { n }, dedupeKey: `many:${n}` }));
+    expect(await q.enqueueMany(db.prisma, batch)).toBe(3);
+    expect(await q.enqueueMany(db.prisma, [...batch, { kind: "many", payload: { n: 4 }, dedupeKey: "many:4" }])).toBe(1);
+    expect(await q.enqueueMany(db.prisma, [])).toBe(0);
+    expect(await db.prisma.job.count({ where: { kind: "many" } })).toBe(4);
+    expect(await q.stateOf(db.prisma, "many:2")).toBe("queued");
+    expect(await q.stateOf(db.prisma, "many:none")).toBeUndefined();
+  });
+
+  it("when a handler asks whether its attempt still runs, then yes while it holds it, and no once another attempt took the job over", async () => {
+    const q = queue();
+    const answers: boolean[] = [];
+    q.register(
+      "holding",
+      async (job) => {
+        answers.push(await db.prisma.$transaction((tx) => q.holdsAttempt(tx, job.id, job.attempt)));
+        answers.push(await db.prisma.$transaction((tx) => q.holdsAttempt(tx, job.id, job.attempt - 1)));
+      },
+      { maxAttempts: 3, backoffMs: () => 0 },
+    );
+    await q.enqueue(db.prisma, { kind: "holding", payload: null, dedupeKey: "holding:1" });
+    await q.drain();
+    expect(answers).toEqual([true, false]);
+    expect(await q.stateOf(db.prisma, "holding:1")).toBe("done");
+    const { id } = await jobRow("holding");
+    expect(await db.prisma.$transaction((tx) => q.holdsAttempt(tx, id, 1))).toBe(false); // done: no attempt runs
+  });
 });

@@ -6,6 +6,7 @@ import { createServices } from "../server/services/index.ts";
 import { DomainError } from "../server/domain/errors.ts";
 import { ADDRESSES, startTracking, type TrackingSuite } from "./support/tracking.ts";
 import { as } from "./support/suite.ts";
+import { testConfig } from "./support/config.ts";
 
 const TTL_MS = 60_000; // the default TRACKING_SETTINGS_TTL_SECONDS
 const COMCAST = 7922; // ADDRESSES.isp
@@ -22,7 +23,7 @@ let t: TrackingSuite;
 let operator: ReturnType<typeof createServices>;
 beforeAll(async () => {
   t = await startTracking({}, { now });
-  operator = createServices(t.api.db.prisma);
+  operator = createServices(t.api.db.prisma, { config: testConfig() });
 });
 afterAll(async () => {
   await t?.close();

@@ -34,7 +34,7 @@ describe("GET /readyz", () => {
   });
 
   it("when the database does not answer, then 503 unavailable", async () => {
-    const app = createApp({ db: { ...api.db, ping: async () => false }, logger: createLogger("silent") });
+    const app = createApp({ db: { ...api.db, ping: async () => false }, services: api.services, logger: createLogger("silent") });
     const res = await supertest(app).get("/readyz");
     expect(res.status).toBe(503);
     expect(res.body).toEqual({ status: "unavailable", checks: { database: false } });

@@ -6,11 +6,11 @@ import { randomBytes } from "node:crypto";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ContactProfile } from "../server/contacts/profile.ts";
-import { loadWebhookConfig } from "../server/notify/config.ts";
 import { webhookEvents } from "../server/notify/events.ts";
 import { createIngestWriter, type IngestWriter } from "../server/tracking/writer.ts";
 import { as } from "./support/suite.ts";
 import { ADDRESSES, BROWSER_UA, startTracking, type TrackingSuite } from "./support/tracking.ts";
+import { testConfig } from "./support/config.ts";
 
 let t: TrackingSuite;
 /** A writer composed as server/main.ts composes it: enrichment outcomes become contact.enriched deliveries. */
@@ -23,7 +23,7 @@ const newVisitor = () => `vid${randomBytes(8).toString("hex")}`;
 const newAddress = () => `Person.${randomBytes(4).toString("hex")}@Subject.example`;
 
 beforeAll(async () => {
-  t = await startTracking({}, { webhooks: loadWebhookConfig({ WEBHOOK_ALLOW_PRIVATE_ADDRESSES: "1" }), tracking: { now: collectorNow } });
+  t = await startTracking({}, { webhooks: testConfig({ WEBHOOK_ALLOW_PRIVATE_ADDRESSES: "1" }).webhooks, tracking: { now: collectorNow } });
   const hooks = webhookEvents(t.api.db.prisma, t.api.services.jobs);
   writer = createIngestWriter(t.api.db.prisma, { contacts: t.api.services.contacts, credits: t.api.services.credits, now: () => new Date() }, t.api.logger, {
     onIngested: hooks.onIngested,

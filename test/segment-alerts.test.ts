@@ -8,6 +8,8 @@ import { registerMailJobs } from "../server/notify/mail.ts";
 import { lastPeriod, registerSegmentAlertJobs, segmentAlertService } from "../server/notify/segment-alerts.ts";
 import { createIngestWriter, type IngestWriter } from "../server/tracking/writer.ts";
 import { startTestApi, type TestApi } from "./support/api.ts";
+import { testConfig } from "./support/config.ts";
+import { eventually } from "./support/eventually.ts";
 import { newLead, where } from "./support/leads.ts";
 import { eventually } from "./support/eventually.ts";
 import { startSmtpServer, type TestSmtpServer } from "./support/smtp.ts";
@@ -27,7 +29,7 @@ beforeAll(async () => {
   api = await startTestApi({ now: () => clock, trustProxy: "loopback", tracking: { config: testTrackingConfig() }, mail: mail(), notify: { digestHourUtc: 7 } });
   tenant = await createTenant(api.services, "Acme");
   writer = createIngestWriter(api.db.prisma, { contacts: api.services.contacts, credits: api.services.credits, now: () => clock }, api.logger, {
-    onIngested: api.services.segmentAlerts.onIngested,
+    onIngested: api.services.segmentEntries.onIngested,
   });
   await api.services.jobs.drain(); // the fixture's invitations
   smtp.messages.length = 0;
@@ -103,7 +105,7 @@ describe("segment entries", () => {
   it("when a listener is registered, then it gets the new entries inside the transaction", async () => {
     const datasetId = tenant.datasets[1];
     const seen: string[] = [];
-    const off = api.services.segmentAlerts.onSegmentEntered(async (entered) => void seen.push(...entered.map((e) => e.leadId)));
+    const off = api.services.segmentEntries.onSegmentEntered(async (entered) => void seen.push(...entered.map((e) => e.leadId)));
     const lead = newLead({ organizationName: "Listener Corp" });
     await api.services.leads.insertLeads(tenant.accountId, datasetId, [lead]);
     await createSegment(datasetId, "Listener", where("organizationName", "eq", "Listener Corp"), "weekly");
@@ -124,7 +126,7 @@ describe("segment digests", () => {
     const before = smtp.messages.length;
 
     // a second "instance": its own queue and scheduler on the same database
-    const second = createJobQueue(api.db.prisma, api.logger, { now: () => clock });
+    const second = createJobQueue(api.db.prisma, api.logger, { pollMs: 1_000, now: () => clock });
     registerMailJobs(second, api.services.mailer, api.logger);
     registerSegmentAlertJobs(api.db.prisma, second, api.services.mailer, api.logger);
     const secondAlerts = segmentAlertService(api.db.prisma, second, { now: () => clock, digestHourUtc: 7 });
@@ -171,11 +173,52 @@ describe("segment digests", () => {
     expect(smtp.messages.length).toBe(before);
   });
 
+  it("when the digest scheduling is queued twice, then one job per period end: the ended one runs at once, the next waits for its hour", async () => {
+    clock = new Date("2026-12-02T08:00:00Z");
+    expect(await api.services.segmentAlerts.queueScheduling()).toBe(2);
+    expect(await api.services.segmentAlerts.queueScheduling()).toBe(0); // another instance, or the next hour
+    await api.services.jobs.drain();
+    const schedules = await api.db.prisma.job.findMany({ where: { kind: "segment-digest-schedule" }, orderBy: { runAfter: "asc" } });
+    expect(schedules.map((job) => [job.runAfter.toISOString(), job.state])).toEqual([
+      ["2026-12-02T07:00:00.000Z", "done"],
+      ["2026-12-03T07:00:00.000Z", "queued"],
+    ]);
+  });
+
   it("the periods: daily ends at the hour, weekly on Monday at the hour", () => {
     expect(lastPeriod("daily", new Date("2026-11-25T06:59:00Z"), 7)).toEqual({ start: new Date("2026-11-23T07:00:00Z"), end: new Date("2026-11-24T07:00:00Z") });
     expect(lastPeriod("daily", new Date("2026-11-25T07:00:00Z"), 7)).toEqual({ start: new Date("2026-11-24T07:00:00Z"), end: new Date("2026-11-25T07:00:00Z") });
     // 2026-11-23 is a Monday
     expect(lastPeriod("weekly", new Date("2026-11-26T12:00:00Z"), 7)).toEqual({ start: new Date("2026-11-16T07:00:00Z"), end: new Date("2026-11-23T07:00:00Z") });
     expect(lastPeriod("weekly", new Date("2026-11-23T06:00:00Z"), 7)).toEqual({ start: new Date("2026-11-09T07:00:00Z"), end: new Date("2026-11-16T07:00:00Z") });
+  });
+});
+
+describe("the wake after commit", () => {
+  it("when a writer's batch commits an entry of an instant segment, then a started queue polling only every 10 minutes sends the alert at once", async () => {
+    const idle = await startTestApi({ config: testConfig({ JOB_POLL_MS: "600000" }), trustProxy: "loopback", tracking: { config: testTrackingConfig() }, mail: mail() });
+    try {
+      const owner = await createTenant(idle.services, "Initech");
+      idle.services.jobs.start();
+      const res = await idle
+        .request()
+        .post(`/v1/segments?email=${encodeURIComponent(owner.admin.email)}`)
+        .set(as(owner.key))
+        .send({ datasetId: owner.datasets[0], name: "Apple at once", filters: where("organizationDomain", "eq", "apple.com"), emailPreferences: { enabled: true, frequency: "instant" } });
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      // the fixture's invitations are sent (their enqueue woke the queue): from here it is idle
+      await eventually(async () => expect(await idle.db.prisma.job.count({ where: { state: { in: ["queued", "running"] } } })).toBe(0));
+      const before = smtp.messages.length;
+      // wired as every writer is: onCommitted wakes the queue once the batch's transaction committed
+      const wired = createIngestWriter(idle.db.prisma, idle.services.ingestWiring.deps, idle.logger, idle.services.ingestWiring.hooks);
+      expect((await collectPageView(idle, owner.datasets[0], "v-wake-1")).status).toBeLessThan(300);
+      await wired.drain();
+      await wired.stop();
+      const [alert] = (await smtp.waitFor(before + 1, 15_000)).slice(before);
+      expect(alert!.subject).toContain("Apple at once");
+    } finally {
+      await idle.services.jobs.stop();
+      await idle.close();
+    }
   });
 });

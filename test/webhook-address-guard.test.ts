@@ -6,15 +6,13 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import supertest from "supertest";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import { embeddedIpv4, isPublicAddress } from "../server/ctd/address-guard.ts";
-import { loadTrackingDomainConfig } from "../server/ctd/config.ts";
-import { newEncryptionKey } from "../server/ctd/secret-box.ts";
-import { loadWebhookConfig } from "../server/notify/config.ts";
+import { embeddedIpv4, isPublicAddress } from "../server/security/address-guard.ts";
 import { createSender } from "../server/notify/delivery.ts";
 import { createServices } from "../server/services/index.ts";
 import { startTestApi, type TestApi } from "./support/api.ts";
 import { as } from "./support/suite.ts";
 import { createTenant, type Tenant } from "./support/tenants.ts";
+import { testConfig } from "./support/config.ts";
 
 let api: TestApi;
 let tenant: Tenant;
@@ -29,11 +27,7 @@ beforeAll(async () => {
   api = await startTestApi();
   tenant = await createTenant(api.services, "Guarded");
   // the production default: private addresses refused
-  const services = createServices(api.db.prisma, {
-    logger: api.logger,
-    webhooks: loadWebhookConfig({}),
-    trackingDomains: loadTrackingDomainConfig({ CTD_ENCRYPTION_KEY: newEncryptionKey().toString("hex") }),
-  });
+  const services = createServices(api.db.prisma, { config: testConfig(), logger: api.logger });
   strict = api.appWith({ services });
   await new Promise<void>((resolve) => receiver.listen(0, "::", resolve));
   port = (receiver.address() as AddressInfo).port;

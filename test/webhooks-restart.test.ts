@@ -6,7 +6,7 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { newEncryptionKey } from "../server/ctd/secret-box.ts";
+import { newEncryptionKey } from "../server/security/secret-box.ts";
 import { eventually } from "./support/eventually.ts";
 import { type ServerDatabase, type ServerProcess, prepareServerDatabase, startServerProcess } from "./support/server-process.ts";
 

@@ -5,17 +5,15 @@ import http from "node:http";
 import net, { type AddressInfo } from "node:net";
 import { Webhook } from "standardwebhooks";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { loadWebhookConfig } from "../server/notify/config.ts";
 import { createSender } from "../server/notify/delivery.ts";
 import { webhookEvents } from "../server/notify/events.ts";
 import { createServices } from "../server/services/index.ts";
-import { loadTrackingDomainConfig } from "../server/ctd/config.ts";
-import { newEncryptionKey } from "../server/ctd/secret-box.ts";
 import { createIngestWriter } from "../server/tracking/writer.ts";
 import { startTestApi, type TestApi } from "./support/api.ts";
 import { as } from "./support/suite.ts";
 import { createTenant, type Tenant } from "./support/tenants.ts";
 import { ADDRESSES, BROWSER_UA, testTrackingConfig } from "./support/tracking.ts";
+import { testConfig } from "./support/config.ts";
 
 interface Received {
   headers: Record<string, string>;
@@ -69,7 +67,7 @@ beforeAll(async () => {
     trustProxy: "loopback",
     tracking: { config: testTrackingConfig() },
     // loopback receivers, and every retry at once (the schedule's waits are checked on the job rows)
-    webhooks: loadWebhookConfig({ WEBHOOK_ALLOW_PRIVATE_ADDRESSES: "1", WEBHOOK_RETRY_SCHEDULE_SECONDS: "0,0,0,0,0,0,0" }),
+    webhooks: testConfig({ WEBHOOK_ALLOW_PRIVATE_ADDRESSES: "1", WEBHOOK_RETRY_SCHEDULE_SECONDS: "0,0,0,0,0,0,0" }).webhooks,
   });
   tenant = await createTenant(api.services, "Hooks");
   receiver = await new Receiver().start();
@@ -119,7 +117,7 @@ describe("createWebhookEndpoint", () => {
 
   it("when the URL is or resolves to a private address, then 400 invalid_webhook_url, unless the test switch allows it", async () => {
     // the same database, with the production default: private addresses refused
-    const strict = api.appWith({ services: createServices(api.db.prisma, { logger: api.logger, webhooks: loadWebhookConfig({}), trackingDomains: loadTrackingDomainConfig({ CTD_ENCRYPTION_KEY: newEncryptionKey().toString("hex") }) }) });
+    const strict = api.appWith({ services: createServices(api.db.prisma, { config: testConfig(), logger: api.logger }) });
     const request = (url: string) =>
       import("supertest").then(({ default: st }) => st(strict).post("/v1/webhooks/endpoints").set(as(tenant.key)).send({ url, eventTypes: ["lead.created"] }));
     for (const url of ["http://127.0.0.1:8080/hook", "https://10.1.2.3/hook", "https://[::1]/hook", "https://169.254.169.254/latest", "https://localhost/hook", "https://user:pw@hooks.partner.example/"]) {
@@ -134,8 +132,8 @@ describe("createWebhookEndpoint", () => {
   });
 
   it("when production requires HTTPS, then an http URL is refused", () => {
-    expect(loadWebhookConfig({ NODE_ENV: "production" }).requireHttps).toBe(true);
-    expect(() => loadWebhookConfig({ NODE_ENV: "production", WEBHOOK_ALLOW_PRIVATE_ADDRESSES: "1" })).toThrow(/refused in production/);
+    expect(testConfig({ NODE_ENV: "production", SMTP_URL: "smtp://mail.example:587" }).webhooks.requireHttps).toBe(true);
+    expect(() => testConfig({ NODE_ENV: "production", SMTP_URL: "smtp://mail.example:587", WEBHOOK_ALLOW_PRIVATE_ADDRESSES: "1" })).toThrow(/refused in production/);
   });
 });
 
@@ -195,7 +193,7 @@ describe("delivery", () => {
   });
 
   it("when an attempt fails, then the next one is due after the Standard Webhooks schedule's wait", async () => {
-    const config = loadWebhookConfig({});
+    const config = testConfig().webhooks;
     expect(config.retryScheduleMs).toEqual([5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000]);
     expect(config.timeoutMs).toBe(15_000);
   });

@@ -9,8 +9,7 @@ import { createReadStream, type ReadStream } from "node:fs";
 import { stat } from "node:fs/promises";
 import { StringDecoder } from "node:string_decoder";
 import { type CsvError, parse as parseCsv } from "csv-parse";
-import type { ContactService, UpsertResult } from "../services/contacts.ts";
-import { checkProfile, type ContactProfile } from "./profile.ts";
+import { checkProfile, type ContactProfile, type UpsertResult } from "./profile.ts";
 import { createProgress } from "./progress.ts";
 
 export const csvColumns = [
@@ -102,6 +101,11 @@ function checkHeader(header: string[]): string[] {
   return header;
 }
 
+/** Where imported profiles are written (the contact service's upsertMany, given by the caller). */
+export interface ContactStore {
+  upsertMany(profiles: readonly ContactProfile[]): Promise<UpsertResult>;
+}
+
 export interface BatchTotals extends UpsertResult {
   /** Valid records replaced by a later record of the same e-mail in the same batch. */
   superseded: number;
@@ -113,7 +117,7 @@ export class BatchWriter {
   readonly totals: BatchTotals = { inserted: 0, updated: 0, unchanged: 0, superseded: 0 };
 
   constructor(
-    private readonly store: Pick<ContactService, "upsertMany">,
+    private readonly store: ContactStore,
     private readonly size = 1000,
   ) {}
 
@@ -137,7 +141,7 @@ export interface ImportOptions {
   file: string;
   /** Default: from the file name (.csv is CSV, anything else NDJSON). */
   format?: ImportFormat;
-  store: Pick<ContactService, "upsertMany">;
+  store: ContactStore;
   batchSize?: number;
   /** Show a progress bar on stderr. */
   progress?: boolean;

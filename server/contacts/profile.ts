@@ -61,3 +61,13 @@ export function checkProfile(record: unknown): ProfileCheck {
   const problem = experienceProblem(profile.experience);
   return problem ? { ok: false, reason: problem } : { ok: true, profile };
 }
+
+/** What writing a batch of profiles to the contact store did. */
+export interface UpsertResult {
+  /** New profiles. */
+  inserted: number;
+  /** Existing profiles whose fields changed. */
+  updated: number;
+  /** Existing profiles that were already the same (a re-run of an import). */
+  unchanged: number;
+}

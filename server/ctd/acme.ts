@@ -6,8 +6,8 @@
 // We never "verify" the challenge ourselves (acme-client's auto mode fetches the customer's
 // domain first): the service makes no request to a customer-controlled name.
 import * as acme from "acme-client";
-import { assertPublicHost, outboundAgents } from "./address-guard.ts";
-import type { TrackingDomainConfig } from "./config.ts";
+import { assertPublicHost, outboundAgents } from "../security/address-guard.ts";
+import type { TrackingDomainConfig } from "../config.ts";
 
 export interface IssuedCertificate {
   certificatePem: string;

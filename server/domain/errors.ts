@@ -77,6 +77,9 @@ export class TooManyRequests extends DomainError {
   }
 }
 
+/** A charge whose guard did not hold (another writer settled what it was for): nothing was charged. */
+export class ChargeGuardFailed extends Error {}
+
 /** A domain error as stored data (an Idempotency-Key's first answer), and back. */
 export interface StoredDomainError {
   kind: "NotFound" | "PaymentRequired";

@@ -59,12 +59,39 @@ export interface JobKindOptions {
   onDead?: (job: { id: bigint; kind: string; payload: unknown }) => Promise<void>;
 }
 
+/** A job to queue: its kind's handler gets `payload`; not before `runAt` (default now); at most one per `dedupeKey`. */
+export interface NewJob {
+  kind: string;
+  payload: unknown;
+  runAt?: Date;
+  dedupeKey?: string;
+}
+
+export type JobState = "queued" | "running" | "done" | "dead";
+type Client = Prisma.TransactionClient | PrismaClient;
+
+/** The only code that reads or writes the Job table is here (and the retention job of server/jobs/retention.ts). */
 export interface JobQueue {
   register(kind: string, handler: JobHandler, options: JobKindOptions): void;
-  /** Inside the caller's transaction when `tx` is one: the job exists iff the caller's write commits. dedupeKey unique: a second enqueue with the same key is a no-op. */
-  enqueue(tx: Prisma.TransactionClient | PrismaClient, job: { kind: string; payload: unknown; runAt?: Date; dedupeKey?: string }): Promise<void>;
+  /**
+   * Inside the caller's transaction when `tx` is one: the job exists iff the caller's write
+   * commits, and the caller calls `wake()` after its commit (on the queue's own client the job
+   * is committed at once and the queue wakes itself). dedupeKey unique: a second enqueue with the
+   * same key is a no-op.
+   */
+  enqueue(tx: Client, job: NewJob): Promise<void>;
+  /** As `enqueue`, many jobs in one statement; how many were new (not already queued under their dedupeKey). */
+  enqueueMany(tx: Client, jobs: readonly NewJob[]): Promise<number>;
+  /** The state of the job queued under `dedupeKey`; undefined when there is none (never queued, or deleted by retention). */
+  stateOf(tx: Client, dedupeKey: string): Promise<JobState | undefined>;
+  /**
+   * Whether attempt `attempt` of job `id` is still running; when it is, the job's row stays locked
+   * until `tx` ends, so that no other worker can claim the job meanwhile (a handler's writes made
+   * conditional on holding its attempt).
+   */
+  holdsAttempt(tx: Prisma.TransactionClient, id: bigint, attempt: number): Promise<boolean>;
   start(): void;
-  /** Claim soon (after an enqueue in this process). */
+  /** Claim now: after the commit of a transaction that enqueued (an enqueue on the queue's own client wakes by itself). */
   wake(): void;
   /** Stops claiming, finishes the jobs in hand (at most `graceMs`, default 10 s), then resolves. */
   stop(graceMs?: number): Promise<void>;
@@ -95,8 +122,9 @@ export function errorText(error: unknown): string {
   return redact(text).slice(0, ERROR_LIMIT);
 }
 
-export function createJobQueue(db: PrismaClient, logger: Logger, options: { pollMs?: number; now?: () => Date } = {}): JobQueue {
-  const pollMs = options.pollMs ?? 1_000;
+/** `pollMs`: how often an idle queue looks for due jobs (JOB_POLL_MS, server/config.ts). */
+export function createJobQueue(db: PrismaClient, logger: Logger, options: { pollMs: number; now?: () => Date }): JobQueue {
+  const { pollMs } = options;
   const now = options.now ?? (() => new Date());
   const workerId = `${hostname()}:${process.pid}:${randomBytes(3).toString("hex")}`;
   const kinds = new Map<string, Registered>();
@@ -244,6 +272,21 @@ export function createJobQueue(db: PrismaClient, logger: Logger, options: { poll
     schedule(0);
   }
 
+  async function insert(tx: Client, jobs: readonly NewJob[]): Promise<number> {
+    if (!jobs.length) return 0;
+    const at = now();
+    const rows = jobs.map(
+      (job) => Prisma.sql`(${job.kind}, ${JSON.stringify(job.payload ?? null)}::jsonb, ${job.runAt ?? at}, ${job.dedupeKey ?? null})`,
+    );
+    const inserted = await tx.$executeRaw(Prisma.sql`
+      INSERT INTO "Job" ("kind", "payload", "runAfter", "dedupeKey") VALUES ${Prisma.join(rows)}
+      ON CONFLICT ("dedupeKey") DO NOTHING`);
+    // On the queue's own client the jobs are committed now. A transaction client (which has a
+    // `$transaction` too, so that cannot tell them apart) is the caller's: it wakes after its commit.
+    if (tx === db) wake();
+    return inserted;
+  }
+
   return {
     register(kind, handler, kindOptions) {
       kinds.set(kind, {
@@ -262,14 +305,20 @@ export function createJobQueue(db: PrismaClient, logger: Logger, options: { poll
     },
 
     async enqueue(tx, job) {
-      const payload = JSON.stringify(job.payload ?? null);
-      const runAfter = job.runAt ?? now();
-      await tx.$executeRaw(Prisma.sql`
-        INSERT INTO "Job" ("kind", "payload", "runAfter", "dedupeKey")
-        VALUES (${job.kind}, ${payload}::jsonb, ${runAfter}, ${job.dedupeKey ?? null})
-        ON CONFLICT ("dedupeKey") DO NOTHING`);
-      // Outside a transaction the job is committed now; inside one the caller wakes after commit.
-      if ("$transaction" in tx) wake();
+      await insert(tx, [job]);
+    },
+
+    enqueueMany: insert,
+
+    async stateOf(tx, dedupeKey) {
+      const rows = await tx.$queryRaw<{ state: JobState }[]>(Prisma.sql`SELECT "state"::text AS "state" FROM "Job" WHERE "dedupeKey" = ${dedupeKey}`);
+      return rows[0]?.state;
+    },
+
+    async holdsAttempt(tx, id, attempt) {
+      const held = await tx.$queryRaw<unknown[]>(Prisma.sql`
+        SELECT 1 FROM "Job" WHERE "id" = ${id} AND "state" = 'running' AND "attempts" = ${attempt} FOR UPDATE`);
+      return held.length > 0;
     },
 
     start() {

@@ -4,7 +4,7 @@
 import http from "node:http";
 import https from "node:https";
 import { Webhook } from "standardwebhooks";
-import { NonPublicAddressError, outboundAgents } from "../ctd/address-guard.ts";
+import { NonPublicAddressError, outboundAgents } from "../security/address-guard.ts";
 
 export type AttemptErrorClass = "timeout" | "connection" | "non_public_address" | "tls" | "redirect" | "http_status";
 

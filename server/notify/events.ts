@@ -8,7 +8,7 @@ import { newId } from "../ids.ts";
 import type { EnrichmentOutcome } from "../tracking/enrichment.ts";
 import type { IngestResult, Tx } from "../tracking/ingest.ts";
 import type { JobQueue } from "../jobs/queue.ts";
-import { notExcluded } from "../services/leads.ts";
+import { notExcluded } from "../domain/exclusions.ts";
 
 export const EVENT_TYPES = ["lead.created", "lead.visited", "segment.lead_entered", "contact.enriched"] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
@@ -24,7 +24,7 @@ export interface WebhookEvent {
   data: Record<string, unknown>;
 }
 
-/** A lead entering a segment (the segment-alert helper's onSegmentEntered entries). */
+/** A lead entering a segment (server/services/segment-entries.ts, whose listener onSegmentEntered is). */
 export interface SegmentEntry {
   accountId: string;
   datasetId: string;
@@ -161,7 +161,6 @@ export function webhookEvents(db: Db, jobs: Enqueue, { now = () => new Date(), w
       if (!lead) continue;
       await fanOut(tx, endpoints.get(ref.accountId)!, { accountId: ref.accountId, type: ref.type, data: leadData(lead) }, at);
     }
-    setTimeout(() => wake?.(), 20).unref();
   }
 
   /**
@@ -221,7 +220,6 @@ export function webhookEvents(db: Db, jobs: Enqueue, { now = () => new Date(), w
       const data = { ...(lead ? leadData(lead) : { accountId: entry.accountId, datasetId: entry.datasetId, leadId: entry.leadId }), segmentId: entry.segmentId };
       await fanOut(tx, endpoints.get(entry.accountId)!, { accountId: entry.accountId, type: "segment.lead_entered", data }, entry.enteredAt ?? at);
     }
-    setTimeout(() => wake?.(), 20).unref();
   }
 
   return { publishEvent, onIngested, onEnriched, onSegmentEntered };

@@ -1,49 +1,35 @@
-// Segment entries and the alerts made from them. A lead that comes to match a segment (a visit, a
-// tag, an assignment, a new or changed filter) is recorded once per (segment, lead) by one
-// INSERT ... SELECT ... ON CONFLICT DO NOTHING RETURNING per segment: concurrent evaluations
-// cannot record it twice, and only the statement that inserted the row sees it returned.
-// Listeners (onSegmentEntered) run in the same transaction; so does the enqueueing of the alerts:
-// `instant` segments get a mail job at once, `daily` and `weekly` ones a digest per period at a
-// fixed UTC hour (weekly on Monday), made once per (segment, period) by its job's dedupe key.
+// Segment alerts: the mail made from segment entries (server/services/segment-entries.ts records
+// them). `instant` segments get a mail job in the entries' transaction (instantAlerts, a listener
+// of the entries), `daily` and `weekly` ones a digest per period at a fixed UTC hour (weekly on
+// Monday), made once per (segment, period) by its job's dedupe key.
 import { type Lead, Prisma, type PrismaClient } from "../../generated/prisma/client.ts";
 import type { Db } from "../db/database.ts";
+import { notExcluded } from "../domain/exclusions.ts";
 import type { JobQueue } from "../jobs/queue.ts";
 import type { Logger } from "../logging.ts";
 import { runPeriodically } from "../jobs/periodic.ts";
-import { filterSql, type SegmentFilter } from "../services/lead-filter.ts";
-import { notExcluded } from "../services/leads.ts";
-import type { IngestResult } from "../tracking/ingest.ts";
 import { escapeHtml } from "./invitations.ts";
 import type { Mailer } from "./mail.ts";
 
 type Tx = Prisma.TransactionClient | PrismaClient;
 
-export interface SegmentEntered {
+/** What an alert needs of a new segment entry (server/services/segment-entries.ts SegmentEntered). */
+export interface EnteredLead {
   segmentId: number;
-  accountId: string;
-  datasetId: string;
   leadId: string;
-  enteredAt: Date;
+  /** The segment's alert mail when the lead entered. */
+  mail: "instant" | "daily" | "weekly" | null;
 }
-
-export type SegmentEnteredListener = (entries: SegmentEntered[], tx: Tx) => Promise<void>;
 
 export const INSTANT_JOB = "segment-alert";
 export const DIGEST_JOB = "segment-digest";
+/** The job that queues the digests of the periods ending at its time (one per daily period end). */
+export const DIGEST_SCHEDULE_JOB = "segment-digest-schedule";
 const DAY = 86_400_000;
 /** Leads named in one instant mail (the rest are counted). */
 const INSTANT_LIST = 20;
 /** Rows in one digest's CSV. */
 const DIGEST_ROWS = 10_000;
-
-export interface EvaluationScope {
-  accountId: string;
-  datasetId: string;
-  /** Only these leads (a visit, a tag); all the dataset's leads when absent (a segment's filter changed). */
-  leadIds?: string[];
-  /** Only these segments; all the dataset's when absent. */
-  segmentIds?: number[];
-}
 
 /** The digest period that ended last at or before `now`: [start, end). */
 export function lastPeriod(frequency: "daily" | "weekly", now: Date, hourUtc: number): { start: Date; end: Date } {
@@ -57,50 +43,15 @@ export function lastPeriod(frequency: "daily" | "weekly", now: Date, hourUtc: nu
   return { start: new Date(end - length), end: new Date(end) };
 }
 
-export function segmentAlertService(db: Db, jobs: JobQueue, { now = () => new Date(), digestHourUtc = 7 }: { now?: () => Date; digestHourUtc?: number } = {}) {
-  const listeners = new Set<SegmentEnteredListener>();
-
-  async function evaluate(tx: Tx, scope: EvaluationScope): Promise<SegmentEntered[]> {
-    if (scope.leadIds && !scope.leadIds.length) return [];
-    const segments = await tx.segment.findMany({
-      where: { accountId: scope.accountId, datasetId: scope.datasetId, ...(scope.segmentIds && { id: { in: scope.segmentIds } }) },
-      select: { id: true, filters: true, emailEnabled: true, emailFrequency: true },
-      orderBy: { id: "asc" },
-    });
-    const at = now();
-    const entered: SegmentEntered[] = [];
-    for (const segment of segments) {
-      const rows = await tx.$queryRaw<{ leadId: string }[]>(Prisma.sql`
-        INSERT INTO "SegmentEntry" ("segmentId", "datasetId", "leadId", "accountId", "enteredAt")
-        SELECT ${segment.id}, l."datasetId", l."id", l."accountId", ${at}
-        FROM "Lead" l
-        WHERE l."datasetId" = ${scope.datasetId} AND l."accountId" = ${scope.accountId}
-          ${scope.leadIds ? Prisma.sql`AND l."id" = ANY(${scope.leadIds}::text[])` : Prisma.empty}
-          AND ${filterSql(segment.filters as unknown as SegmentFilter)} AND ${notExcluded}
-        ORDER BY l."id"
-        ON CONFLICT ("segmentId", "leadId") DO NOTHING
-        RETURNING "leadId"`);
-      if (!rows.length) continue;
-      const leadIds = rows.map((r) => r.leadId).sort();
-      for (const leadId of leadIds) entered.push({ segmentId: segment.id, accountId: scope.accountId, datasetId: scope.datasetId, leadId, enteredAt: at });
-      if (segment.emailEnabled && segment.emailFrequency === "instant") {
-        await jobs.enqueue(tx, { kind: INSTANT_JOB, payload: { segmentId: segment.id, leadIds: leadIds.slice(0, INSTANT_LIST), total: leadIds.length } });
-      }
-    }
-    if (entered.length) for (const listener of listeners) await listener(entered, tx);
-    return entered;
-  }
-
-  /** The ingest writer's hook: the batch's created and visited leads, per dataset. */
-  async function onIngested(result: IngestResult, tx: Prisma.TransactionClient): Promise<void> {
-    const byDataset = new Map<string, { accountId: string; datasetId: string; leadIds: string[] }>();
-    for (const lead of [...result.leadsCreated, ...result.leadsVisited]) {
-      const key = `${lead.accountId}\u0000${lead.datasetId}`;
-      const group = byDataset.get(key) ?? { accountId: lead.accountId, datasetId: lead.datasetId, leadIds: [] };
-      group.leadIds.push(lead.leadId);
-      byDataset.set(key, group);
-    }
-    for (const scope of byDataset.values()) await evaluate(tx, scope);
+export function segmentAlertService(db: Db, jobs: JobQueue, { now, digestHourUtc }: { now: () => Date; digestHourUtc: number }) {
+  /** A listener of segment entries: one instant mail job per `instant` segment that got entries (in their transaction). */
+  async function instantAlerts(entries: readonly EnteredLead[], tx: Tx): Promise<void> {
+    const bySegment = new Map<number, string[]>();
+    for (const entry of entries) if (entry.mail === "instant") bySegment.set(entry.segmentId, [...(bySegment.get(entry.segmentId) ?? []), entry.leadId]);
+    await jobs.enqueueMany(
+      tx,
+      [...bySegment].map(([segmentId, leadIds]) => ({ kind: INSTANT_JOB, payload: { segmentId, leadIds: leadIds.slice(0, INSTANT_LIST), total: leadIds.length } })),
+    );
   }
 
   /**
@@ -109,34 +60,49 @@ export function segmentAlertService(db: Db, jobs: JobQueue, { now = () => new Da
    * runs. Returns how many new jobs were queued.
    */
   async function scheduleDigests(at: Date = now()): Promise<number> {
-    let queued = 0;
+    const digests = [];
     for (const frequency of ["daily", "weekly"] as const) {
       const { start, end } = lastPeriod(frequency, at, digestHourUtc);
-      queued += await db.$executeRaw(Prisma.sql`
-        INSERT INTO "Job" ("kind", "payload", "runAfter", "dedupeKey")
-        SELECT ${DIGEST_JOB}, jsonb_build_object('segmentId', s."id", 'frequency', ${frequency}::text, 'start', ${start.toISOString()}::text, 'end', ${end.toISOString()}::text),
-          ${at}, 'digest:' || s."id" || ':' || ${start.toISOString()}::text
-        FROM "Segment" s
+      const segments = await db.$queryRaw<{ id: number }[]>(Prisma.sql`
+        SELECT s."id" FROM "Segment" s
         WHERE s."emailEnabled" AND s."emailFrequency" = ${frequency}::"EmailFrequency"
-          AND EXISTS (SELECT 1 FROM "SegmentEntry" e WHERE e."segmentId" = s."id" AND e."enteredAt" >= ${start} AND e."enteredAt" < ${end})
-        ON CONFLICT ("dedupeKey") DO NOTHING`);
+          AND EXISTS (SELECT 1 FROM "SegmentEntry" e WHERE e."segmentId" = s."id" AND e."enteredAt" >= ${start} AND e."enteredAt" < ${end})`);
+      for (const { id } of segments) {
+        digests.push({
+          kind: DIGEST_JOB,
+          payload: { segmentId: id, frequency, start: start.toISOString(), end: end.toISOString() },
+          runAt: at,
+          dedupeKey: `digest:${id}:${start.toISOString()}`,
+        });
+      }
     }
-    if (queued) jobs.wake();
-    return queued;
+    return jobs.enqueueMany(db, digests);
   }
 
-  return {
-    evaluate,
-    /** After the transaction that evaluated committed: its instant alerts go out now. */
-    wake: () => jobs.wake(),
-    onIngested,
-    scheduleDigests,
-    /** Called with the new entries inside the transaction that recorded them (webhooks publish `segment.lead_entered` from here). */
-    onSegmentEntered(listener: SegmentEnteredListener): () => void {
-      listeners.add(listener);
-      return () => listeners.delete(listener);
+  jobs.register(
+    DIGEST_SCHEDULE_JOB,
+    async (job) => {
+      await scheduleDigests(new Date((job.payload as { at: string }).at));
     },
-  };
+    { maxAttempts: 8, backoffMs: (n) => Math.min(60_000 * 2 ** (n - 1), 3_600_000) },
+  );
+
+  /**
+   * Queues the scheduling job of the period that ended last (it runs at once if it has not yet)
+   * and of the next one (it waits for its time): every period end (a weekly one is a daily one
+   * too) is scheduled once, by its dedupe key, however many processes call this and however long
+   * they were down. Returns how many were new.
+   */
+  async function queueScheduling(at: Date = now()): Promise<number> {
+    const last = lastPeriod("daily", at, digestHourUtc).end;
+    const ends = [last, new Date(last.getTime() + DAY)];
+    return jobs.enqueueMany(
+      db,
+      ends.map((end) => ({ kind: DIGEST_SCHEDULE_JOB, payload: { at: end.toISOString() }, runAt: end, dedupeKey: `${DIGEST_SCHEDULE_JOB}:${end.toISOString()}` })),
+    );
+  }
+
+  return { instantAlerts, scheduleDigests, queueScheduling };
 }
 
 export type SegmentAlertService = ReturnType<typeof segmentAlertService>;
@@ -235,7 +201,7 @@ export function registerSegmentAlertJobs(db: Db, jobs: JobQueue, mailer: Mailer,
   );
 }
 
-/** Runs scheduleDigests every minute (each instance; the dedupe keys make it once). */
-export function startDigestScheduler(alerts: SegmentAlertService, logger: Logger, everyMs = 60_000): { stop(): void } {
-  return runPeriodically("digest scheduling", alerts.scheduleDigests, everyMs, logger);
+/** Queues the digest-scheduling jobs every hour (each instance; the dedupe keys make each once). */
+export function startDigestScheduler(alerts: SegmentAlertService, logger: Logger, everyMs = 3_600_000): { stop(): void } {
+  return runPeriodically("digest scheduling", alerts.queueScheduling, everyMs, logger);
 }

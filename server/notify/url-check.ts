@@ -3,7 +3,7 @@
 // of the tracking-domain code; checked again at every connection).
 import { promises as dns } from "node:dns";
 import net from "node:net";
-import { isLoopbackName, isPublicAddress, normalHost } from "../ctd/address-guard.ts";
+import { isLoopbackName, isPublicAddress, normalHost } from "../security/address-guard.ts";
 import { Invalid } from "../domain/errors.ts";
 
 export interface UrlRules {

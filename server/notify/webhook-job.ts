@@ -4,9 +4,9 @@
 // (the next attempt on the schedule). A process killed after the POST and before the record is
 // the one case a receiver sees a delivery twice: always with the same webhook-id.
 import type { Db } from "../db/database.ts";
-import type { SecretBox } from "../ctd/secret-box.ts";
+import type { SecretBox } from "../security/secret-box.ts";
 import type { Logger } from "../logging.ts";
-import type { WebhookConfig } from "./config.ts";
+import type { WebhookConfig } from "../config.ts";
 import { createSender, type AttemptOutcome, type Sender } from "./delivery.ts";
 import { WEBHOOK_JOB } from "./events.ts";
 import { GiveUp, type JobQueue, RetryAt } from "../jobs/queue.ts";

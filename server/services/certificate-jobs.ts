@@ -9,10 +9,10 @@ import { Prisma } from "../../generated/prisma/client.ts";
 import type { Db } from "../db/database.ts";
 import { isUniqueViolation } from "../db/errors.ts";
 import { type AccountKeyStore, type AcmeIssuer, acmeIssuer, CertificateError, type ProgressSink } from "../ctd/acme.ts";
-import { NonPublicAddressError } from "../ctd/address-guard.ts";
-import { resolveEncryptionKey, type TrackingDomainConfig } from "../ctd/config.ts";
+import { NonPublicAddressError } from "../security/address-guard.ts";
+import type { TrackingDomainConfig } from "../config.ts";
 import { type CnameCheck, cnameChecker } from "../ctd/dns.ts";
-import { secretBox } from "../ctd/secret-box.ts";
+import { resolveEncryptionKey, secretBox } from "../security/secret-box.ts";
 import type { JobQueue } from "../jobs/queue.ts";
 import type { Logger } from "../logging.ts";
 
@@ -72,6 +72,8 @@ export interface CertificateJobDeps {
   logger: Logger;
   /** The process's job queue: the `certificate` kind is registered on it here. */
   queue: JobQueue;
+  /** How often a waiting request looks at the outcome (the queue's JOB_POLL_MS, at most 250 ms). */
+  pollMs: number;
 }
 
 type Tx = Prisma.TransactionClient;
@@ -84,7 +86,7 @@ export async function enqueueCertificateJob(queue: JobQueue, tx: Tx | Db, domain
 
 export const certificateDedupeKey = (domainId: bigint, generation: number) => `${CERTIFICATE_JOB_KIND}:${domainId}:${generation}`;
 
-export function certificateJobService(db: Db, { config, logger, queue }: CertificateJobDeps) {
+export function certificateJobService(db: Db, { config, logger, queue, pollMs }: CertificateJobDeps) {
   const box = secretBox(() => resolveEncryptionKey(config, logger)); // asked for on first use
   const checkCname: CnameCheck = cnameChecker(config.dns);
   const kick = () => queue.wake();
@@ -116,9 +118,7 @@ export function certificateJobService(db: Db, { config, logger, queue }: Certifi
    */
   async function asHolder(job: ClaimedJob, data: Prisma.CertificateJobUpdateInput, tx?: Tx): Promise<void> {
     const write = async (t: Tx) => {
-      const held = await t.$queryRaw<unknown[]>(Prisma.sql`
-        SELECT 1 FROM "Job" WHERE "id" = ${job.queueJobId} AND "state" = 'running' AND "attempts" = ${job.attempts} FOR UPDATE`);
-      if (held.length === 0) throw new LeaseLostError();
+      if (!(await queue.holdsAttempt(t, job.queueJobId, job.attempts))) throw new LeaseLostError();
       await t.certificateJob.update({ where: { id: job.id }, data });
     };
     if (tx) await write(tx);
@@ -265,8 +265,8 @@ export function certificateJobService(db: Db, { config, logger, queue }: Certifi
         if (!current) return false;
         if (current.state !== "finished") {
           // joined, unless its queue job ended without settling it (onDead could not write): then it restarts
-          const queued = await tx.job.findUnique({ where: { dedupeKey: certificateDedupeKey(domainId, current.generation) }, select: { state: true } });
-          if (queued && (queued.state === "queued" || queued.state === "running")) return false;
+          const queued = await queue.stateOf(tx, certificateDedupeKey(domainId, current.generation));
+          if (queued === "queued" || queued === "running") return false;
         }
         // conditional on the generation read: of two concurrent restarts one wins, the other joins
         const { count } = await tx.certificateJob.updateMany({
@@ -302,7 +302,7 @@ export function certificateJobService(db: Db, { config, logger, queue }: Certifi
           select: { state: true, reason: true, domain: true, certificateNotAfter: true },
         });
         if (!entry || entry.state !== "provisioning" || Date.now() >= deadline) return entry ?? undefined;
-        await new Promise((resolve) => setTimeout(resolve, Math.min(config.jobs.pollMs, 250, Math.max(deadline - Date.now(), 0))));
+        await new Promise((resolve) => setTimeout(resolve, Math.min(pollMs, 250, Math.max(deadline - Date.now(), 0))));
       }
     },
   };

@@ -1,17 +1,8 @@
 // The contact store: professional profiles keyed by normalised e-mail address.
 import type { Db } from "../db/database.ts";
 import { Prisma } from "../../generated/prisma/client.ts";
-import type { ContactProfile } from "../contacts/profile.ts";
+import type { ContactProfile, UpsertResult } from "../contacts/profile.ts";
 import { normaliseEmail } from "../ids.ts";
-
-export interface UpsertResult {
-  /** New profiles. */
-  inserted: number;
-  /** Existing profiles whose fields changed. */
-  updated: number;
-  /** Existing profiles that were already the same (a re-run of an import). */
-  unchanged: number;
-}
 
 export type ContactRow = NonNullable<Awaited<ReturnType<Db["contact"]["findUnique"]>>>;
 

@@ -2,7 +2,7 @@
 // charge is one ledger entry, written in the same statement that counts it against the limit.
 import type { Db, Sql } from "../db/database.ts";
 import { Prisma } from "../../generated/prisma/client.ts";
-import { NotFound, PaymentRequired } from "../domain/errors.ts";
+import { ChargeGuardFailed, NotFound, PaymentRequired } from "../domain/errors.ts";
 import { metrics } from "../metrics.ts";
 
 /** First day of the UTC month of `at`, as `YYYY-MM-DD`. */
@@ -37,8 +37,6 @@ interface Attempt {
   charged: string | null;
   guarded: boolean;
 }
-
-export class ChargeGuardFailed extends Error {}
 
 const noCredit = (datasetId: string | undefined) =>
   new PaymentRequired(

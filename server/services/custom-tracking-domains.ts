@@ -2,7 +2,7 @@
 // certificate work itself is a job on the durable queue (certificate-jobs.ts); these operations
 // queue or join it and wait for its outcome.
 import type { components } from "../../generated/openapi.ts";
-import type { TrackingDomainConfig } from "../ctd/config.ts";
+import type { TrackingDomainConfig } from "../config.ts";
 import { cnameChecker } from "../ctd/dns.ts";
 import { type Check, checkHostname } from "../ctd/hostname.ts";
 import type { Prisma } from "../../generated/prisma/client.ts";

@@ -5,7 +5,8 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type { Db } from "../db/database.ts";
 import { Prisma } from "../../generated/prisma/client.ts";
 import { Conflict } from "../domain/errors.ts";
-import { type BulkChargeHooks, ChargeGuardFailed, type ChargeHook } from "./credits.ts";
+import { ChargeGuardFailed } from "../domain/errors.ts";
+import type { BulkChargeHooks, ChargeHook } from "./credits.ts";
 
 /** How long a key and its answer are kept. */
 export const KEY_TTL_MS = 24 * 3_600_000;

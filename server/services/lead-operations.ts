@@ -2,7 +2,7 @@
 import type { components } from "../../generated/openapi.ts";
 import type { Db } from "../db/database.ts";
 import { Invalid, NotFound } from "../domain/errors.ts";
-import type { SegmentAlertService } from "../notify/segment-alerts.ts";
+import type { SegmentEntryService } from "./segment-entries.ts";
 import type { AccessService } from "./access.ts";
 import { normaliseTags } from "./tags.ts";
 
@@ -23,7 +23,7 @@ function tagChanges(update: LeadTagsUpdate): { add: string[]; remove: string[] }
   return { add: add.tags, remove: remove.tags };
 }
 
-export function leadOperationService(db: Db, access: AccessService, alerts: SegmentAlertService) {
+export function leadOperationService(db: Db, access: AccessService, entries: SegmentEntryService) {
   return {
     /**
      * Adds and removes tags in one UPDATE, computed from the row it locks, so concurrent
@@ -40,11 +40,11 @@ export function leadOperationService(db: Db, access: AccessService, alerts: Segm
             GROUP BY t ORDER BY t COLLATE "C")
           WHERE "accountId" = ${accountId} AND "datasetId" = ${update.datasetId} AND "id" = ${update.leadId}`;
         // a tag may make the lead match a segment
-        if (count) await alerts.evaluate(tx, { accountId, datasetId: update.datasetId, leadIds: [update.leadId] });
+        if (count) await entries.evaluate(tx, { accountId, datasetId: update.datasetId, leadIds: [update.leadId] });
         return count;
       });
       if (updated === 0) throw leadNotFound(update.datasetId, update.leadId);
-      alerts.wake();
+      entries.committed();
     },
 
     /** Makes a member who reaches the dataset the lead's assignee. */
@@ -57,9 +57,9 @@ export function leadOperationService(db: Db, access: AccessService, alerts: Segm
       await db.$transaction(async (tx) => {
         await tx.lead.updateMany({ where: { accountId, datasetId, id: leadId }, data: { assigneeUserId: BigInt(assigneeUserId) } });
         // an assignment may make the lead match a segment (assigneeUserId filters)
-        await alerts.evaluate(tx, { accountId, datasetId, leadIds: [leadId] });
+        await entries.evaluate(tx, { accountId, datasetId, leadIds: [leadId] });
       });
-      alerts.wake();
+      entries.committed();
     },
   };
 }

@@ -7,7 +7,7 @@
 //                + 15 * min(identified visitors, 2) / 2                  visitors who gave an e-mail address
 //                + 10 * min(submitted forms, 2) / 2 )                    forms (partial ones do not count)
 //
-// A distinct page (URL path) weighs 1, or the weight of the first of the dataset's page weights
+// A distinct page (URL path, as server/tracking/ingest.ts pagePath stores it) weighs 1, or the weight of the first of the dataset's page weights
 // whose pattern matches it (`/pricing` x3: a visit to the pricing page counts as three pages).
 import { Prisma } from "../../generated/prisma/client.ts";
 import { Invalid } from "../domain/errors.ts";
@@ -20,17 +20,6 @@ export interface PageWeight {
 /** A page weight as stored: with its pattern as a LIKE pattern on `path || '/'`. */
 export interface StoredPageWeight extends PageWeight {
   like: string;
-}
-
-/** The path a page counts as: lower case, without query, fragment or trailing slash ("/" for the root). */
-export function pagePath(url: string): string {
-  let path: string;
-  try {
-    path = new URL(url, "http://page.invalid/").pathname;
-  } catch {
-    path = "/";
-  }
-  return (path.toLowerCase().replace(/\/+$/, "") || "/").slice(0, 512);
 }
 
 /** A pattern as compared: lower case, without a trailing slash. */

@@ -5,6 +5,7 @@ import { type Lead, Prisma } from "../../generated/prisma/client.ts";
 import type { QueryOf } from "../domain/types.ts";
 import type { Db } from "../db/database.ts";
 import { Conflict, NotFound } from "../domain/errors.ts";
+import { EXCLUSION_TYPES, type ExclusionType, notExcluded, ruleKey } from "../domain/exclusions.ts";
 import type { AccessService } from "./access.ts";
 import { checkFilter, filterSql, type SegmentFilter } from "./lead-filter.ts";
 import { scoreSql } from "./lead-score.ts";
@@ -14,7 +15,7 @@ import { normaliseTag } from "./tags.ts";
 
 type Schemas = components["schemas"];
 export type LeadDto = Schemas["LeadDTO"];
-export type ExclusionType = Schemas["ExclusionType"];
+export type { ExclusionType };
 export type ExclusionRule = Schemas["SaveDatasetExclusion"];
 type ExclusionGroup = Schemas["DatasetTypeExclusionResponse"];
 
@@ -49,26 +50,6 @@ export interface LeadListing {
   limit: number;
   sort?: LeadSort;
 }
-
-/** The order of the groups in an exclusion listing: the spec's enum order. */
-const exclusionTypes: readonly ExclusionType[] = ["use_id", "organizationName", "organizationDomain"];
-
-/** How a rule's value meets a lead: its compared form is lower(value), except for use_id. */
-const ruleKey = (type: ExclusionType, value: string) => (type === "use_id" ? Prisma.sql`${value}` : Prisma.sql`lower(${value})`);
-const hiddenBy: Record<ExclusionType, Prisma.Sql> = {
-  use_id: Prisma.sql`l."id"`,
-  organizationName: Prisma.sql`lower(l."organizationName")`,
-  organizationDomain: Prisma.sql`lower(l."organizationDomain")`,
-};
-
-/** One anti-join per rule type, each served by the rules' primary key (datasetId, type, valueKey). */
-export const notExcluded = Prisma.join(
-  exclusionTypes.map(
-    (type) => Prisma.sql`NOT EXISTS (SELECT 1 FROM "DatasetExclusion" e
-      WHERE e."datasetId" = l."datasetId" AND e."type" = ${type}::"ExclusionType" AND e."valueKey" = ${hiddenBy[type]})`,
-  ),
-  " AND ",
-);
 
 /** The keyset condition of a position: after it in the listing's order. */
 function afterSql(after: LeadPosition): Prisma.Sql {
@@ -185,7 +166,7 @@ export function leadService(db: Db, access: AccessService, segments: SegmentServ
     async exclusions(accountId: string, datasetId: string, type?: ExclusionType): Promise<ExclusionGroup[]> {
       await access.dataset(accountId, datasetId);
       const rules = await db.datasetExclusion.findMany({ where: { accountId, datasetId, ...(type && { type }) }, select: { type: true, value: true } });
-      return exclusionTypes
+      return EXCLUSION_TYPES
         .map((t) => ({ type: t, data: rules.filter((r) => r.type === t).map((r) => r.value).sort() }))
         .filter((group) => group.data.length > 0);
     },

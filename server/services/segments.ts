@@ -4,7 +4,7 @@ import type { components } from "../../generated/openapi.ts";
 import type { QueryOf } from "../domain/types.ts";
 import type { Db } from "../db/database.ts";
 import { NotFound } from "../domain/errors.ts";
-import type { SegmentAlertService } from "../notify/segment-alerts.ts";
+import type { SegmentEntryService } from "./segment-entries.ts";
 import type { AccessService } from "./access.ts";
 import { checkFilter, type SegmentFilter } from "./lead-filter.ts";
 import { decodeCursor, toPage } from "./paging.ts";
@@ -65,7 +65,7 @@ function readPosition(value: unknown): number | undefined {
   return Number.isSafeInteger(after) && (after as number) > 0 ? (after as number) : undefined;
 }
 
-export function segmentService(db: Db, access: AccessService, alerts: SegmentAlertService) {
+export function segmentService(db: Db, access: AccessService, entries: SegmentEntryService) {
   return {
     /** One page of a dataset's segments, by id; the acting user must reach the dataset. */
     async list(keyAccountId: string, query: SegmentQuery): Promise<Schemas["GetAllResponseSmartlistDTO"]> {
@@ -102,10 +102,10 @@ export function segmentService(db: Db, access: AccessService, alerts: SegmentAle
           },
           select: { id: true },
         });
-        await alerts.evaluate(tx, { accountId, datasetId: input.datasetId, segmentIds: [segment.id] });
+        await entries.evaluate(tx, { accountId, datasetId: input.datasetId, segmentIds: [segment.id] });
         return segment;
       });
-      alerts.wake();
+      entries.committed();
       return created.id;
     },
 
@@ -119,11 +119,11 @@ export function segmentService(db: Db, access: AccessService, alerts: SegmentAle
           select: { datasetId: true },
         });
         // a changed filter may let leads enter (entries are never removed: a lead enters once)
-        if (rows[0] && changes.filters) await alerts.evaluate(tx, { accountId, datasetId: rows[0].datasetId, segmentIds: [segmentId] });
+        if (rows[0] && changes.filters) await entries.evaluate(tx, { accountId, datasetId: rows[0].datasetId, segmentIds: [segmentId] });
         return rows.length;
       });
       if (updated === 0) throw segmentNotFound(segmentId);
-      alerts.wake();
+      entries.committed();
     },
 
     /** Deletes the segment; the foreign key removes the default-segment preferences that name it. */

@@ -11,7 +11,7 @@ import { knownOrganizationOfDomain } from "../tracking/organizations.ts";
 import type { Resolver } from "../tracking/resolver.ts";
 import type { AccessService } from "./access.ts";
 import type { ContactService } from "./contacts.ts";
-import { notExcluded } from "./leads.ts";
+import { notExcluded } from "../domain/exclusions.ts";
 import { decodeCursor, toPage } from "./paging.ts";
 
 type Schemas = components["schemas"];

@@ -1,12 +1,12 @@
 // Webhooks: a partner's endpoints, their secrets, deliveries and replays. Events are written by
 // server/notify/events.ts and delivered by the `webhook` job (server/notify/webhook-job.ts).
 import { randomBytes } from "node:crypto";
-import type { SecretBox } from "../ctd/secret-box.ts";
+import type { SecretBox } from "../security/secret-box.ts";
 import type { Db } from "../db/database.ts";
 import { Conflict, Invalid, NotFound } from "../domain/errors.ts";
 import type { QueryOf, Schemas } from "../domain/types.ts";
 import { newId } from "../ids.ts";
-import type { WebhookConfig } from "../notify/config.ts";
+import type { WebhookConfig } from "../config.ts";
 import { deliveryJob, insertDelivery, payloadOf, TEST_EVENT } from "../notify/events.ts";
 import type { JobQueue } from "../jobs/queue.ts";
 import { checkWebhookUrl } from "../notify/url-check.ts";

@@ -14,7 +14,7 @@ import { getDomain, parse } from "tldts";
 import { Prisma } from "../../generated/prisma/client.ts";
 import type { Db } from "../db/database.ts";
 import type { Logger } from "../logging.ts";
-import type { ReverseDnsConfig } from "./config.ts";
+import type { ReverseDnsConfig } from "../config.ts";
 import type { IngestResult, LeadRef } from "./ingest.ts";
 import { maskIp, parseIp } from "./ip.ts";
 

@@ -6,9 +6,7 @@
 // left: the visitor is marked `no_credit` and nothing is charged; its visits are recorded anyway.
 import { Prisma } from "../../generated/prisma/client.ts";
 import type { Db } from "../db/database.ts";
-import { PaymentRequired } from "../domain/errors.ts";
-import type { ContactService } from "../services/contacts.ts";
-import { ChargeGuardFailed, type CreditService } from "../services/credits.ts";
+import { ChargeGuardFailed, PaymentRequired } from "../domain/errors.ts";
 
 export const ENRICHMENT_OPERATION = "formEnrichment";
 export const ENRICHMENT_KEY_ID = "tracking";
@@ -23,9 +21,24 @@ export interface EnrichmentOutcome {
   state: EnrichmentState;
 }
 
+/** One enrichment charge: the credit ledger's charge (server/services/credits.ts) with a guard and a follow-up in its statement. */
+export interface EnrichmentCharge {
+  accountId: string;
+  datasetId: string;
+  at: Date;
+  operation: string;
+  keyId: string;
+  hook: { guard: Prisma.Sql; after: Prisma.Sql };
+}
+
+/**
+ * What enrichment needs, given by the caller (the services: contacts and credits): the contact
+ * store's look-up, and the ledger's charge, which throws PaymentRequired when no credit is left
+ * and ChargeGuardFailed when the guard did not hold.
+ */
 export interface EnrichmentDeps {
-  contacts: ContactService;
-  credits: CreditService;
+  contacts: { find(email: string): Promise<object | undefined> };
+  credits: { charge(charge: EnrichmentCharge): Promise<string> };
   now: () => Date;
 }
 

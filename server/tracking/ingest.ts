@@ -7,7 +7,17 @@ import { Prisma } from "../../generated/prisma/client.ts";
 import type { Db } from "../db/database.ts";
 import type { Logger } from "../logging.ts";
 import { emailOf, type QueuedEvent } from "./events.ts";
-import { pagePath } from "../services/lead-score.ts";
+
+/** The path a page counts as: lower case, without query, fragment or trailing slash ("/" for the root). */
+export function pagePath(url: string): string {
+  let path: string;
+  try {
+    path = new URL(url, "http://page.invalid/").pathname;
+  } catch {
+    path = "/";
+  }
+  return (path.toLowerCase().replace(/\/+$/, "") || "/").slice(0, 512);
+}
 
 export type Tx = Prisma.TransactionClient;
 

@@ -16,6 +16,8 @@ export interface WriterOptions extends WriterHooks {
   onEnriched?: (outcomes: EnrichmentOutcome[]) => Promise<void>;
   /** Organisation domains from each batch's evidence (e-mail domains, reverse DNS), after it commits. */
   evidence?: DomainEvidence;
+  /** After each batch's transaction committed: what onIngested queued may run now (wakes the job queue). */
+  onCommitted?: () => void;
 }
 
 export interface IngestWriter {
@@ -28,7 +30,7 @@ export interface IngestWriter {
 }
 
 export function createIngestWriter(db: Db, deps: EnrichmentDeps, logger: Logger, options: WriterOptions = {}): IngestWriter {
-  const { batchSize = 1000, pollMs = 250, onIngested, onEnriched, evidence } = options;
+  const { batchSize = 1000, pollMs = 250, onIngested, onEnriched, evidence, onCommitted } = options;
   const enrich = enrichment(db, deps);
   let running: Promise<IngestResult[]> | undefined;
   let timer: NodeJS.Timeout | undefined;
@@ -38,8 +40,11 @@ export function createIngestWriter(db: Db, deps: EnrichmentDeps, logger: Logger,
     const results: IngestResult[] = [];
     for (;;) {
       const result = await writeBatch(db, batchSize, { onIngested });
-      if (result) results.push(result);
-      if (result) await evidence?.settle(result);
+      if (result) {
+        results.push(result);
+        onCommitted?.();
+        await evidence?.settle(result);
+      }
       const outcomes = await enrich.enrichPending();
       if (outcomes.length) await onEnriched?.(outcomes);
       if (!result && !outcomes.length) return results;

@@ -6,29 +6,30 @@ import { once } from "node:events";
 import type { AddressInfo } from "node:net";
 import supertest from "supertest";
 import { type AppOptions, createApp } from "../../server/app.ts";
-import { loadTrackingDomainConfig, type TrackingDomainConfig } from "../../server/ctd/config.ts";
-import { newEncryptionKey } from "../../server/ctd/secret-box.ts";
+import type { Config, MailConfig, NotifyConfig, RetentionConfig, ReverseDnsConfig, TrackingDomainConfig, WebhookConfig } from "../../server/config.ts";
 import { createLogger, type Logger } from "../../server/logging.ts";
-import type { WebhookConfig } from "../../server/notify/config.ts";
 import { memoryRateLimiter } from "../../server/rate-limiter.ts";
-import { createServices, type ServiceOptions, type Services } from "../../server/services/index.ts";
+import { createServices, type Services } from "../../server/services/index.ts";
+import { testConfig } from "./config.ts";
 import { createTestDatabase, type TestDatabase } from "./database.ts";
 
-export type TestAppOptions = Omit<AppOptions, "db" | "logger" | "observe" | "validateResponses">;
+export type TestAppOptions = Omit<AppOptions, "db" | "logger" | "observe" | "validateResponses" | "services"> & { services?: Services };
 
 export interface TestApiOptions extends TestAppOptions {
-  /** Custom tracking domains (resolvers, ACME server, ...); hermetic defaults when absent. */
+  /** The whole configuration the parts below override; test/support/config.ts `testConfig()` when absent. */
+  config?: Config;
+  /** Custom tracking domains (resolvers, ACME server, ...). */
   trackingDomains?: TrackingDomainConfig;
   /** The clock of charges and idempotency keys, for the app and `services` alike. */
   now?: () => Date;
   /** Webhook delivery (test/webhooks.test.ts: loopback receivers, a short schedule). */
   webhooks?: WebhookConfig;
   /** E-mail settings (a loopback SMTP server: test/support/smtp.ts). */
-  mail?: ServiceOptions["mail"];
-  notify?: ServiceOptions["notify"];
+  mail?: MailConfig;
+  notify?: Partial<NotifyConfig>;
   /** Reverse DNS of visitor addresses (a loopback DNS server: test/support/dns-server.ts); off when absent. */
-  reverseDns?: ServiceOptions["reverseDns"];
-  retention?: ServiceOptions["retention"];
+  reverseDns?: ReverseDnsConfig;
+  retention?: RetentionConfig;
 }
 
 export interface TestApi {
@@ -61,33 +62,26 @@ export function recordLogLine(line: string): void {
 }
 
 /**
- * Custom tracking domains for tests that do not care about them: DNS goes to a closed loopback
- * port (look-ups fail at once instead of asking the network), and add/update wait one second.
- */
-function hermeticTrackingDomains(): TrackingDomainConfig {
-  return loadTrackingDomainConfig({
-    CTD_DNS_SERVERS: "127.0.0.1:9",
-    CTD_ADD_WAIT_SECONDS: "1",
-    CTD_ENCRYPTION_KEY: newEncryptionKey().toString("hex"),
-  });
-}
-
-/**
  * The rate limit of the in-process test app is on (every response carries the RateLimit headers)
  * but high enough never to throttle a test file; test/rate-limit.test.ts passes its own limiter.
  */
-export async function startTestApi({ trackingDomains, now, mail, notify, webhooks, reverseDns, retention, ...options }: TestApiOptions = {}): Promise<TestApi> {
+export async function startTestApi({ config: base = testConfig(), trackingDomains, now, mail, notify, webhooks, reverseDns, retention, ...options }: TestApiOptions = {}): Promise<TestApi> {
   const db = await createTestDatabase();
   const logs: string[] = [];
   const logger = createLogger("info", (line) => {
     logs.push(line);
     record("logs", line);
   });
-  const services = createServices(db.prisma, { logger, now, sql: db.sql, webhooks, reverseDns, retention, trackingDomains: trackingDomains ?? hermeticTrackingDomains(),
-    mail,
-    // invitations may be resent at once unless a test asks for the per-member limit
-    notify: { inviteResendSeconds: 0, ...notify },
-  });
+  const config: Config = {
+    ...base,
+    trackingDomains: trackingDomains ?? base.trackingDomains,
+    webhooks: webhooks ?? base.webhooks,
+    mail: mail ?? base.mail,
+    notify: { ...base.notify, ...notify },
+    tracking: { ...base.tracking, reverseDns: reverseDns ?? base.tracking.reverseDns },
+    retention: retention ?? base.retention,
+  };
+  const services = createServices(db.prisma, { config, logger, now, sql: db.sql });
   const appWith = (variant: TestAppOptions) =>
     createApp({
       db,

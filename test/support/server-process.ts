@@ -11,6 +11,7 @@ import { recordLogLine } from "./api.ts";
 import { createTestDatabase, migratedDataDir } from "./database.ts";
 import { eventually, StopWaiting } from "./eventually.ts";
 import { createTenant, type Tenant } from "./tenants.ts";
+import { testConfig } from "./config.ts";
 
 const root = path.resolve(import.meta.dirname, "../..");
 
@@ -102,14 +103,14 @@ export interface ServerDatabase {
 export async function prepareServerDatabase(): Promise<ServerDatabase> {
   if (process.env.TEST_DATABASE_URL) {
     const db = await createTestDatabase();
-    const tenant = await createTenant(createServices(db.prisma), "Process Co");
+    const tenant = await createTenant(createServices(db.prisma, { config: testConfig() }), "Process Co");
     return { tenant, envFor: () => ({ DATABASE_URL: db.url! }), inspect: (read) => read(db), close: () => db.close() };
   }
   const dir = mkdtempSync(path.join(os.tmpdir(), "server-process-"));
   const dataDir = (instance: number) => path.join(dir, `db-${instance}`);
   const db = await openDatabase({ dataDir: await migratedDataDir(dataDir(0)) });
   await db.migrate();
-  const tenant = await createTenant(createServices(db.prisma), "Process Co");
+  const tenant = await createTenant(createServices(db.prisma, { config: testConfig() }), "Process Co");
   await db.close();
   return {
     tenant,

@@ -1,7 +1,8 @@
 // Custom tracking domains in tests: configuration through the same environment variables as the
 // service (so a child process can be given the very same), a worker, and datasets with domains.
-import { type TrackingDomainConfig, loadTrackingDomainConfig } from "../../server/ctd/config.ts";
-import { newEncryptionKey } from "../../server/ctd/secret-box.ts";
+import type { Config } from "../../server/config.ts";
+import { newEncryptionKey } from "../../server/security/secret-box.ts";
+import { testConfig } from "./config.ts";
 import type { Services } from "../../server/services/index.ts";
 import type { Tenant } from "./tenants.ts";
 
@@ -22,14 +23,15 @@ export function trackingDomainEnv(dnsServer: string, overrides: Record<string, s
     CTD_ENCRYPTION_KEY: newEncryptionKey().toString("hex"),
     CTD_ALLOW_PRIVATE_ADDRESSES: "1", // the test servers live on loopback
     CTD_JOB_LEASE_SECONDS: "3",
-    CTD_JOB_POLL_MS: "50",
+    JOB_POLL_MS: "50",
     CTD_JOB_RETRY_SECONDS: "0.1",
     ...overrides,
   };
 }
 
-export function trackingDomainConfig(dnsServer: string, overrides: Record<string, string> = {}): TrackingDomainConfig {
-  return loadTrackingDomainConfig(trackingDomainEnv(dnsServer, overrides));
+/** The test configuration (test/support/config.ts) with the environment above. */
+export function trackingDomainConfig(dnsServer: string, overrides: Record<string, string> = {}): Config {
+  return testConfig(trackingDomainEnv(dnsServer, overrides));
 }
 
 let counter = 0;

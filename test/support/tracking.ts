@@ -2,7 +2,8 @@
 // addresses with X-Forwarded-For, exactly as a load balancer would), an ingest writer to drain the
 // queue, and fixture addresses taken from the IP-to-ASN data set.
 import { expect } from "vitest";
-import { loadReverseDnsConfig, loadTrackingConfig, type TrackingConfig } from "../../server/tracking/config.ts";
+import type { TrackingConfig } from "../../server/config.ts";
+import { testConfig } from "./config.ts";
 import { createIngestWriter, type IngestWriter } from "../../server/tracking/writer.ts";
 import { as, type Suite } from "./suite.ts";
 import { startTestApi, type TestApi, type TestApiOptions } from "./api.ts";
@@ -53,9 +54,8 @@ export interface TrackingSuite extends Suite {
 
 /** Settings reach the collector at once in tests (no cache); limits stay the production defaults; no reverse DNS unless asked. */
 export const testTrackingConfig = (overrides: Partial<TrackingConfig> = {}): TrackingConfig => ({
-  ...loadTrackingConfig({}),
+  ...testConfig().tracking,
   settingsTtlSeconds: 0,
-  reverseDns: loadReverseDnsConfig({ TRACKING_DNS_SERVERS: "off" }),
   ...overrides,
 });
 

@@ -2,6 +2,10 @@
 // belongs to (its "context", e.g. the domain) as additional authenticated data, so a ciphertext
 // copied onto another row does not decrypt.
 import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { parseEncryptionKey } from "../config.ts";
+import type { Logger } from "../logging.ts";
 
 const VERSION = "v1";
 const IV_BYTES = 12;
@@ -12,16 +16,27 @@ export interface SecretBox {
   open(sealed: string, context: string): string;
 }
 
-/** Parses a 32-byte key given as 64 hex characters or as base64. */
-export function parseEncryptionKey(text: string): Buffer {
-  const trimmed = text.trim();
-  const key = /^[0-9a-fA-F]{64}$/.test(trimmed) ? Buffer.from(trimmed, "hex") : Buffer.from(trimmed, "base64");
-  if (key.length !== 32) throw new Error("CTD_ENCRYPTION_KEY must be 32 bytes: 64 hex characters or 44 base64 characters");
-  return key;
-}
-
 export function newEncryptionKey(): Buffer {
   return randomBytes(32);
+}
+
+/**
+ * The configured key (CTD_ENCRYPTION_KEY, which production requires: server/config.ts), or a
+ * development key generated once into `devKeyFile` (beside DATA_DIR), with a warning: values
+ * sealed with it are only as safe as that file.
+ */
+export function resolveEncryptionKey(config: { encryptionKey?: Buffer; devKeyFile: string }, logger: Logger): Buffer {
+  if (config.encryptionKey) return config.encryptionKey;
+  const file = config.devKeyFile;
+  if (!existsSync(file)) {
+    mkdirSync(path.dirname(file), { recursive: true });
+    writeFileSync(file, newEncryptionKey().toString("hex"), { mode: 0o600 });
+    chmodSync(file, 0o600);
+  }
+  logger.warn("CTD_ENCRYPTION_KEY is not set: private keys are encrypted with a development key", { file });
+  const key = parseEncryptionKey(readFileSync(file, "utf8"));
+  if (!key) throw new Error(`the development key in ${file} is not 32 bytes (64 hex characters); delete the file to make a new one`);
+  return key;
 }
 
 /** `key` may be given lazily: it is asked for on first use (a development key is made on demand). */

@@ -9,20 +9,20 @@ import { isbot } from "isbot";
 import { RateLimiterMemory, RateLimiterRes } from "rate-limiter-flexible";
 import type { Db } from "../db/database.ts";
 import { Invalid, type InvalidField } from "../domain/errors.ts";
-import { MethodNotAllowedError, UnsupportedMediaTypeError } from "../http/errors.ts";
-import { nestsDeeperThan, TOO_DEEP_MESSAGE } from "../http/json-depth.ts";
-import { breaksTextRule, type JsonPath, TEXT_RULE_MESSAGE, textRuleBreaks } from "../http/validation.ts";
-import type { TrackingConfig } from "./config.ts";
-import { cookielessVisitorIds } from "./cookieless.ts";
-import type { TrackedDataset, TrackedDatasets } from "./datasets.ts";
-import { demoConsentScript, demoPage } from "./demo-page.ts";
-import { SECRET_FIELD_NAME } from "./form-fields.ts";
-import { batchSchema, keptFields, leadIdOf, LIMITS, type TrackedEvent } from "./events.ts";
-import { enqueue, type QueueRow } from "./ingest.ts";
-import { maskIp, withoutPort } from "./ip.ts";
-import { trackingMetrics } from "./metrics.ts";
-import { LEAD_NETWORKS, type NetworkType } from "./network-class.ts";
-import type { Resolver } from "./resolver.ts";
+import { MethodNotAllowedError, UnsupportedMediaTypeError } from "./errors.ts";
+import { nestsDeeperThan, TOO_DEEP_MESSAGE } from "./json-depth.ts";
+import { breaksTextRule, type JsonPath, TEXT_RULE_MESSAGE, textRuleBreaks } from "./validation.ts";
+import type { TrackingConfig } from "../config.ts";
+import { cookielessVisitorIds } from "../tracking/cookieless.ts";
+import type { TrackedDataset, TrackedDatasets } from "../tracking/datasets.ts";
+import { demoConsentScript, demoPage } from "../tracking/demo-page.ts";
+import { SECRET_FIELD_NAME } from "../tracking/form-fields.ts";
+import { batchSchema, keptFields, leadIdOf, LIMITS, type TrackedEvent } from "../tracking/events.ts";
+import { enqueue, type QueueRow } from "../tracking/ingest.ts";
+import { maskIp, withoutPort } from "../tracking/ip.ts";
+import { trackingMetrics } from "../tracking/metrics.ts";
+import { LEAD_NETWORKS, type NetworkType } from "../tracking/network-class.ts";
+import type { Resolver } from "../tracking/resolver.ts";
 
 export interface CollectorDeps {
   db: Db;
@@ -36,7 +36,7 @@ export interface CollectorDeps {
   now?: () => Date;
 }
 
-const scriptSource = readFileSync(new URL("./script.js", import.meta.url), "utf8");
+const scriptSource = readFileSync(new URL("../tracking/script.js", import.meta.url), "utf8");
 const PIXEL = Buffer.from("R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7", "base64");
 
 /** The script with the dataset's settings in it: a settings change reaches pages within the cache time. */
