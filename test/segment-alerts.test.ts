@@ -11,7 +11,6 @@ import { startTestApi, type TestApi } from "./support/api.ts";
 import { testConfig } from "./support/config.ts";
 import { eventually } from "./support/eventually.ts";
 import { newLead, where } from "./support/leads.ts";
-import { eventually } from "./support/eventually.ts";
 import { startSmtpServer, type TestSmtpServer } from "./support/smtp.ts";
 import { as } from "./support/suite.ts";
 import { createTenant, type Tenant } from "./support/tenants.ts";
@@ -214,7 +213,7 @@ describe("the wake after commit", () => {
       expect((await collectPageView(idle, owner.datasets[0], "v-wake-1")).status).toBeLessThan(300);
       await wired.drain();
       await wired.stop();
-      const [alert] = (await smtp.waitFor(before + 1, 15_000)).slice(before);
+      const [alert] = (await eventually(() => smtp.received(before + 1), { timeoutMs: 15_000 })).slice(before);
       expect(alert!.subject).toContain("Apple at once");
     } finally {
       await idle.services.jobs.stop();
