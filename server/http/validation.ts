@@ -64,12 +64,13 @@ function specOf(path: string): object {
 }
 
 const validators = new Map<string, RequestHandler[]>();
+const VALIDATING = ["metadataMiddleware", "requestMiddleware"];
 
 /** EOV's middleware for one spec path, made once per process. */
 function validatorOf(path: string): RequestHandler[] {
   let found = validators.get(path);
   if (!found) {
-    found = eov.middleware({
+    const all = eov.middleware({
       apiSpec: specOf(path) as never,
       validateApiSpec: false, // `npm run lint:spec` validates the spec; here it is loaded once per path
       validateRequests: { allErrors: true, allowUnknownQueryParameters: false, coerceTypes: false },
@@ -78,6 +79,11 @@ function validatorOf(path: string): RequestHandler[] {
       fileUploader: false,
       ajvFormats: { mode: "full" },
     }) as unknown as RequestHandler[];
+    // Of its middleware, the two that validate: the route's metadata, then the request. The
+    // others do nothing with these options (security, multipart) or are not wanted (path
+    // parameters registered on the app; ours come from the metadata), and each is a promise hop.
+    found = all.filter((handler) => VALIDATING.includes(handler.name));
+    if (found.length !== VALIDATING.length) throw new Error(`express-openapi-validator: expected its ${VALIDATING.join(" and ")}`);
     validators.set(path, found);
   }
   return found;
