@@ -10,6 +10,8 @@
 //     against single look-ups)
 //   - service: server/main.ts in production mode, on PostgreSQL (DATABASE_URL) and/or on the
 //     embedded database (BENCH_DATA_DIR, default .data/bench-pglite)
+// BENCH_CPU_PROF_DIR=dir: the services write a CPU profile each (node --cpu-prof) into dir when
+// they stop, to see where the look-up's CPU goes under this load.
 // Scenarios: `default` = baseline, service, service on the embedded database; `workers` = the
 // service with WEB_CONCURRENCY 1 and 2; `hot-dataset` = all charges on one dataset vs spread
 // over 100 datasets.
@@ -191,7 +193,9 @@ async function start(target: Target): Promise<Running> {
   const entry = target.program === "service" ? "server/main.ts" : "bench/baseline-server.ts";
   const expert = target.program === "expert" ? { BASELINE_EXPERT: "1" } : {};
   const database = target.kind === "postgres" ? { DATABASE_URL: postgresUrl! } : { DATA_DIR: embeddedDir, DATABASE_URL: "" };
-  const child = spawn(process.execPath, ["--import", "tsx", entry], {
+  // BENCH_CPU_PROF_DIR: each service writes a V8 CPU profile there when it stops (node --cpu-prof)
+  const profile = target.program === "service" && process.env.BENCH_CPU_PROF_DIR ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF_DIR}`] : [];
+  const child = spawn(process.execPath, [...profile, "--import", "tsx", entry], {
     cwd: root,
     env: {
       ...process.env,

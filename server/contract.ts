@@ -1,5 +1,7 @@
-// The contract compiled once per process: spec/openapi.yaml in one Ajv instance, shared by the
-// request validation (server/http/validation.ts), the response checks and the contact import.
+// The contract compiled once per process: spec/openapi.yaml in one Ajv instance, for the response
+// checks (server/http/response-check.ts), the contact import and the tests; and its operations,
+// from which the routes are registered. Requests are validated by express-openapi-validator
+// (server/http/validation.ts).
 import { Ajv2020, type ErrorObject, type ValidateFunction } from "ajv/dist/2020.js";
 import addFormats from "ajv-formats";
 import type { operations } from "../generated/openapi.ts";

@@ -1,8 +1,9 @@
 // Types of the validated input, from the generated contract types (generated/openapi.ts): the
-// request validator (server/contract.ts, Ajv `useDefaults`) fills in every default the spec
-// declares, so those fields are always present and no code restates the default. Body schemas get
-// this from the generator (defaults non-nullable); query parameters are listed here, and
-// test/generated-types.test.ts fails when this list and the spec's defaults part.
+// request validator (express-openapi-validator, server/http/validation.ts; Ajv `useDefaults`)
+// fills in every default the spec declares, so those fields are always present and no code
+// restates the default. Body schemas get this from the generator (defaults non-nullable); query
+// parameters are listed here, and test/generated-types.test.ts fails when this list and the
+// spec's defaults part.
 import type { components, operations } from "../../generated/openapi.ts";
 
 export type Schemas = components["schemas"];

@@ -11,7 +11,7 @@ import type { Db } from "../db/database.ts";
 import { Invalid, type InvalidField } from "../domain/errors.ts";
 import { MethodNotAllowedError, UnsupportedMediaTypeError } from "./errors.ts";
 import { nestsDeeperThan, TOO_DEEP_MESSAGE } from "./json-depth.ts";
-import { breaksTextRule, type JsonPath, TEXT_RULE_MESSAGE, textRuleBreaks } from "./validation.ts";
+import { breaksTextRule, type JsonPath, TEXT_RULE_MESSAGE, textRuleBreaks } from "./text-rule.ts";
 import type { TrackingConfig } from "../config.ts";
 import { cookielessVisitorIds } from "../tracking/cookieless.ts";
 import type { TrackedDataset, TrackedDatasets } from "../tracking/datasets.ts";
@@ -73,7 +73,7 @@ const DATASET_ID_MAX_LENGTH = 64;
 const batchRefused = (details: InvalidField[]) => new Invalid("The batch was refused whole: nothing was written", details, "invalid_batch");
 
 /**
- * The contract's character rule and nesting bound (server/http/validation.ts) before the batch's
+ * The contract's character rule and nesting bound (server/http/text-rule.ts, json-depth.ts) before the batch's
  * schema: PostgreSQL cannot store U+0000, and a deep body must not reach a recursive walk.
  */
 function checkText(value: unknown, location: InvalidField["location"], fieldOf: (path: JsonPath) => string): void {

@@ -1,5 +1,6 @@
 // One class per specified error body, and the single place that turns any error into a response.
 import type { ErrorRequestHandler } from "express";
+import { error as validatorErrors } from "express-openapi-validator";
 import type { components } from "../../generated/openapi.ts";
 import * as domain from "../domain/errors.ts";
 import type { Contract } from "../contract.ts";
@@ -7,7 +8,8 @@ import { databaseFault, type DatabaseFault, isDatabaseUnavailable } from "../db/
 import type { Logger } from "../logging.ts";
 import { MAX_TAGS_PER_LEAD } from "../services/tags.ts";
 import type { ResponseCheck } from "./response-check.ts";
-import { malformedPathParameters } from "./validation.ts";
+import { joinField } from "./text-rule.ts";
+import { malformedPathParameters } from "./form-encoding.ts";
 
 type Schemas = components["schemas"];
 export type ValidationErrorDetail = Schemas["ValidationErrorDetail"];
@@ -178,10 +180,56 @@ function fromDatabaseFault(fault: DatabaseFault): ApiError {
   return new InternalError();
 }
 
+/** An error of express-openapi-validator (server/http/validation.ts): a status, one entry per finding. */
+export interface ValidatorError extends Error {
+  status: number;
+  errors: { path: string; message: string; errorCode?: string }[];
+  headers?: Record<string, string>;
+}
+
+const validatorErrorTypes = Object.values(validatorErrors);
+
+export function isValidatorError(error: unknown): error is ValidatorError {
+  return validatorErrorTypes.some((type) => error instanceof type);
+}
+
+/** Where express-openapi-validator puts each part of a request (`/params/userId`). */
+const locations: Record<string, domain.InvalidField["location"]> = { body: "body", query: "query", params: "path", headers: "header" };
+
+/**
+ * The documented details of express-openapi-validator's 400: its paths (`/body/filters/
+ * conditions/0/value`) as fields (`filters.conditions[0].value`), and the words of the V1 body
+ * for a missing value and for a field or parameter the operation does not have.
+ */
+export function validatorDetails(error: ValidatorError): domain.InvalidField[] {
+  return error.errors.map(({ path, message, errorCode }) => {
+    const [, part = "", ...rest] = path.split("/").map((s) => s.replaceAll("~1", "/").replaceAll("~0", "~"));
+    const location = locations[part] ?? "body";
+    const field = (locations[part] ? joinField(rest.map((s) => (/^\d+$/.test(s) ? Number(s) : s))) : "") || "(root)";
+    const said =
+      errorCode === "required.openapi.validation" ? "is required"
+      : errorCode === "additionalProperties.openapi.validation" ? "is not a field of this body"
+      : message.startsWith("Unknown query parameter") ? "is not a parameter of this operation"
+      : message;
+    return { location, field, message: said };
+  });
+}
+
+/** express-openapi-validator's other answers, as the documented errors. */
+function fromValidatorError(error: ValidatorError): ApiError {
+  if (error.status === 400) return new BadRequestError(`Invalid request: ${error.message}`, validatorDetails(error));
+  if (error.status === 404) return new NotFoundError("No such path");
+  if (error.status === 405) return new MethodNotAllowedError(error.headers?.Allow ?? "");
+  if (error.status === 413) return new PayloadTooLargeError();
+  if (error.status === 415) return new UnsupportedMediaTypeError(error.message);
+  return new InternalError();
+}
+
 /** Maps anything thrown to one of the documented error types: the one translator. */
 export function toApiError(error: unknown): ApiError {
   if (error instanceof ApiError) return error;
   if (error instanceof domain.DomainError) return fromDomainError(error);
+  if (isValidatorError(error)) return fromValidatorError(error);
   if (isDatabaseUnavailable(error)) return new ServiceUnavailableError();
   const fault = databaseFault(error);
   if (fault) return fromDatabaseFault(fault);

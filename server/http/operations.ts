@@ -7,7 +7,8 @@ import type { QueryOf } from "../domain/types.ts";
 import type { Auth } from "./auth.ts";
 import { BadRequestError, MethodNotAllowedError, NotFoundError, ResponseViolation } from "./errors.ts";
 import type { ResponseCheck } from "./response-check.ts";
-import { malformedPathParameters, requestValidator, type ValidatedRequest } from "./validation.ts";
+import { malformedPathParameters } from "./form-encoding.ts";
+import { requestValidator, type ValidatedRequest } from "./validation.ts";
 
 export type { OperationId } from "../contract.ts";
 
