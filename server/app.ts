@@ -25,6 +25,7 @@ import { createServices, type Services } from "./services/index.ts";
 import { invitationRoutes } from "./notify/invitations.ts";
 import { loadContract } from "./contract.ts";
 import { collectorRoutes } from "./tracking/collector.ts";
+import type { IngestLog } from "./tracking/ingest-log.ts";
 import { loadTrackingConfig, type TrackingConfig } from "./tracking/config.ts";
 import { trackedDatasets } from "./tracking/datasets.ts";
 import { sharedResolver } from "./tracking/resolver.ts";
@@ -47,7 +48,7 @@ export interface AppOptions {
   /** The services to serve (shared with the certificate worker); made from `db` when absent. */
   services?: Services;
   /** The tracking collector (server/tracking): its settings, and whom to tell that events were queued. */
-  tracking?: { config?: TrackingConfig; onQueued?: () => void; now?: () => Date };
+  tracking?: { config?: TrackingConfig; log?: IngestLog; onQueued?: () => void; now?: () => Date };
 }
 
 const defaults = loadConfig({});
@@ -89,6 +90,7 @@ export function createApp({
       resolver: sharedResolver,
       networkOverrides: services.networks.current,
       config: trackingConfig,
+      log: tracking.log,
       onQueued: tracking.onQueued,
       now: tracking.now,
     }),

@@ -5,6 +5,7 @@ import { z } from "zod";
 import { loadTrackingDomainConfig, type TrackingDomainConfig } from "./ctd/config.ts";
 import { loadTrackingConfig, type TrackingConfig } from "./tracking/config.ts";
 import { loadWebhookConfig, type WebhookConfig } from "./notify/config.ts";
+import type { IngestLogConfig } from "./tracking/ingest-log.ts";
 
 export interface DatabaseConfig {
   /** A PostgreSQL URL; when absent the embedded PGlite database in `dataDir` is used. */
@@ -116,6 +117,8 @@ export interface Config {
   notify: NotifyConfig;
   /** The daily retention job (the `RETENTION_*` variables); datasets' own retentionDays are set over the API. */
   retention: RetentionConfig;
+  /** The ingest log on NATS JetStream (the `INGEST_LOG_*` variables); undefined: the PostgreSQL queue table. */
+  ingestLog?: IngestLogConfig;
 }
 
 const on = /^(1|true|yes|on)$/i;
@@ -173,6 +176,15 @@ const environment = z.object({
   INVITE_TTL_HOURS: integer(168),
   INVITE_RESEND_SECONDS: integer(60, 0),
   DIGEST_HOUR_UTC: integer(7, 0).refine((h) => h <= 23, "must be an hour 0-23"),
+  INGEST_LOG_URL: text.refine((v) => v === undefined || v.split(",").every((s) => /^nats:\/\/[^/\s]+$/.test(s.trim())), "must be nats://host:port (comma-separated for a cluster)"),
+  INGEST_LOG_STREAM: text.transform((v) => v ?? "INGEST").refine((v) => /^[A-Za-z0-9_-]+$/.test(v), "must be letters, digits, _ and -"),
+  INGEST_LOG_SUBJECT: text.transform((v) => v ?? "ingest.events").refine((v) => /^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/.test(v), "must be dot-separated tokens without wildcards"),
+  INGEST_LOG_CONSUMER: text.transform((v) => v ?? "writers").refine((v) => /^[A-Za-z0-9_-]+$/.test(v), "must be letters, digits, _ and -"),
+  INGEST_LOG_REPLICAS: integer(1).refine((n) => n <= 5, "must be 1 to 5"),
+  INGEST_LOG_MAX_AGE_HOURS: integer(168),
+  INGEST_LOG_MAX_BYTES: integer(1_073_741_824),
+  INGEST_LOG_ACK_WAIT_SECONDS: integer(30),
+  INGEST_LOG_TIMEOUT_MS: integer(2_000),
 });
 
 /** `true`/`false`, a hop count, or what express accepts as a list (`loopback`, `10.0.0.0/8, 127.0.0.1`). */
@@ -251,5 +263,18 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       digestHourUtc: e.DIGEST_HOUR_UTC,
     },
     retention: { jobDays: e.RETENTION_JOB_DAYS, webhookDeliveryDays: e.RETENTION_WEBHOOK_DELIVERY_DAYS, batchSize: e.RETENTION_BATCH_SIZE },
+    ingestLog: e.INGEST_LOG_URL
+      ? {
+          servers: e.INGEST_LOG_URL.split(",").map((s) => s.trim()),
+          stream: e.INGEST_LOG_STREAM,
+          subject: e.INGEST_LOG_SUBJECT,
+          consumer: e.INGEST_LOG_CONSUMER,
+          replicas: e.INGEST_LOG_REPLICAS,
+          maxAgeHours: e.INGEST_LOG_MAX_AGE_HOURS,
+          maxBytes: e.INGEST_LOG_MAX_BYTES,
+          ackWaitSeconds: e.INGEST_LOG_ACK_WAIT_SECONDS,
+          timeoutMs: e.INGEST_LOG_TIMEOUT_MS,
+        }
+      : undefined,
   };
 }

@@ -1,8 +1,9 @@
 // The public tracking endpoints (no API key; spec/collector.yaml): the script at GET /t.js, the
 // collector POST /collect (a JSON batch) with its GET pixel fallback, and the demo page /demo.
 // A request is refused whole (nothing written) when its dataset is unknown or its batch is
-// malformed or over a limit; otherwise its events are resolved, filtered and queued in one
-// statement, and it is answered 202 once they are queued.
+// malformed or over a limit; otherwise its events are resolved, filtered and appended to the
+// ingest log in one write (ingest-log.ts), and it is answered 202 once the log acknowledged them
+// (503 with Retry-After when it did not: nothing was stored).
 import { readFileSync } from "node:fs";
 import express, { type Request, type RequestHandler, type Response, Router } from "express";
 import { isbot } from "isbot";
@@ -18,7 +19,8 @@ import type { TrackedDataset, TrackedDatasets } from "./datasets.ts";
 import { demoConsentScript, demoPage } from "./demo-page.ts";
 import { SECRET_FIELD_NAME } from "./form-fields.ts";
 import { batchSchema, keptFields, leadIdOf, LIMITS, type TrackedEvent } from "./events.ts";
-import { enqueue, type QueueRow } from "./ingest.ts";
+import type { QueueRow } from "./ingest.ts";
+import { type IngestLog, tableLog } from "./ingest-log.ts";
 import { maskIp, withoutPort } from "./ip.ts";
 import { trackingMetrics } from "./metrics.ts";
 import { LEAD_NETWORKS, type NetworkType } from "./network-class.ts";
@@ -31,6 +33,8 @@ export interface CollectorDeps {
   /** The operators' network types per ASN (services.networks.current: cached per process). */
   networkOverrides: () => Promise<ReadonlyMap<number, NetworkType>>;
   config: TrackingConfig;
+  /** Where accepted events go (default: the queue table of `db`). */
+  log?: IngestLog;
   /** Told after events are queued, so that it writes them soon. */
   onQueued?: () => void;
   now?: () => Date;
@@ -117,7 +121,7 @@ const methodNotAllowed =
     next(new MethodNotAllowedError(allow));
 
 export function collectorRoutes(deps: CollectorDeps): Router {
-  const { db, datasets, config, now = () => new Date() } = deps;
+  const { db, datasets, config, now = () => new Date(), log = tableLog(db) } = deps;
   const perIp = new RateLimiterMemory({ points: config.ipRequestsPerMinute, duration: 60 });
   const perDataset = new RateLimiterMemory({ points: config.datasetEventsPerMinute, duration: 60 });
   const cookieless = cookielessVisitorIds(db);
@@ -225,7 +229,7 @@ export function collectorRoutes(deps: CollectorDeps): Router {
       throw error;
     }
     const rows = accept(req, dataset, batch, await derivedVisitorId(req, dataset), await deps.networkOverrides());
-    await enqueue(db, rows);
+    await log.append(rows);
     if (rows.length) deps.onQueued?.();
     answer(rows.length, batch.length);
   }

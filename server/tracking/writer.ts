@@ -5,7 +5,9 @@ import type { Db } from "../db/database.ts";
 import type { Logger } from "../logging.ts";
 import type { DomainEvidence } from "./domain-evidence.ts";
 import { enrichment, type EnrichmentDeps, type EnrichmentOutcome } from "./enrichment.ts";
-import { type IngestResult, writeBatch, type WriterHooks } from "./ingest.ts";
+import { type IngestResult, type WriterHooks } from "./ingest.ts";
+import { type IngestLog, tableLog } from "./ingest-log.ts";
+import { trackingMetrics } from "./metrics.ts";
 
 export interface WriterOptions extends WriterHooks {
   /** Events per transaction. */
@@ -16,6 +18,8 @@ export interface WriterOptions extends WriterHooks {
   onEnriched?: (outcomes: EnrichmentOutcome[]) => Promise<void>;
   /** Organisation domains from each batch's evidence (e-mail domains, reverse DNS), after it commits. */
   evidence?: DomainEvidence;
+  /** Where the events wait (default: the queue table of `db`). */
+  log?: IngestLog;
 }
 
 export interface IngestWriter {
@@ -28,17 +32,29 @@ export interface IngestWriter {
 }
 
 export function createIngestWriter(db: Db, deps: EnrichmentDeps, logger: Logger, options: WriterOptions = {}): IngestWriter {
-  const { batchSize = 1000, pollMs = 250, onIngested, onEnriched, evidence } = options;
+  const { batchSize = 1000, pollMs = 250, onIngested, onEnriched, evidence, log = tableLog(db) } = options;
   const enrich = enrichment(db, deps);
   let running: Promise<IngestResult[]> | undefined;
   let timer: NodeJS.Timeout | undefined;
   let stopped = false;
 
+  /** The age of the oldest event the log holds unwritten (other writers' batches in hand included). */
+  async function measureLag(): Promise<void> {
+    const oldest = await log.oldestUnwritten();
+    trackingMetrics.writerLag.set(oldest ? Math.max(0, (Date.now() - oldest.getTime()) / 1000) : 0);
+  }
+
   async function drainOnce(): Promise<IngestResult[]> {
     const results: IngestResult[] = [];
     for (;;) {
-      const result = await writeBatch(db, batchSize, { onIngested });
-      if (result) results.push(result);
+      const started = performance.now();
+      const result = await log.writeBatch(batchSize, { onIngested });
+      if (result) {
+        trackingMetrics.writerBatchDuration.observe((performance.now() - started) / 1000);
+        trackingMetrics.writerBatchEvents.observe(result.events);
+        results.push(result);
+      }
+      await measureLag();
       if (result) await evidence?.settle(result);
       const outcomes = await enrich.enrichPending();
       if (outcomes.length) await onEnriched?.(outcomes);
