@@ -57,6 +57,19 @@ export function scriptFor(dataset: TrackedDataset): string {
   return scriptSource.replace("__SETTINGS__", JSON.stringify(settings));
 }
 
+/** Browsers send few distinct user agents: the bot test (a large regular expression) is remembered per string. */
+const BOT_TEST_CACHE = 2_000;
+const botTests = new Map<string, boolean>();
+function isBot(userAgent: string): boolean {
+  let bot = botTests.get(userAgent);
+  if (bot === undefined) {
+    if (botTests.size >= BOT_TEST_CACHE) botTests.clear();
+    bot = isbot(userAgent);
+    botTests.set(userAgent, bot);
+  }
+  return bot;
+}
+
 /** Anyone's page may load the script and send to the collector (no cookies are sent or read). */
 const cors: RequestHandler = (_req, res, next) => {
   res.setHeader("Access-Control-Allow-Origin", "*");
@@ -160,7 +173,7 @@ export function collectorRoutes(deps: CollectorDeps): Router {
     derivedId: string | undefined,
     overrides: ReadonlyMap<number, NetworkType>,
   ): QueueRow[] {
-    if (isbot(req.get("user-agent") ?? "")) {
+    if (isBot(req.get("user-agent") ?? "")) {
       trackingMetrics.events.inc({ outcome: "bot" }, events.length);
       return [];
     }
@@ -176,7 +189,7 @@ export function collectorRoutes(deps: CollectorDeps): Router {
       trackingMetrics.events.inc({ outcome: type }, events.length);
       return [];
     }
-    const place = resolver.resolve(ip, { overrides })!;
+    const place = resolver.placeOf(ip);
     const at = now().toISOString();
     const rows: QueueRow[] = [];
     for (const event of events) {
@@ -284,7 +297,7 @@ export function collectorRoutes(deps: CollectorDeps): Router {
   router.all("/demo", async (req, res) => {
     const dataset = await datasetOf(req);
     const page = req.query.page === "2" ? 2 : 1;
-    res.type("html").send(demoPage(dataset.datasetId, page, { consentRequired: dataset.consentMode === "required", asBot: isbot(req.get("user-agent") ?? "") }));
+    res.type("html").send(demoPage(dataset.datasetId, page, { consentRequired: dataset.consentMode === "required", asBot: isBot(req.get("user-agent") ?? "") }));
   });
 
   return router;
