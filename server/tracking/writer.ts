@@ -31,6 +31,9 @@ export interface IngestWriter {
   stop(): Promise<void>;
 }
 
+/** Written batches whose domain evidence may still be settling while the writer goes on. */
+const SETTLING_AHEAD = 8;
+
 export function createIngestWriter(db: Db, deps: EnrichmentDeps, logger: Logger, options: WriterOptions = {}): IngestWriter {
   const { batchSize = 1000, pollMs = 250, onIngested, onEnriched, evidence, log = tableLog(db) } = options;
   const enrich = enrichment(db, deps);
@@ -44,7 +47,29 @@ export function createIngestWriter(db: Db, deps: EnrichmentDeps, logger: Logger,
     trackingMetrics.writerLag.set(oldest ? Math.max(0, (Date.now() - oldest.getTime()) / 1000) : 0);
   }
 
+  // Domain evidence (reverse DNS look-ups of up to seconds each) follows the batches without
+  // holding the next batch back: at most SETTLING_AHEAD batches wait for it; a drain ends with it.
+  let settling: Promise<void> = Promise.resolve();
+  let waitingToSettle = 0;
+  async function settleLater(result: IngestResult): Promise<void> {
+    if (!evidence) return;
+    waitingToSettle++;
+    settling = settling
+      .then(() => evidence.settle(result))
+      .catch((error: Error) => logger.warn("domain evidence of a written batch failed", { error: error.message }))
+      .finally(() => waitingToSettle--);
+    if (waitingToSettle > SETTLING_AHEAD) await settling;
+  }
+
   async function drainOnce(): Promise<IngestResult[]> {
+    try {
+      return await writeUntilEmpty();
+    } finally {
+      await settling;
+    }
+  }
+
+  async function writeUntilEmpty(): Promise<IngestResult[]> {
     const results: IngestResult[] = [];
     for (;;) {
       const started = performance.now();
@@ -55,7 +80,7 @@ export function createIngestWriter(db: Db, deps: EnrichmentDeps, logger: Logger,
         results.push(result);
       }
       await measureLag();
-      if (result) await evidence?.settle(result);
+      if (result) await settleLater(result);
       const outcomes = await enrich.enrichPending();
       if (outcomes.length) await onEnriched?.(outcomes);
       if (!result && !outcomes.length) return results;
