@@ -239,6 +239,10 @@ describe.skipIf(!available)("the ingest log on JetStream, in process", () => {
     expect(await log.oldestUnwritten()).toBeUndefined();
     expect(await written(t.api.db)).toEqual(before);
     expectExactlyOnce(before, [1], []);
+    // its acknowledgement is confirmed now: the id may be pruned once no redelivery can be in flight
+    const [id] = await t.api.db.prisma.$queryRaw<{ acknowledged: boolean }[]>`
+      SELECT "acknowledgedAt" IS NOT NULL AS acknowledged FROM "IngestedBatch" WHERE id = 'committed-not-acknowledged'`;
+    expect(id?.acknowledged).toBe(true);
   });
 
   it("when two writers drain one stream at once, then both write batches and every event is written once", async () => {

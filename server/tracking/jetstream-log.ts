@@ -43,8 +43,12 @@ const DUPLICATE_WINDOW_MS = 2 * 60_000;
 const FETCH_EXPIRES_MS = 1_000;
 /** Collector requests (messages) per transaction: INGEST_BATCH_SIZE events at about 10 per request. */
 const EVENTS_PER_MESSAGE = 10;
-/** How often a writer prunes message ids older than the stream's max age. */
-const PRUNE_EVERY_MS = 10 * 60_000;
+/** How long a batch whose transaction failed waits before it is delivered again. */
+const NAK_DELAY_MS = 1_000;
+/** How often a writer prunes the message ids it no longer needs. */
+const PRUNE_EVERY_MS = 60_000;
+/** How long the id of a message whose acknowledgement was confirmed is kept (at least). */
+const ACKNOWLEDGED_KEEP_MS = 10 * 60_000;
 
 const unavailable = (why: string) =>
   new Unavailable(`The ingest log did not store the batch (${why}): nothing was accepted; retry after the Retry-After seconds`, LOG_RETRY_AFTER_SECONDS);
@@ -129,12 +133,15 @@ export async function openJetStreamLog(db: Db, config: IngestLogConfig, logger: 
     return messages;
   }
 
+  /** Forgets message ids that cannot come back: acknowledged (confirmed) a while ago, or older than the stream's max age. */
   async function pruneWrittenIds(): Promise<void> {
     if (Date.now() - prunedAt < PRUNE_EVERY_MS) return;
     prunedAt = Date.now();
-    // a message older than the stream's max age cannot be redelivered: its id is no longer needed
-    const before = new Date(Date.now() - config.maxAgeHours * 3_600_000 - DUPLICATE_WINDOW_MS);
-    await db.$executeRaw`DELETE FROM "IngestedBatch" WHERE "writtenAt" < ${before}`;
+    // a confirmed message is gone from the stream; the margin covers a redelivery already in a
+    // writer's hands when the acknowledgement came (its transaction waits for this one's commit)
+    const acknowledgedBefore = new Date(Date.now() - Math.max(ACKNOWLEDGED_KEEP_MS, 4 * config.ackWaitSeconds * 1000));
+    const writtenBefore = new Date(Date.now() - config.maxAgeHours * 3_600_000 - DUPLICATE_WINDOW_MS);
+    await db.$executeRaw`DELETE FROM "IngestedBatch" WHERE "acknowledgedAt" < ${acknowledgedBefore} OR "writtenAt" < ${writtenBefore}`;
   }
 
   return {
@@ -153,18 +160,16 @@ export async function openJetStreamLog(db: Db, config: IngestLogConfig, logger: 
       const messages = await fetchMessages(Math.max(1, Math.floor(limit / EVENTS_PER_MESSAGE)));
       if (!messages.length) return undefined;
       const byId = new Map<string, QueueRow[]>();
-      const unreadable: JsMsg[] = [];
+      const readable: { msg: JsMsg; id: string }[] = [];
       for (const msg of messages) {
         try {
           const { id, rows } = readMessage(msg, config.stream);
           byId.set(id, rows);
+          readable.push({ msg, id });
         } catch {
-          unreadable.push(msg);
+          logger.error("ingest log message is not a batch: dropped", { stream: config.stream, seq: msg.seq });
+          msg.term("not a batch");
         }
-      }
-      for (const msg of unreadable) {
-        logger.error("ingest log message is not a batch: dropped", { stream: config.stream, seq: msg.seq });
-        msg.term("not a batch");
       }
       let result: IngestResult | undefined;
       try {
@@ -181,13 +186,24 @@ export async function openJetStreamLog(db: Db, config: IngestLogConfig, logger: 
           { timeout: BATCH_TRANSACTION_MS },
         );
       } catch (error) {
-        for (const msg of messages) if (!unreadable.includes(msg)) msg.nak();
+        // back to the stream, for this or another writer, after a pause (a database outage is rarely shorter)
+        for (const { msg } of readable) msg.nak(NAK_DELAY_MS);
         throw error;
       }
       // after the commit: a lost acknowledgement means a redelivery, which the ids make harmless
-      await Promise.all(
-        messages.filter((m) => !unreadable.includes(m)).map((m) => m.ackAck().catch((error: Error) => logger.warn("ingest log acknowledgement failed; the batch will be redelivered and skipped", { error: error.message }))),
+      const confirmed = await Promise.all(
+        readable.map(({ msg, id }) =>
+          msg.ackAck().then(
+            (acknowledged) => (acknowledged ? id : undefined),
+            (error: Error) => {
+              logger.warn("ingest log acknowledgement failed; the batch will be redelivered and skipped", { error: error.message });
+              return undefined;
+            },
+          ),
+        ),
       );
+      const ids = JSON.stringify(confirmed.filter((id) => id !== undefined));
+      await db.$executeRaw`UPDATE "IngestedBatch" SET "acknowledgedAt" = now() WHERE id IN (SELECT jsonb_array_elements_text(${ids}::jsonb))`;
       await pruneWrittenIds();
       return result;
     },

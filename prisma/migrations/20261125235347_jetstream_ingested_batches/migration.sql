@@ -2,6 +2,7 @@
 CREATE TABLE "IngestedBatch" (
     "id" TEXT NOT NULL,
     "writtenAt" TIMESTAMPTZ(3) NOT NULL DEFAULT CURRENT_TIMESTAMP,
+    "acknowledgedAt" TIMESTAMPTZ(3),
 
     CONSTRAINT "IngestedBatch_pkey" PRIMARY KEY ("id")
 );
