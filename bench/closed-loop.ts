@@ -29,7 +29,7 @@ export interface LoadResult {
 
 const REQUEST_TIMEOUT_MS = 10_000;
 
-function send(agent: http.Agent, port: number, request: Request): Promise<{ status: number; body: string }> {
+export function send(agent: http.Agent, port: number, request: Request): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     const req = http.request(
       { host: "127.0.0.1", port, agent, method: "POST", path: request.path, headers: request.headers, timeout: REQUEST_TIMEOUT_MS },

@@ -1,47 +1,65 @@
-// Tracking throughput on PostgreSQL:
-//   npm run bench:collect [-- --duration 15 --connections 32 --batch 20 --rate 250]
+// Tracking throughput against a hand-written floor, on PostgreSQL and on NATS JetStream:
+//   npm run bench:collect [-- --duration 10 --connections 32 --batch 20 --rate <requests/s>
+//                            --backends floor,postgres,jetstream --writer in-process|separate]
 // 1. Resolution in this process: memory of the resolution data (RSS after a full GC, before and
 //    after loading) and time per address (1,000,000 random public IPv4 addresses and 200,000 IPv6).
-// 2. A fresh database on the PostgreSQL server of BENCH_DATABASE_URL (default: the local server),
-//    dropped afterwards; the service (server/main.ts, production mode, its own process) behind a
-//    trusted proxy, so that X-Forwarded-For carries addresses of business networks.
-// 3. autocannon posts batches of page views to /collect, twice for a bounded time: as fast as the
-//    service answers (throughput: accepted, and written once the ingest writer has emptied the
-//    queue), then at a fixed rate of `rate` requests/s (default 250, i.e. 5,000 page views/s in
-//    batches of 20: the latency at the target load). Then it checks the answers: every request
-//    202, every queued event written as exactly one visit, and the leads' visit counts summing to
-//    the visits. Wrong answers fail the run (exit 1); missed targets are reported.
+// 2. One row per backend, one after the other on the same machine, each on a fresh database of
+//    the PostgreSQL server of BENCH_DATABASE_URL (default: the local server), dropped afterwards:
+//    - floor: bench/collect-floor.ts, node:http + pg: parse, one multi-row INSERT per batch, 202
+//      after the commit; nothing else;
+//    - postgres: the service (server/main.ts, production mode, its own process) with the ingest
+//      log in the PostgreSQL queue table, behind a trusted proxy so that X-Forwarded-For carries
+//      addresses of business networks;
+//    - jetstream: the same with INGEST_LOG_URL (BENCH_NATS_URL, default nats://127.0.0.1:4222),
+//      on a stream of its own, deleted afterwards.
+//    Each row: (a) closed loop, `connections` connections as fast as answered for `duration` s:
+//    page views acknowledged per second; (b) open loop at a fixed rate (`rate` requests/s; default
+//    half the floor's maximum of (a)) for `duration` s, latency from each request's scheduled
+//    send time; after each phase, how long the writer took to write everything acknowledged.
+// The run fails (exit 1) on a wrong answer, an acknowledged event not written or written twice,
+// leads' visit counts that disagree with the visits, or an open-loop phase below 95% of the asked
+// rate. The targets (issue 20: >= 0.5x the floor's page views/s, p99 <= 2x the floor's at the
+// fixed rate, drained <= 2 s after the load) are printed with "meets" or "MISSES".
 import { randomBytes } from "node:crypto";
 import { parseArgs } from "node:util";
-import autocannon from "autocannon";
+import type { ChildProcess } from "node:child_process";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { connect } from "@nats-io/transport-node";
 import pg from "pg";
 import { openDatabase } from "../server/db/database.ts";
 import { createServices } from "../server/services/index.ts";
 import { parseIp } from "../server/tracking/ip.ts";
 import { classifyNetwork } from "../server/tracking/network-class.ts";
 import { sharedResolver } from "../server/tracking/resolver.ts";
+import { type LoadResult, percentile, type Request, runLoad } from "./closed-loop.ts";
+import { type OpenLoopResult, runOpenLoop } from "./open-loop.ts";
 import { freePort, startProcess, startService, stopService } from "./service.ts";
 import { loadConfig } from "../server/config.ts";
 
 const MAX_SECONDS = 60;
-const TARGETS = { writtenPerSecond: 5000, p99Ms: 50, microsPerAddress: 5, resolutionMb: 150 };
+const TARGETS = { floorRatio: 0.5, p99Ratio: 2, drainSeconds: 2, achievedShare: 0.95, microsPerAddress: 5, resolutionMb: 150 };
+const BACKENDS = ["floor", "postgres", "jetstream"] as const;
+type Backend = (typeof BACKENDS)[number];
 
 const { values } = parseArgs({
   options: {
-    duration: { type: "string", default: "15" },
-    rate: { type: "string", default: "250" },
+    duration: { type: "string", default: "10" },
+    rate: { type: "string" },
     /** `separate`: the ingest writer runs in its own process (npm run ingest) beside the service. */
     writer: { type: "string", default: "in-process" },
     connections: { type: "string", default: "32" },
     batch: { type: "string", default: "20" },
+    backends: { type: "string", default: BACKENDS.join(",") },
   },
 });
 const duration = Math.min(MAX_SECONDS, Number(values.duration));
 const connections = Number(values.connections);
 const batchSize = Number(values.batch);
-const rate = Number(values.rate);
+const askedRate = values.rate ? Number(values.rate) : undefined;
 const separateWriter = values.writer === "separate";
+const backends = values.backends!.split(",").map((b) => b.trim()).filter((b): b is Backend => (BACKENDS as readonly string[]).includes(b));
 const serverUrl = process.env.BENCH_DATABASE_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres";
+const natsUrl = process.env.BENCH_NATS_URL ?? "nats://127.0.0.1:4222";
 
 const gc = () => (globalThis as { gc?: () => void }).gc?.();
 const rssMb = () => {
@@ -111,65 +129,166 @@ async function prepareDatabase(url: string): Promise<string> {
   }
 }
 
-async function load(port: number, datasetId: string, addresses: string[], overallRate?: number) {
-  const statuses = new Map<number, number>();
-  let queued = 0;
-  const pageViews = () => {
+/** POST /collect of `batchSize` page views of a new visitor from one of the business addresses; 202 with all of them queued. */
+function requests(datasetId: string, addresses: string[]): () => Request {
+  const events = Array.from({ length: batchSize }, (_, i) => ({ type: "pageview", visitorId: "", url: `https://www.bench.example/page/${i}`, title: `Page ${i}` }));
+  return () => {
     const visitorId = randomBytes(16).toString("hex");
-    return JSON.stringify({
-      events: Array.from({ length: batchSize }, (_, i) => ({ type: "pageview", visitorId, url: `https://www.bench.example/page/${i}`, title: `Page ${i}` })),
-    });
-  };
-  const started = Date.now();
-  const result = await autocannon({
-    url: `http://127.0.0.1:${port}`,
-    connections,
-    duration,
-    overallRate,
-    requests: [
-      {
-        method: "POST",
-        path: `/collect?dataset=${datasetId}`,
-        setupRequest: (request) => ({
-          ...request,
-          headers: {
-            "content-type": "text/plain",
-            "user-agent": "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36",
-            "x-forwarded-for": addresses[Math.floor(Math.random() * addresses.length)]!,
-          },
-          body: pageViews(),
-        }),
-        onResponse: (status, body) => {
-          statuses.set(status, (statuses.get(status) ?? 0) + 1);
-          if (status === 202) queued += (JSON.parse(body) as { queued: number }).queued;
-        },
+    return {
+      path: `/collect?dataset=${datasetId}`,
+      headers: {
+        "content-type": "text/plain",
+        "user-agent": "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36",
+        "x-forwarded-for": addresses[Math.floor(Math.random() * addresses.length)]!,
       },
-    ],
-  });
-  return { result, statuses, queued, started };
+      body: JSON.stringify({ events: events.map((e) => ({ ...e, visitorId })) }),
+      expect: { status: 202, bodyIncludes: `"queued":${batchSize}` },
+    };
+  };
 }
 
-async function waitForDrain(url: string): Promise<{ drainedAt: number; visits: number; leadVisits: number }> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    const deadline = Date.now() + 180_000;
-    for (;;) {
-      const { rows } = await client.query<{ n: string }>(`SELECT count(*) AS n FROM "IngestEvent"`);
-      if (Number(rows[0]!.n) === 0) break;
-      if (Date.now() > deadline) throw new Error(`the queue still holds ${rows[0]!.n} events after 180 s`);
+/** What a row's database holds: the floor's events, or the service's visits and its leads' count of them. */
+async function stored(client: pg.Client, backend: Backend): Promise<{ events: number; leadVisits: number }> {
+  const count = async (sql: string) => Number((await client.query<{ n: string }>(sql)).rows[0]!.n);
+  if (backend === "floor") return { events: await count(`SELECT count(*) AS n FROM floor_event`), leadVisits: NaN };
+  return { events: await count(`SELECT count(*) AS n FROM "Visit"`), leadVisits: await count(`SELECT coalesce(sum("visitCount"), 0) AS n FROM "Lead"`) };
+}
+
+/** Seconds until `expected` events are stored (undefined when they were not within 120 s), and what was stored then. */
+async function drained(client: pg.Client, backend: Backend, expected: number, loadEnded: number) {
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    const now = await stored(client, backend);
+    if (now.events >= expected) return { seconds: (performance.now() - loadEnded) / 1000, ...now };
+    if (Date.now() > deadline) return { seconds: undefined, ...now };
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+interface Row {
+  backend: Backend;
+  max: LoadResult;
+  maxDrain: Awaited<ReturnType<typeof drained>>;
+  paced: OpenLoopResult;
+  pacedDrain: Awaited<ReturnType<typeof drained>>;
+  rate: number;
+  problems: string[];
+}
+
+const acknowledged = (run: { statuses: Map<number, number> }, unexpected: number) => ((run.statuses.get(202) ?? 0) - unexpected) * batchSize;
+
+async function startServer(backend: Backend, url: string, stream: string): Promise<{ port: number; stop: () => Promise<void> }> {
+  const port = await freePort();
+  if (backend === "floor") {
+    const child = startProcess("bench/collect-floor.ts", { DATABASE_URL: url, PORT: String(port) });
+    for (let tries = 0; tries < 300; tries++) {
+      const up = await fetch(`http://127.0.0.1:${port}/`).then(() => true, () => false);
+      if (up) return { port, stop: () => stopService(child) };
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
-    const drainedAt = Date.now();
-    const visits = Number((await client.query<{ n: string }>(`SELECT count(*) AS n FROM "Visit"`)).rows[0]!.n);
-    const leadVisits = Number((await client.query<{ n: string }>(`SELECT coalesce(sum("visitCount"), 0) AS n FROM "Lead"`)).rows[0]!.n);
-    return { drainedAt, visits, leadVisits };
+    throw new Error("the floor did not start listening");
+  }
+  const logEnv: Record<string, string> =
+    backend === "jetstream" ? { INGEST_LOG_URL: natsUrl, INGEST_LOG_STREAM: stream, INGEST_LOG_SUBJECT: `bench.${stream}`, INGEST_LOG_REPLICAS: "1" } : {};
+  const service = await startService(port, {
+    DATABASE_URL: url,
+    TRUST_PROXY: "loopback",
+    REQUIRE_HTTPS: "false",
+    CTD_ENCRYPTION_KEY: randomBytes(32).toString("hex"),
+    COLLECT_IP_REQUESTS_PER_MINUTE: "1000000000",
+    COLLECT_DATASET_EVENTS_PER_MINUTE: "1000000000",
+    INGEST_WRITER: separateWriter ? "off" : "on",
+    ...logEnv,
+  });
+  const writer: ChildProcess | undefined = separateWriter
+    ? startProcess("scripts/ingest.ts", { DATABASE_URL: url, NODE_ENV: "production", LOG_LEVEL: "warn", ...logEnv })
+    : undefined;
+  return {
+    port,
+    async stop() {
+      await stopService(service);
+      if (writer) await stopService(writer);
+    },
+  };
+}
+
+async function deleteStream(stream: string): Promise<void> {
+  const nc = await connect({ servers: natsUrl, timeout: 2000 });
+  try {
+    await (await jetstreamManager(nc)).streams.delete(stream).catch(() => false);
   } finally {
-    await client.end();
+    await nc.close();
+  }
+}
+
+async function measure(backend: Backend, addresses: string[], rateOf: () => number): Promise<Row> {
+  const stamp = `${Date.now()}_${randomBytes(3).toString("hex")}`;
+  const name = `bench_collect_${backend}_${stamp}`;
+  const stream = `BENCH_COLLECT_${stamp}`;
+  await adminQuery(`CREATE DATABASE "${name}"`);
+  const url = Object.assign(new URL(serverUrl), { pathname: `/${name}` }).toString();
+  const client = new pg.Client({ connectionString: url });
+  try {
+    const datasetId = backend === "floor" ? "ds_floor" : await prepareDatabase(url);
+    const server = await startServer(backend, url, stream);
+    await client.connect();
+    const next = requests(datasetId, addresses);
+    try {
+      console.log(`${backend}: closed loop, ${connections} connections for ${duration} s, batches of ${batchSize} page views`);
+      const max = await runLoad({ port: server.port, connections, seconds: duration, next });
+      const afterMax = acknowledged(max, max.unexpected);
+      const maxDrain = await drained(client, backend, afterMax, performance.now());
+      const rate = rateOf() || (max.requests / max.seconds) * 0.5;
+      console.log(`${backend}: open loop at ${rate.toFixed(0)} requests/s (${(rate * batchSize).toFixed(0)} page views/s) for ${duration} s`);
+      const paced = await runOpenLoop({ port: server.port, rate, seconds: duration, next });
+      const afterPaced = afterMax + acknowledged(paced, paced.unexpected);
+      const pacedDrain = await drained(client, backend, afterPaced, performance.now());
+      const final = await stored(client, backend);
+      // a request without an answer (timed out) may have been stored: at most its events besides
+      const unanswered = (max.errors + paced.errors) * batchSize;
+      const problems = [
+        ...(max.unexpected || max.errors ? [`closed loop: ${max.unexpected} wrong answers, ${max.errors} errors (${max.examples.join(" | ")})`] : []),
+        ...(paced.unexpected || paced.errors ? [`open loop: ${paced.unexpected} wrong answers, ${paced.errors} errors (${paced.examples.join(" | ")})`] : []),
+        ...(paced.achievedRate < TARGETS.achievedShare * rate ? [`open loop: achieved ${paced.achievedRate.toFixed(0)} requests/s of ${rate.toFixed(0)} asked (below ${TARGETS.achievedShare * 100}%)`] : []),
+        ...(final.events < afterPaced ? [`${afterPaced - final.events} acknowledged events not written within 120 s (lost)`] : []),
+        ...(final.events > afterPaced + unanswered ? [`${final.events - afterPaced - unanswered} events written beyond those acknowledged or unanswered (duplicated)`] : []),
+        ...(backend !== "floor" && final.leadVisits !== final.events ? [`the leads count ${final.leadVisits} visits, the visits table ${final.events}`] : []),
+      ];
+      return { backend, max, maxDrain, paced, pacedDrain, rate, problems };
+    } finally {
+      await server.stop();
+    }
+  } finally {
+    await client.end().catch(() => {});
+    await adminQuery(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+    if (backend === "jetstream") await deleteStream(stream).catch(() => {});
   }
 }
 
 const verdict = (ok: boolean) => (ok ? "meets" : "MISSES");
+const n0 = (v: number) => Math.round(v).toLocaleString("en");
+const ms = (v: number) => (Number.isFinite(v) ? v.toFixed(1) : "-");
+
+function report(row: Row): void {
+  const { max, paced } = row;
+  const maxPv = acknowledged(max, max.unexpected) / max.seconds;
+  const drain = (d: Row["maxDrain"]) => (row.backend === "floor" ? "-" : d.seconds === undefined ? "NOT DRAINED" : `${d.seconds.toFixed(1)} s`);
+  console.log(
+    `${row.backend.padEnd(9)} max: ${n0(maxPv)} page views/s acknowledged (${n0(max.requests / max.seconds)} requests/s; p50 ${ms(percentile(max.latencies, 0.5))} ms, p99 ${ms(percentile(max.latencies, 0.99))} ms), written ${drain(row.maxDrain)} after the load` +
+      ` | fixed ${n0(row.rate)} requests/s: achieved ${n0(paced.achievedRate)} (${((paced.achievedRate / row.rate) * 100).toFixed(1)}%), from the scheduled send p50 ${ms(percentile(paced.latencies, 0.5))} ms, p99 ${ms(percentile(paced.latencies, 0.99))} ms, max ${ms(paced.latencies[paced.latencies.length - 1] ?? NaN)} ms (generator lag max ${ms(paced.maxSendLagMs)} ms), written ${drain(row.pacedDrain)} after the load`,
+  );
+}
+
+function compare(row: Row, floor: Row | undefined): void {
+  if (!floor || row.backend === "floor") return;
+  const pv = (r: Row) => acknowledged(r.max, r.max.unexpected) / r.max.seconds;
+  const ratio = pv(row) / pv(floor);
+  const p99 = percentile(row.paced.latencies, 0.99) / percentile(floor.paced.latencies, 0.99);
+  const drain = Math.max(row.maxDrain.seconds ?? Infinity, row.pacedDrain.seconds ?? Infinity);
+  console.log(
+    `${row.backend.padEnd(9)} vs floor: ${ratio.toFixed(2)}x its page views/s [target >= ${TARGETS.floorRatio}x: ${verdict(ratio >= TARGETS.floorRatio)}]; p99 at the fixed rate ${p99.toFixed(2)}x its p99 [target <= ${TARGETS.p99Ratio}x: ${verdict(p99 <= TARGETS.p99Ratio)}]; written ${drain.toFixed(1)} s after the load at most [target <= ${TARGETS.drainSeconds} s: ${verdict(drain <= TARGETS.drainSeconds)}]`,
+  );
+}
 
 async function main(): Promise<void> {
   if (!(globalThis as { gc?: unknown }).gc) console.log("(run with node --expose-gc for exact memory figures: npm run bench:collect does)");
@@ -179,69 +298,18 @@ async function main(): Promise<void> {
     `per address: network ${r.networkV4.toFixed(2)} µs (IPv4), ${r.networkV6.toFixed(2)} µs (IPv6)  [target <= ${TARGETS.microsPerAddress} µs: ${verdict(Math.max(r.networkV4, r.networkV6) <= TARGETS.microsPerAddress)}]; with city ${r.withCityV4.toFixed(2)} µs (IPv4; the collector asks the city only for business and education networks)`,
   );
   const addresses = businessAddresses(r.resolver, 2000);
-
-  const name = `bench_collect_${Date.now()}`;
-  await adminQuery(`CREATE DATABASE "${name}"`);
-  const url = Object.assign(new URL(serverUrl), { pathname: `/${name}` }).toString();
-  try {
-    const datasetId = await prepareDatabase(url);
-    const port = await freePort();
-    const service = await startService(port, {
-      DATABASE_URL: url,
-      TRUST_PROXY: "loopback",
-      REQUIRE_HTTPS: "false",
-      CTD_ENCRYPTION_KEY: randomBytes(32).toString("hex"),
-      COLLECT_IP_REQUESTS_PER_MINUTE: "1000000000",
-      COLLECT_DATASET_EVENTS_PER_MINUTE: "1000000000",
-      INGEST_WRITER: separateWriter ? "off" : "on",
-    });
-    const writer = separateWriter ? startProcess("scripts/ingest.ts", { DATABASE_URL: url, NODE_ENV: "production", LOG_LEVEL: "warn" }) : undefined;
-    let saturated: Awaited<ReturnType<typeof load>>;
-    let paced: Awaited<ReturnType<typeof load>>;
-    let drained: Awaited<ReturnType<typeof waitForDrain>>;
-    let total: Awaited<ReturnType<typeof waitForDrain>>;
-    try {
-      console.log(`ingest writer: ${separateWriter ? "its own process (npm run ingest)" : "in the service's process"}`);
-      console.log(`load 1 (throughput): ${connections} connections for ${duration} s, as fast as answered, batches of ${batchSize} page views from ${addresses.length} business addresses`);
-      saturated = await load(port, datasetId, addresses);
-      drained = await waitForDrain(url);
-      console.log(`load 2 (latency): ${rate} requests/s (${rate * batchSize} page views/s) for ${duration} s`);
-      paced = await load(port, datasetId, addresses, rate);
-      total = await waitForDrain(url);
-    } finally {
-      await stopService(service);
-      if (writer) await stopService(writer);
-    }
-    const seconds = (drained.drainedAt - saturated.started) / 1000;
-    const report = (name: string, run: typeof saturated) =>
-      console.log(
-        `${name}: ${run.result.requests.total.toLocaleString("en")} requests in ${run.result.duration.toFixed(1)} s; statuses ${[...run.statuses].map(([s, n]) => `${s} x ${n.toLocaleString("en")}`).join(", ")}; errors ${run.result.errors}, timeouts ${run.result.timeouts}; latency ms p50 ${run.result.latency.p50}, p90 ${run.result.latency.p90}, p99 ${run.result.latency.p99}, max ${run.result.latency.max}`,
-      );
-    report("load 1", saturated);
-    report("load 2", paced);
-    console.log(`accepted: ${(saturated.queued / saturated.result.duration).toFixed(0)} page views/s (load 1: ${saturated.queued.toLocaleString("en")} queued)`);
-    console.log(`written: ${(drained.visits / seconds).toFixed(0)} page views/s (load 1: ${drained.visits.toLocaleString("en")} visits, queue empty ${seconds.toFixed(1)} s after its start)  [target >= ${TARGETS.writtenPerSecond}: ${verdict(drained.visits / seconds >= TARGETS.writtenPerSecond)}]`);
-    console.log(`/collect p99 at ${rate * batchSize} page views/s: ${paced.result.latency.p99} ms  [target <= ${TARGETS.p99Ms}: ${verdict(paced.result.latency.p99 <= TARGETS.p99Ms)}]`);
-
-    // autocannon drops the requests in flight when the time is up: their events may have been
-    // queued (and written) without their 202 being counted.
-    const cutOff = connections * batchSize;
-    const check = (name: string, run: typeof saturated, visits: number) => [
-      ...[...run.statuses.keys()].filter((s) => s !== 202).map((s) => `${name}: answers with status ${s}`),
-      ...(run.queued === 0 ? [`${name}: nothing was queued`] : []),
-      ...(visits < run.queued || visits > run.queued + cutOff ? [`${name}: ${visits} visits written for ${run.queued} events queued`] : []),
-    ];
-    const problems = [
-      ...check("load 1", saturated, drained.visits),
-      ...check("load 2", paced, total.visits - drained.visits),
-      ...(total.leadVisits !== total.visits ? [`the leads count ${total.leadVisits} visits, the visits table ${total.visits}`] : []),
-    ];
-    const queued = saturated.queued + paced.queued;
-    console.log(problems.length ? `CHECK FAILED: ${problems.join("; ")}` : `check: every answer 202, ${total.visits.toLocaleString("en")} visits for ${queued.toLocaleString("en")} queued (+${total.visits - queued} cut off in flight), lead counts agree`);
-    if (problems.length) process.exitCode = 1;
-  } finally {
-    await adminQuery(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
-  }
+  console.log(`ingest writer: ${separateWriter ? "its own process (npm run ingest)" : "in the service's process"}; ${addresses.length} business addresses`);
+  const rows: Row[] = [];
+  // the fixed rate: as asked, or half the floor's maximum (the first row when the floor runs)
+  const rateOf = () => askedRate ?? ((rows.find((row) => row.backend === "floor")?.max.requests ?? 0) / (rows.find((row) => row.backend === "floor")?.max.seconds ?? 1)) * 0.5;
+  for (const backend of backends) rows.push(await measure(backend, addresses, rateOf));
+  console.log("");
+  for (const row of rows) report(row);
+  const floor = rows.find((row) => row.backend === "floor");
+  for (const row of rows) compare(row, floor);
+  const problems = rows.flatMap((row) => row.problems.map((p) => `${row.backend}: ${p}`));
+  console.log(problems.length ? `CHECK FAILED: ${problems.join("; ")}` : "check: every answer 202 with all events queued, every acknowledged event written exactly once, lead counts agree, every fixed rate achieved");
+  if (problems.length) process.exitCode = 1;
 }
 
 await main();

@@ -16,9 +16,14 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
-/** A TypeScript entry point of the repository in its own process; its log lines are dropped, errors shown. */
+/**
+ * A TypeScript entry point of the repository in its own process; its log lines are dropped, errors
+ * shown. BENCH_CPU_PROF=<dir>: each such process writes a CPU profile there when it exits
+ * (node --cpu-prof; open it in Chrome DevTools or speedscope).
+ */
 export function startProcess(script: string, env: Record<string, string>): ChildProcess {
-  return spawn(process.execPath, ["--import", "tsx", script], {
+  const profile = process.env.BENCH_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${path.resolve(process.env.BENCH_CPU_PROF)}`] : [];
+  return spawn(process.execPath, [...profile, "--import", "tsx", script], {
     cwd: root,
     env: { ...process.env, ...env },
     stdio: ["ignore", "ignore", "inherit"],

@@ -1,10 +1,11 @@
-// The ingest writer on its own: drains the tracking queue of DATABASE_URL (or the embedded
-// database) until SIGTERM/SIGINT. Run it beside collectors started with INGEST_WRITER=off, so that
+// The ingest writer on its own: drains the ingest log (the queue table of DATABASE_URL or the
+// embedded database; the JetStream stream of INGEST_LOG_URL when set) until SIGTERM/SIGINT. Run it beside collectors started with INGEST_WRITER=off, so that
 // writing does not share the collectors' event loop:  npm run ingest
 import { openDatabaseOrExit } from "../server/db/database.ts";
 import { loadOperatorConfig } from "../server/config.ts";
 import { createLogger } from "../server/logging.ts";
 import { createServices } from "../server/services/index.ts";
+import { openIngestLog } from "../server/tracking/ingest-log.ts";
 import { startIngestWriter } from "../server/tracking/writer.ts";
 
 const config = loadOperatorConfig(process.env);
@@ -16,12 +17,17 @@ await db.migrate();
 const services = createServices(db.prisma, { config, logger });
 // wired as the service's own writer (segment entries and webhook events); the jobs they queue
 // (alerts, deliveries) are run by the service's processes
-const writer = startIngestWriter(db.prisma, services.ingestWiring.deps, logger, { ...settings, ...services.ingestWiring.hooks });
-logger.info("ingest writer running", { batchSize: settings.batchSize, pollMs: settings.pollMs });
+const log = await openIngestLog(db.prisma, config.ingestLog, logger).catch((error: Error) => {
+  console.error(`configuration error: ${error.message}`);
+  process.exit(1);
+});
+const writer = startIngestWriter(db.prisma, services.ingestWiring.deps, logger, { ...settings, ...services.ingestWiring.hooks, log });
+logger.info("ingest writer running", { log: log.kind, batchSize: settings.batchSize, pollMs: settings.pollMs });
 
 async function stop(signal: string): Promise<void> {
   logger.info("stopping", { signal });
   await writer.stop();
+  await log.close();
   await db.close();
   logger.info("stopped");
   process.exit(0);

@@ -25,6 +25,7 @@ import type { Services } from "./services/index.ts";
 import { invitationRoutes } from "./http/invitations.ts";
 import { loadContract } from "./contract.ts";
 import { collectorRoutes } from "./http/collector.ts";
+import type { IngestLog } from "./tracking/ingest-log.ts";
 import { trackedDatasets } from "./tracking/datasets.ts";
 import { sharedResolver } from "./tracking/resolver.ts";
 
@@ -46,7 +47,7 @@ export interface AppOptions {
   /** The services to serve (server/services/index.ts, made from the configuration). */
   services: Services;
   /** The tracking collector (server/tracking): its settings, and whom to tell that events were queued. */
-  tracking?: { config?: TrackingConfig; onQueued?: () => void; now?: () => Date };
+  tracking?: { config?: TrackingConfig; log?: IngestLog; onQueued?: () => void; now?: () => Date };
 }
 
 const defaults = loadConfig({});
@@ -87,6 +88,7 @@ export function createApp({
       resolver: sharedResolver,
       networkOverrides: services.networks.current,
       config: trackingConfig,
+      log: tracking.log,
       onQueued: tracking.onQueued,
       now: tracking.now,
     }),

@@ -193,6 +193,28 @@ export interface JobsConfig {
   pollMs: number;
 }
 
+/** The JetStream stream and consumer (server/config.ts reads them from INGEST_LOG_*). */
+export interface IngestLogConfig {
+  /** INGEST_LOG_URL: the NATS servers (`nats://host:port`, several for a cluster). */
+  servers: string[];
+  /** INGEST_LOG_STREAM: the stream's name (created when missing). */
+  stream: string;
+  /** INGEST_LOG_SUBJECT: the one subject the collectors publish to. */
+  subject: string;
+  /** INGEST_LOG_CONSUMER: the writers' durable pull consumer. */
+  consumer: string;
+  /** INGEST_LOG_REPLICAS: copies of each message in a JetStream cluster (3 in production). */
+  replicas: number;
+  /** INGEST_LOG_MAX_AGE_HOURS: a message not written within this is dropped by the stream. */
+  maxAgeHours: number;
+  /** INGEST_LOG_MAX_BYTES: the stream's size bound; a full stream refuses new batches (503). */
+  maxBytes: number;
+  /** INGEST_LOG_ACK_WAIT_SECONDS: a batch not acknowledged within this goes to another writer. */
+  ackWaitSeconds: number;
+  /** INGEST_LOG_TIMEOUT_MS: the longest a collector waits for the stream's acknowledgement. */
+  timeoutMs: number;
+}
+
 export interface Config {
   port: number;
   host: string;
@@ -229,6 +251,8 @@ export interface Config {
   notify: NotifyConfig;
   /** The daily retention job (the `RETENTION_*` variables); datasets' own retentionDays are set over the API. */
   retention: RetentionConfig;
+  /** The ingest log on NATS JetStream (the `INGEST_LOG_*` variables); undefined: the PostgreSQL queue table. */
+  ingestLog?: IngestLogConfig;
 }
 
 /** The one meaning of "on": `1 true yes on` (any case); `0 false no off` are off. */
@@ -309,6 +333,15 @@ const environment = z
     INVITE_TTL_HOURS: integer(168),
     INVITE_RESEND_SECONDS: integer(60, 0),
     DIGEST_HOUR_UTC: integer(7, 0).refine((h) => h <= 23, "must be an hour 0-23"),
+    INGEST_LOG_URL: text.refine((v) => v === undefined || v.split(",").every((s) => /^nats:\/\/[^/\s]+$/.test(s.trim())), "must be nats://host:port (comma-separated for a cluster)"),
+    INGEST_LOG_STREAM: text.transform((v) => v ?? "INGEST").refine((v) => /^[A-Za-z0-9_-]+$/.test(v), "must be letters, digits, _ and -"),
+    INGEST_LOG_SUBJECT: text.transform((v) => v ?? "ingest.events").refine((v) => /^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/.test(v), "must be dot-separated tokens without wildcards"),
+    INGEST_LOG_CONSUMER: text.transform((v) => v ?? "writers").refine((v) => /^[A-Za-z0-9_-]+$/.test(v), "must be letters, digits, _ and -"),
+    INGEST_LOG_REPLICAS: integer(1).refine((n) => n <= 5, "must be 1 to 5"),
+    INGEST_LOG_MAX_AGE_HOURS: integer(168),
+    INGEST_LOG_MAX_BYTES: integer(1_073_741_824),
+    INGEST_LOG_ACK_WAIT_SECONDS: integer(30),
+    INGEST_LOG_TIMEOUT_MS: integer(2_000),
     // the job queue and retention
     JOB_POLL_MS: text,
     /** Deprecated alias of JOB_POLL_MS (its name before the queue served more than certificates). */
@@ -523,5 +556,18 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       digestHourUtc: e.DIGEST_HOUR_UTC,
     },
     retention: { jobDays: e.RETENTION_JOB_DAYS, webhookDeliveryDays: e.RETENTION_WEBHOOK_DELIVERY_DAYS, batchSize: e.RETENTION_BATCH_SIZE },
+    ingestLog: e.INGEST_LOG_URL
+      ? {
+          servers: e.INGEST_LOG_URL.split(",").map((s) => s.trim()),
+          stream: e.INGEST_LOG_STREAM,
+          subject: e.INGEST_LOG_SUBJECT,
+          consumer: e.INGEST_LOG_CONSUMER,
+          replicas: e.INGEST_LOG_REPLICAS,
+          maxAgeHours: e.INGEST_LOG_MAX_AGE_HOURS,
+          maxBytes: e.INGEST_LOG_MAX_BYTES,
+          ackWaitSeconds: e.INGEST_LOG_ACK_WAIT_SECONDS,
+          timeoutMs: e.INGEST_LOG_TIMEOUT_MS,
+        }
+      : undefined,
   };
 }

@@ -15,6 +15,7 @@ import { startDigestScheduler } from "./notify/segment-alerts.ts";
 import { startRetentionScheduler } from "./jobs/retention.ts";
 import { createServices } from "./services/index.ts";
 import { sharedResolver } from "./tracking/resolver.ts";
+import { openIngestLog } from "./tracking/ingest-log.ts";
 import { startIngestWriter } from "./tracking/writer.ts";
 
 const config = loadConfigOrExit();
@@ -101,9 +102,15 @@ const rateLimiter = await createRateLimiter(config.rateLimit, logger);
 const tracking = trackingSettings();
 if (role === "single") logger.info("loading the IP-to-network data (a few seconds)");
 sharedResolver({ ipv6Geo: config.tracking.ipv6Geo });
+// The ingest log: the queue table, or the JetStream stream of INGEST_LOG_URL (unreachable: exit).
+const ingestLog = await openIngestLog(db.prisma, config.ingestLog, logger).catch((error: Error) => {
+  console.error(`configuration error: ${error.message}`);
+  process.exit(1);
+});
+if (config.ingestLog) logger.info("ingest log", { kind: ingestLog.kind, stream: config.ingestLog.stream, replicas: config.ingestLog.replicas });
 // The writer's hooks (segment entries, webhook events) come with the services, as in `npm run ingest`.
 const ingest = tracking.writer.enabled
-  ? startIngestWriter(db.prisma, services.ingestWiring.deps, logger, { ...tracking.writer, ...services.ingestWiring.hooks })
+  ? startIngestWriter(db.prisma, services.ingestWiring.deps, logger, { ...tracking.writer, ...services.ingestWiring.hooks, log: ingestLog })
   : undefined;
 const app = createApp({
   db,
@@ -114,7 +121,7 @@ const app = createApp({
   limits: config.limits,
   requireHttps: config.requireHttps,
   trustProxy: config.trustProxy,
-  tracking: { config: tracking, onQueued: ingest?.wake },
+  tracking: { config: tracking, log: ingestLog, onQueued: ingest?.wake },
 });
 const running = await listen(app, config, logger);
 if (!config.notify.publicUrl) publicUrl = baseUrl(running.port, running.protocol);
@@ -190,6 +197,7 @@ async function stop(signal: string): Promise<void> {
   await services.jobs.stop();
   services.mailer.close();
   await ingest?.stop();
+  await ingestLog.close();
   await rateLimiter.close();
   await db.close();
   logger.info("stopped");

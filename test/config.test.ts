@@ -16,6 +16,28 @@ describe("loadConfig", () => {
     expect(config.tls).toBeUndefined();
   });
 
+  it("when INGEST_LOG_URL is unset, then the ingest log is the database's queue table; when set, JetStream with the documented defaults", () => {
+    expect(loadConfig({}).ingestLog).toBeUndefined();
+    expect(loadConfig({ INGEST_LOG_URL: "nats://a:4222, nats://b:4222" }).ingestLog).toEqual({
+      servers: ["nats://a:4222", "nats://b:4222"],
+      stream: "INGEST",
+      subject: "ingest.events",
+      consumer: "writers",
+      replicas: 1,
+      maxAgeHours: 168,
+      maxBytes: 1_073_741_824,
+      ackWaitSeconds: 30,
+      timeoutMs: 2_000,
+    });
+  });
+
+  it("when an INGEST_LOG_* value is not what NATS accepts, then it is refused naming the variable", () => {
+    expect(() => loadConfig({ INGEST_LOG_URL: "redis://a:6379" })).toThrow(/INGEST_LOG_URL/);
+    expect(() => loadConfig({ INGEST_LOG_URL: "nats://a:4222", INGEST_LOG_SUBJECT: "ingest.*" })).toThrow(/INGEST_LOG_SUBJECT/);
+    expect(() => loadConfig({ INGEST_LOG_URL: "nats://a:4222", INGEST_LOG_STREAM: "in.gest" })).toThrow(/INGEST_LOG_STREAM/);
+    expect(() => loadConfig({ INGEST_LOG_URL: "nats://a:4222", INGEST_LOG_REPLICAS: "7" })).toThrow(/INGEST_LOG_REPLICAS/);
+  });
+
   it("when NODE_ENV is production, then HTTPS is required unless REQUIRE_HTTPS=0", () => {
     expect(loadConfig(PRODUCTION).requireHttps).toBe(true);
     expect(loadConfig({ ...PRODUCTION, REQUIRE_HTTPS: "0" }).requireHttps).toBe(false);

@@ -80,6 +80,17 @@ export class TooManyRequests extends DomainError {
 /** A charge whose guard did not hold (another writer settled what it was for): nothing was charged. */
 export class ChargeGuardFailed extends Error {}
 
+/** A store the operation needs did not take the data (the ingest log down or full): nothing was stored; retry later. */
+export class Unavailable extends DomainError {
+  readonly code = "service_unavailable";
+  constructor(
+    message: string,
+    readonly retryAfterSeconds: number,
+  ) {
+    super(message);
+  }
+}
+
 /** A domain error as stored data (an Idempotency-Key's first answer), and back. */
 export interface StoredDomainError {
   kind: "NotFound" | "PaymentRequired";

@@ -1,8 +1,9 @@
 // The public tracking endpoints (no API key; spec/collector.yaml): the script at GET /t.js, the
 // collector POST /collect (a JSON batch) with its GET pixel fallback, and the demo page /demo.
 // A request is refused whole (nothing written) when its dataset is unknown or its batch is
-// malformed or over a limit; otherwise its events are resolved, filtered and queued in one
-// statement, and it is answered 202 once they are queued.
+// malformed or over a limit; otherwise its events are resolved, filtered and appended to the
+// ingest log in one write (ingest-log.ts), and it is answered 202 once the log acknowledged them
+// (503 with Retry-After when it did not: nothing was stored).
 import { readFileSync } from "node:fs";
 import express, { type Request, type RequestHandler, type Response, Router } from "express";
 import { isbot } from "isbot";
@@ -18,7 +19,8 @@ import type { TrackedDataset, TrackedDatasets } from "../tracking/datasets.ts";
 import { demoConsentScript, demoPage } from "../tracking/demo-page.ts";
 import { SECRET_FIELD_NAME } from "../tracking/form-fields.ts";
 import { batchSchema, keptFields, leadIdOf, LIMITS, type TrackedEvent } from "../tracking/events.ts";
-import { enqueue, type QueueRow } from "../tracking/ingest.ts";
+import type { QueueRow } from "../tracking/ingest.ts";
+import { type IngestLog, tableLog } from "../tracking/ingest-log.ts";
 import { maskIp, withoutPort } from "../tracking/ip.ts";
 import { trackingMetrics } from "../tracking/metrics.ts";
 import { LEAD_NETWORKS, type NetworkType } from "../tracking/network-class.ts";
@@ -31,6 +33,8 @@ export interface CollectorDeps {
   /** The operators' network types per ASN (services.networks.current: cached per process). */
   networkOverrides: () => Promise<ReadonlyMap<number, NetworkType>>;
   config: TrackingConfig;
+  /** Where accepted events go (default: the queue table of `db`). */
+  log?: IngestLog;
   /** Told after events are queued, so that it writes them soon. */
   onQueued?: () => void;
   now?: () => Date;
@@ -51,6 +55,19 @@ export function scriptFor(dataset: TrackedDataset): string {
     respectDoNotTrack: dataset.respectDoNotTrack,
   };
   return scriptSource.replace("__SETTINGS__", JSON.stringify(settings));
+}
+
+/** Browsers send few distinct user agents: the bot test (a large regular expression) is remembered per string. */
+const BOT_TEST_CACHE = 2_000;
+const botTests = new Map<string, boolean>();
+function isBot(userAgent: string): boolean {
+  let bot = botTests.get(userAgent);
+  if (bot === undefined) {
+    if (botTests.size >= BOT_TEST_CACHE) botTests.clear();
+    bot = isbot(userAgent);
+    botTests.set(userAgent, bot);
+  }
+  return bot;
 }
 
 /** Anyone's page may load the script and send to the collector (no cookies are sent or read). */
@@ -117,7 +134,7 @@ const methodNotAllowed =
     next(new MethodNotAllowedError(allow));
 
 export function collectorRoutes(deps: CollectorDeps): Router {
-  const { db, datasets, config, now = () => new Date() } = deps;
+  const { db, datasets, config, now = () => new Date(), log = tableLog(db) } = deps;
   const perIp = new RateLimiterMemory({ points: config.ipRequestsPerMinute, duration: 60 });
   const perDataset = new RateLimiterMemory({ points: config.datasetEventsPerMinute, duration: 60 });
   const cookieless = cookielessVisitorIds(db);
@@ -156,7 +173,7 @@ export function collectorRoutes(deps: CollectorDeps): Router {
     derivedId: string | undefined,
     overrides: ReadonlyMap<number, NetworkType>,
   ): QueueRow[] {
-    if (isbot(req.get("user-agent") ?? "")) {
+    if (isBot(req.get("user-agent") ?? "")) {
       trackingMetrics.events.inc({ outcome: "bot" }, events.length);
       return [];
     }
@@ -172,7 +189,7 @@ export function collectorRoutes(deps: CollectorDeps): Router {
       trackingMetrics.events.inc({ outcome: type }, events.length);
       return [];
     }
-    const place = resolver.resolve(ip, { overrides })!;
+    const place = resolver.placeOf(ip);
     const at = now().toISOString();
     const rows: QueueRow[] = [];
     for (const event of events) {
@@ -225,7 +242,7 @@ export function collectorRoutes(deps: CollectorDeps): Router {
       throw error;
     }
     const rows = accept(req, dataset, batch, await derivedVisitorId(req, dataset), await deps.networkOverrides());
-    await enqueue(db, rows);
+    await log.append(rows);
     if (rows.length) deps.onQueued?.();
     answer(rows.length, batch.length);
   }
@@ -280,7 +297,7 @@ export function collectorRoutes(deps: CollectorDeps): Router {
   router.all("/demo", async (req, res) => {
     const dataset = await datasetOf(req);
     const page = req.query.page === "2" ? 2 : 1;
-    res.type("html").send(demoPage(dataset.datasetId, page, { consentRequired: dataset.consentMode === "required", asBot: isbot(req.get("user-agent") ?? "") }));
+    res.type("html").send(demoPage(dataset.datasetId, page, { consentRequired: dataset.consentMode === "required", asBot: isBot(req.get("user-agent") ?? "") }));
   });
 
   return router;

@@ -135,11 +135,14 @@ export class ConflictError extends ApiError {
   }
 }
 
-/** 503 ServiceUnavailable: the database did not answer in time; `Retry-After` says when to repeat. */
+/** 503 ServiceUnavailable: the database (or the ingest log) did not answer in time; `Retry-After` says when to repeat. */
 export class ServiceUnavailableError extends ApiError {
   readonly status = 503;
-  constructor(readonly retryAfterSeconds = DATABASE_RETRY_AFTER_SECONDS) {
-    super("service_unavailable", "The database did not answer in time; retry after the Retry-After seconds");
+  constructor(
+    readonly retryAfterSeconds = DATABASE_RETRY_AFTER_SECONDS,
+    message = "The database did not answer in time; retry after the Retry-After seconds",
+  ) {
+    super("service_unavailable", message);
   }
 }
 
@@ -256,6 +259,7 @@ function fromDomainError(error: domain.DomainError): ApiError {
   if (error instanceof domain.PaymentRequired) return new PaymentRequiredError(error.message);
   if (error instanceof domain.Invalid) return new BadRequestError(error.message, error.details, error.code);
   if (error instanceof domain.TooManyRequests) return new RateLimitedError(error.retryAfterSeconds, error.message);
+  if (error instanceof domain.Unavailable) return new ServiceUnavailableError(error.retryAfterSeconds, error.message);
   return new InternalError();
 }
 
@@ -298,7 +302,8 @@ export function errorHandler({ logger, contract, check }: ErrorHandlerOptions): 
     const apiError = toApiError(error);
     const log = (res.locals.log as Logger | undefined) ?? logger;
     if (apiError instanceof ServiceUnavailableError) {
-      log.warn("database unavailable", { error: error instanceof Error ? error.message : String(error) });
+      const what = error instanceof domain.Unavailable ? "ingest log unavailable" : "database unavailable";
+      log.warn(what, { error: error instanceof Error ? error.message : String(error) });
     } else if (apiError.status >= 500) {
       const msg = error instanceof ResponseViolation ? "response does not match the spec" : "request failed";
       log.error(msg, { error: describe(error) });

@@ -189,7 +189,7 @@ async function upsertVisitors(tx: Tx, visitors: VisitorRow[]): Promise<void> {
                           THEN EXCLUDED."enrichment" ELSE "Visitor"."enrichment" END`;
 }
 
-async function insertVisits(tx: Tx, events: QueueRow[]): Promise<number> {
+async function insertVisits(tx: Tx, events: readonly QueueRow[]): Promise<number> {
   const rows = events
     .filter((r) => r.event.type === "pageview")
     .map(({ accountId, datasetId, event }) => {
@@ -224,7 +224,7 @@ async function insertVisits(tx: Tx, events: QueueRow[]): Promise<number> {
       "utmTerm" text, "utmContent" text, "ip" text, "asn" int, "networkType" text, "country" text, "city" text)`;
 }
 
-async function insertForms(tx: Tx, events: QueueRow[]): Promise<number> {
+async function insertForms(tx: Tx, events: readonly QueueRow[]): Promise<number> {
   const rows = events
     .filter((r) => r.event.type === "form")
     .map(({ accountId, datasetId, event }) => {
@@ -239,7 +239,7 @@ async function insertForms(tx: Tx, events: QueueRow[]): Promise<number> {
 }
 
 /** The distinct pages of each lead (the lead score's depth); a page already known adds nothing. */
-async function insertPages(tx: Tx, events: QueueRow[]): Promise<void> {
+async function insertPages(tx: Tx, events: readonly QueueRow[]): Promise<void> {
   const pages = new Map<string, { datasetId: string; leadId: string; path: string }>();
   for (const { datasetId, event } of events) {
     if (event.type !== "pageview") continue;
@@ -254,7 +254,7 @@ async function insertPages(tx: Tx, events: QueueRow[]): Promise<void> {
 }
 
 /** The latest address of each lead in the batch. */
-function addressesOf(events: QueueRow[]): IngestResult["addresses"] {
+function addressesOf(events: readonly QueueRow[]): IngestResult["addresses"] {
   const latest = new Map<string, IngestResult["addresses"][number]>();
   for (const { accountId, datasetId, event } of events) {
     if (event.type === "pageview") latest.set(key(datasetId, event.network.leadId), { accountId, datasetId, leadId: event.network.leadId, ip: event.network.ip });
@@ -270,33 +270,56 @@ export interface WriterHooks {
   onIngested?: (result: IngestResult, tx: Tx) => Promise<void>;
 }
 
-/** Writes one batch from the queue; undefined when the queue was empty. */
+/** Writes claimed events in the caller's transaction: leads, visitors, visits, forms, pages, then the hook. */
+export async function writeEvents(tx: Tx, events: readonly QueueRow[], hooks: WriterHooks = {}): Promise<IngestResult> {
+  if (!events.length) return { events: 0, visits: 0, forms: 0, leadsCreated: [], leadsVisited: [], visitorsIdentified: [], addresses: [] };
+  const { leads, visitors } = aggregate(events);
+  const leadRows = await upsertLeads(tx, leads);
+  await upsertVisitors(tx, visitors);
+  const visits = await insertVisits(tx, events);
+  const forms = await insertForms(tx, events);
+  await insertPages(tx, events);
+  const ref = (r: { accountId: string; datasetId: string; id: string }): LeadRef => ({ accountId: r.accountId, datasetId: r.datasetId, leadId: r.id });
+  const result: IngestResult = {
+    events: events.length,
+    visits,
+    forms,
+    leadsCreated: leadRows.filter((r) => r.created).map(ref),
+    leadsVisited: leadRows.filter((r) => !r.created).map(ref),
+    visitorsIdentified: visitors
+      .filter((v) => v.email)
+      .map((v) => ({ accountId: v.accountId, datasetId: v.datasetId, leadId: v.leadId, visitorId: v.id })),
+    addresses: addressesOf(events),
+  };
+  await hooks.onIngested?.(result, tx);
+  return result;
+}
+
+/** How long one batch's transaction may take. */
+export const BATCH_TRANSACTION_MS = 60_000;
+
+/** Writes one batch from the queue table; undefined when the queue was empty. */
 export async function writeBatch(db: Db, limit: number, hooks: WriterHooks = {}): Promise<IngestResult | undefined> {
   return db.$transaction(
     async (tx) => {
       const events = await claim(tx, limit);
-      if (!events.length) return undefined;
-      const { leads, visitors } = aggregate(events);
-      const leadRows = await upsertLeads(tx, leads);
-      await upsertVisitors(tx, visitors);
-      const visits = await insertVisits(tx, events);
-      const forms = await insertForms(tx, events);
-      await insertPages(tx, events);
-      const ref = (r: { accountId: string; datasetId: string; id: string }): LeadRef => ({ accountId: r.accountId, datasetId: r.datasetId, leadId: r.id });
-      const result: IngestResult = {
-        events: events.length,
-        visits,
-        forms,
-        leadsCreated: leadRows.filter((r) => r.created).map(ref),
-        leadsVisited: leadRows.filter((r) => !r.created).map(ref),
-        visitorsIdentified: visitors
-          .filter((v) => v.email)
-          .map((v) => ({ accountId: v.accountId, datasetId: v.datasetId, leadId: v.leadId, visitorId: v.id })),
-        addresses: addressesOf(events),
-      };
-      await hooks.onIngested?.(result, tx);
-      return result;
+      return events.length ? writeEvents(tx, events, hooks) : undefined;
     },
-    { timeout: 60_000 },
+    { timeout: BATCH_TRANSACTION_MS },
   );
+}
+
+/** Where accepted events wait until written: this queue table or a log engine (ingest-log.ts). */
+export interface IngestLog {
+  readonly kind: "postgres" | "jetstream";
+  /** Stores the rows durably; resolves once the log acknowledged them, else throws (Unavailable: a 503). */
+  append(rows: readonly QueueRow[]): Promise<void>;
+  /**
+   * Writes up to about `limit` events in one transaction and only then acknowledges them to the
+   * log; undefined when none was waiting. A batch written before is not written again.
+   */
+  writeBatch(limit: number, hooks: WriterHooks): Promise<IngestResult | undefined>;
+  /** When the oldest event not yet written was accepted; undefined when none waits. */
+  oldestUnwritten(): Promise<Date | undefined>;
+  close(): Promise<void>;
 }

@@ -62,7 +62,6 @@ export class Resolver {
     if (!parsed) return undefined;
     const as = this.asns.lookup(parsed);
     const known = as && knownOrganizationOfAsn(as.asn);
-    const place = geo ? this.place(ip, parsed.version) : undefined;
     const network = classifyNetwork(as, as && this.evidenceOf(as.asn), overrides);
     return {
       asn: as?.asn ?? null,
@@ -71,9 +70,15 @@ export class Resolver {
       domainSource: known ? "curated" : null,
       networkType: network.type,
       networkTypeSource: network.source,
-      country: place?.country_code?.toUpperCase() || null,
-      city: place?.city || null,
+      ...(geo ? this.placeOf(ip) : { country: null, city: null }),
     };
+  }
+
+  /** The country and city of `ip` alone (after a `geo: false` resolution: no second network look-up). */
+  placeOf(ip: string): Pick<Resolution, "country" | "city"> {
+    const parsed = parseIp(ip);
+    const place = parsed ? this.place(ip, parsed.version) : undefined;
+    return { country: place?.country_code?.toUpperCase() || null, city: place?.city || null };
   }
 
   private place(ip: string, version: 4 | 6): DbipCity | undefined {

@@ -5,7 +5,9 @@ import type { Db } from "../db/database.ts";
 import type { Logger } from "../logging.ts";
 import type { DomainEvidence } from "./domain-evidence.ts";
 import { enrichment, type EnrichmentDeps, type EnrichmentOutcome } from "./enrichment.ts";
-import { type IngestResult, writeBatch, type WriterHooks } from "./ingest.ts";
+import { type IngestResult, type WriterHooks } from "./ingest.ts";
+import { type IngestLog, tableLog } from "./ingest-log.ts";
+import { trackingMetrics } from "./metrics.ts";
 
 export interface WriterOptions extends WriterHooks {
   /** Events per transaction. */
@@ -18,6 +20,8 @@ export interface WriterOptions extends WriterHooks {
   evidence?: DomainEvidence;
   /** After each batch's transaction committed: what onIngested queued may run now (wakes the job queue). */
   onCommitted?: () => void;
+  /** Where the events wait (default: the queue table of `db`). */
+  log?: IngestLog;
 }
 
 export interface IngestWriter {
@@ -29,22 +33,57 @@ export interface IngestWriter {
   stop(): Promise<void>;
 }
 
+/** Written batches whose domain evidence may still be settling while the writer goes on. */
+const SETTLING_AHEAD = 8;
+
 export function createIngestWriter(db: Db, deps: EnrichmentDeps, logger: Logger, options: WriterOptions = {}): IngestWriter {
-  const { batchSize = 1000, pollMs = 250, onIngested, onEnriched, evidence, onCommitted } = options;
+  const { batchSize = 1000, pollMs = 250, onIngested, onEnriched, evidence, onCommitted, log = tableLog(db) } = options;
   const enrich = enrichment(db, deps);
   let running: Promise<IngestResult[]> | undefined;
   let timer: NodeJS.Timeout | undefined;
   let stopped = false;
 
+  /** The age of the oldest event the log holds unwritten (other writers' batches in hand included). */
+  async function measureLag(): Promise<void> {
+    const oldest = await log.oldestUnwritten();
+    trackingMetrics.writerLag.set(oldest ? Math.max(0, (Date.now() - oldest.getTime()) / 1000) : 0);
+  }
+
+  // Domain evidence (reverse DNS look-ups of up to seconds each) follows the batches without
+  // holding the next batch back: at most SETTLING_AHEAD batches wait for it; a drain ends with it.
+  let settling: Promise<void> = Promise.resolve();
+  let waitingToSettle = 0;
+  async function settleLater(result: IngestResult): Promise<void> {
+    if (!evidence) return;
+    waitingToSettle++;
+    settling = settling
+      .then(() => evidence.settle(result))
+      .catch((error: Error) => logger.warn("domain evidence of a written batch failed", { error: error.message }))
+      .finally(() => waitingToSettle--);
+    if (waitingToSettle > SETTLING_AHEAD) await settling;
+  }
+
   async function drainOnce(): Promise<IngestResult[]> {
+    try {
+      return await writeUntilEmpty();
+    } finally {
+      await settling;
+    }
+  }
+
+  async function writeUntilEmpty(): Promise<IngestResult[]> {
     const results: IngestResult[] = [];
     for (;;) {
-      const result = await writeBatch(db, batchSize, { onIngested });
+      const started = performance.now();
+      const result = await log.writeBatch(batchSize, { onIngested });
       if (result) {
+        trackingMetrics.writerBatchDuration.observe((performance.now() - started) / 1000);
+        trackingMetrics.writerBatchEvents.observe(result.events);
         results.push(result);
         onCommitted?.();
-        await evidence?.settle(result);
       }
+      await measureLag();
+      if (result) await settleLater(result);
       const outcomes = await enrich.enrichPending();
       if (outcomes.length) await onEnriched?.(outcomes);
       if (!result && !outcomes.length) return results;

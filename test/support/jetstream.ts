@@ -1,0 +1,115 @@
+// The JetStream ingest log's tests run on a real NATS server: the one at TEST_NATS_URL (default
+// the machine's, nats://127.0.0.1:4222; .ci/run starts it), each test run on its own stream,
+// subject and consumer so that parallel runs do not collide; and, for the "log down" test, a
+// private nats-server of the same binary on a free port that the test stops and starts.
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { once } from "node:events";
+import { mkdtempSync, rmSync } from "node:fs";
+import { connect as tcpConnect, createServer } from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { randomBytes } from "node:crypto";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { connect } from "@nats-io/transport-node";
+import { loadConfig } from "../../server/config.ts";
+import type { IngestLogConfig } from "../../server/config.ts";
+import { eventually } from "./eventually.ts";
+
+export const NATS_URL = process.env.TEST_NATS_URL ?? "nats://127.0.0.1:4222";
+
+/** Whether something accepts connections at `url` (within a second). */
+export async function reachable(url = NATS_URL): Promise<boolean> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve) => {
+    const socket = tcpConnect({ host: hostname, port: Number(port || 4222), timeout: 1000 });
+    socket.once("connect", () => resolve(socket.destroy() && true));
+    socket.once("error", () => resolve(false));
+    socket.once("timeout", () => resolve(socket.destroy() && false));
+  });
+}
+
+/** The INGEST_LOG_* variables of a stream of its own (name, subject), acknowledgement wait `ackWaitSeconds`. */
+export function uniqueLogEnv(url = NATS_URL, ackWaitSeconds = 2): Record<string, string> {
+  const id = `t${process.pid}_${randomBytes(4).toString("hex")}`;
+  return {
+    INGEST_LOG_URL: url,
+    INGEST_LOG_STREAM: `TEST_INGEST_${id}`,
+    INGEST_LOG_SUBJECT: `test.ingest.${id}`,
+    INGEST_LOG_CONSUMER: "writers",
+    INGEST_LOG_ACK_WAIT_SECONDS: String(ackWaitSeconds),
+    INGEST_LOG_MAX_AGE_HOURS: "1",
+    INGEST_LOG_MAX_BYTES: String(64 * 1024 * 1024),
+  };
+}
+
+/** The log configuration those variables give, as server/config.ts reads it. */
+export const logConfigOf = (env: Record<string, string>): IngestLogConfig => loadConfig(env).ingestLog!;
+
+/** Deletes the test's stream (and its consumer with it); nothing when it does not exist. */
+export async function deleteStream(env: Record<string, string>): Promise<void> {
+  const nc = await connect({ servers: env.INGEST_LOG_URL, timeout: 2000 }).catch(() => undefined);
+  if (!nc) return;
+  try {
+    const jsm = await jetstreamManager(nc);
+    await jsm.streams.delete(env.INGEST_LOG_STREAM!).catch(() => false);
+  } finally {
+    await nc.close();
+  }
+}
+
+/** The nats-server binary of this machine, or undefined. */
+export function natsServerBinary(): string | undefined {
+  for (const candidate of ["/usr/sbin/nats-server", "/usr/bin/nats-server", "/usr/local/bin/nats-server"]) {
+    try {
+      execFileSync(candidate, ["--version"], { stdio: "ignore" });
+      return candidate;
+    } catch {
+      // not there
+    }
+  }
+  return undefined;
+}
+
+async function freePort(): Promise<number> {
+  const server = createServer().listen(0, "127.0.0.1");
+  await once(server, "listening");
+  const { port } = server.address() as { port: number };
+  server.close();
+  return port;
+}
+
+/** A nats-server with JetStream of this test alone, on loopback; its store survives stop/start. */
+export interface PrivateNats {
+  url: string;
+  start(): Promise<void>;
+  /** SIGKILL: the log goes away at once, as a crashed server does. */
+  kill(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function privateNats(binary: string): Promise<PrivateNats> {
+  const port = await freePort();
+  const store = mkdtempSync(path.join(os.tmpdir(), "nats-store-"));
+  const url = `nats://127.0.0.1:${port}`;
+  let child: ChildProcess | undefined;
+  const kill = async () => {
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    const exited = once(child, "exit");
+    child.kill("SIGKILL");
+    await exited;
+  };
+  return {
+    url,
+    async start() {
+      child = spawn(binary, ["-a", "127.0.0.1", "-p", String(port), "-js", "-sd", store], { stdio: "ignore" });
+      await eventually(async () => {
+        if (!(await reachable(url))) throw new Error(`nats-server did not listen on ${url}`);
+      }, { timeoutMs: 10_000 });
+    },
+    kill,
+    async close() {
+      await kill();
+      rmSync(store, { recursive: true, force: true });
+    },
+  };
+}
