@@ -8,6 +8,7 @@ import type { QueryOf, Schemas } from "../domain/types.ts";
 import { newId, normaliseEmail } from "../ids.ts";
 import { toProfile } from "./contacts.ts";
 import type { Tx } from "../tracking/ingest.ts";
+import { holdForErasure, recordTombstones } from "../tracking/erasure-tombstones.ts";
 import type { AccessService } from "./access.ts";
 import { decodeCursor, toPage } from "./paging.ts";
 
@@ -82,9 +83,14 @@ async function adjustLeads(tx: Tx, datasetId: string, erased: { leadId: string; 
       AND id IN (SELECT "leadId" FROM jsonb_to_recordset(${rows}::jsonb) AS r("leadId" text, n int))`;
 }
 
-/** Erases the subject within one dataset, adding to `counts`. The queue first: a writer holding those events is waited for. */
-async function eraseInDataset(tx: Tx, accountId: string, datasetId: string, subject: Subject, counts: ErasureCounts): Promise<void> {
+/**
+ * Erases the subject within one dataset, adding to `counts`. The queue first (writers' batches in
+ * hand committed before: the erasure holds the lock). A person's visitors get tombstones of their
+ * own: their events still in the ingest log are not written either.
+ */
+async function eraseInDataset(tx: Tx, accountId: string, datasetId: string, subject: Subject, counts: ErasureCounts, erasedAt: Date): Promise<void> {
   const ids = await visitorIdsOf(tx, datasetId, subject);
+  if (subject.type === "person") await recordTombstones(tx, { accountId, datasetId, erasedAt }, "visitor", ids);
   counts.queuedEvents += await tx.$executeRaw`
     DELETE FROM "IngestEvent" WHERE "datasetId" = ${datasetId} AND (event->>'visitorId' IN ${jsonList(ids)} OR ${queuedFormOf(subject)})`;
   const visits = await tx.$queryRaw<{ leadId: string; n: bigint }[]>`
@@ -180,10 +186,15 @@ export function privacyService(db: Db, { access, now }: { access: AccessService;
       const datasets = await scope(accountId, input.datasetId);
       const record = await db.$transaction(
         async (tx) => {
+          await holdForErasure(tx);
+          const erasedAt = now();
           const counts = zero();
-          for (const datasetId of datasets) await eraseInDataset(tx, accountId, datasetId, subject, counts);
+          for (const datasetId of datasets) await eraseInDataset(tx, accountId, datasetId, subject, counts, erasedAt);
+          // what is still in the ingest log (JetStream) is dropped by the writer (tracking/erasure-tombstones.ts)
+          const tombstone = subject.type === "visitor" ? (["visitor", subject.visitorId] as const) : (["email", subject.email] as const);
+          await recordTombstones(tx, { accountId, datasetId: input.datasetId ?? null, erasedAt }, tombstone[0], [tombstone[1]]);
           return tx.privacyErasure.create({
-            data: { id: newId("era"), accountId, datasetId: input.datasetId ?? null, subjectType: subject.type, actorUserId: actor.userId, requestedAt: now(), counts: { ...counts } },
+            data: { id: newId("era"), accountId, datasetId: input.datasetId ?? null, subjectType: subject.type, actorUserId: actor.userId, requestedAt: erasedAt, counts: { ...counts } },
           });
         },
         { timeout: 60_000 },
