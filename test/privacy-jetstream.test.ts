@@ -1,0 +1,104 @@
+// Erasure and the JetStream ingest log (test/support/jetstream.ts: a real NATS server): events
+// accepted into the stream while no writer runs, then erased, are not written once a writer
+// starts; what is received after the erasure is new data and is written.
+import { randomBytes } from "node:crypto";
+import supertest from "supertest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createLogger } from "../server/logging.ts";
+import { type IngestLog, openIngestLog } from "../server/tracking/ingest-log.ts";
+import { createIngestWriter } from "../server/tracking/writer.ts";
+import { dumpOfEveryTable } from "./support/dump.ts";
+import { deleteStream, logConfigOf, NATS_URL, reachable, uniqueLogEnv } from "./support/jetstream.ts";
+import { as } from "./support/suite.ts";
+import { ADDRESSES, BROWSER_UA, startTracking, testTrackingConfig, type TrackingSuite } from "./support/tracking.ts";
+
+const available = await reachable();
+if (!available) console.log(`Erasure-on-JetStream tests skipped: no NATS server at ${NATS_URL} (start one: nats-server -a 127.0.0.1 -p 4222 -js)`);
+
+const newVisitor = () => `vid${randomBytes(8).toString("hex")}`;
+const newAddress = () => `Person.${randomBytes(4).toString("hex")}@Subject.example`;
+
+describe.skipIf(!available)("erasure of events still in the JetStream ingest log", () => {
+  let t: TrackingSuite;
+  let log: IngestLog;
+  const logEnv = uniqueLogEnv(NATS_URL, 1);
+
+  beforeAll(async () => {
+    t = await startTracking();
+    log = await openIngestLog(t.api.db.prisma, logConfigOf(logEnv), createLogger("silent"));
+  }, 120_000);
+  afterAll(async () => {
+    await log?.close();
+    await deleteStream(logEnv);
+    await t?.close();
+  });
+
+  /** POST /collect through a collector that appends to the stream. */
+  async function collect(datasetId: string, events: object[]) {
+    const app = t.api.appWith({ trustProxy: "loopback", tracking: { config: testTrackingConfig(), log } });
+    const res = await supertest(app).post(`/collect?dataset=${datasetId}`).set("x-forwarded-for", ADDRESSES.business).set("user-agent", BROWSER_UA)
+      .set("content-type", "text/plain").send(JSON.stringify({ events }));
+    expect(res.status, JSON.stringify(res.body)).toBe(202);
+    expect(res.body.queued).toBe(events.length);
+  }
+
+  const erase = (body: object) => t.api.request().post("/v1/privacy/erasures").query({ email: t.tenant.admin.email }).set(as(t.tenant.key)).send(body);
+
+  /** A writer on the stream (one collector request per batch: `batchSize` 10), drained until the stream is empty. */
+  async function drainStream() {
+    const writer = createIngestWriter(t.api.db.prisma, { contacts: t.api.services.contacts, credits: t.api.services.credits, now: () => new Date() }, t.api.logger, { log, batchSize: 10 });
+    try {
+      await writer.drain();
+    } finally {
+      await writer.stop();
+    }
+    expect(await log.oldestUnwritten()).toBeUndefined();
+  }
+
+  const visitorsOf = async (datasetId: string) =>
+    (await t.api.db.prisma.visitor.findMany({ where: { datasetId }, select: { id: true } })).map((v) => v.id);
+
+  it("when a page view and a form with an e-mail address wait in the stream and the person is erased before a writer runs, then nothing of that visitor is written and a dump finds neither the address nor the visitor id", async () => {
+    const ds = t.tenant.datasets[0]!;
+    await t.settings(ds, { formTracking: true, contactEnrichment: true });
+    const [subject, bystander] = [newVisitor(), newVisitor()];
+    const address = newAddress();
+    await collect(ds, [t.pageView(subject), t.form(subject, { email: address, company: "Apple" })]);
+    await collect(ds, [t.pageView(bystander)]);
+    // the same visitor's next page, in a request (and a writer batch) of its own: it carries no address
+    await collect(ds, [t.pageView(subject, "https://www.customer.example/thanks")]);
+    expect(await t.count("IngestEvent")).toBe(0); // the stream holds them, not the queue table
+    expect(await log.oldestUnwritten()).toBeDefined();
+
+    const res = await erase({ subjectEmail: address.toUpperCase() });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body.counts).toMatchObject({ visitors: 0, visits: 0, formSubmissions: 0, queuedEvents: 0 });
+    await drainStream();
+
+    expect(await visitorsOf(ds)).toEqual([bystander]);
+    const dump = (await dumpOfEveryTable(t.api)).toLowerCase();
+    expect(dump).toContain(bystander); // the writer did write what the erasure did not reach
+    expect(dump).not.toContain(address.toLowerCase());
+    expect(dump).not.toContain(subject);
+  });
+
+  it("when a visitor is erased in one dataset while its events wait in the stream, then those are not written, the same id in another dataset is, and a page view received after the erasure is", async () => {
+    const [erased, other] = t.tenant.datasets as [string, string];
+    const vid = newVisitor();
+    await collect(erased, [t.pageView(vid), t.pageView(vid, "https://www.customer.example/docs")]);
+    await collect(other, [t.pageView(vid)]);
+
+    expect((await erase({ visitorId: vid, datasetId: erased })).status).toBe(200);
+    await collect(erased, [t.pageView(vid, "https://www.customer.example/after")]);
+    await drainStream();
+
+    const visits = await t.api.db.prisma.visit.findMany({ where: { visitorId: vid }, select: { datasetId: true, url: true }, orderBy: { datasetId: "asc" } });
+    expect(visits).toEqual(
+      expect.arrayContaining([
+        { datasetId: erased, url: "https://www.customer.example/after" },
+        { datasetId: other, url: "https://www.customer.example/pricing?utm_source=newsletter" },
+      ]),
+    );
+    expect(visits).toHaveLength(2);
+  });
+});
