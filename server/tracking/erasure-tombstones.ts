@@ -6,7 +6,8 @@
 // - a visitor tombstone drops the visitor's page views and forms;
 // - an e-mail tombstone drops every form carrying the address, and its visitor becomes part of
 //   the subject (a visitor tombstone of its own, as the erasure treats visitors whose queued form
-//   carries the address), so its other events in the log are dropped too.
+//   carries the address), so its other events in the log are dropped too and what earlier
+//   batches wrote of it is erased (services/erasure.ts).
 // The hashes are HMAC-SHA256 with the deployment's ErasureKey (one row, made on first use): the
 // tombstone never holds the data it erases. A lock orders erasures and writer batches: an erasure
 // waits for the batches in hand (their rows are then erased with the rest) and a batch begun
@@ -14,6 +15,7 @@
 // max age (INGEST_LOG_MAX_AGE_HOURS): no message older than that is left to write.
 import { createHmac, randomBytes } from "node:crypto";
 import type { Prisma } from "../../generated/prisma/client.ts";
+import { eraseWrittenVisitors } from "../services/erasure.ts";
 import type { QueueRow } from "./ingest.ts";
 
 type Tx = Prisma.TransactionClient;
@@ -93,21 +95,23 @@ export async function withoutErased(tx: Tx, events: readonly QueueRow[]): Promis
   if (!tombstones.length) return events;
   const hash = hasher(await keyOf(tx));
   const emails = tombstones.filter((t) => t.kind === "email");
-  // forms carrying an erased address: the form goes, and its visitor joins the subject
-  const joined: Tombstone[] = [];
+  const visitors = tombstones.filter((t) => t.kind === "visitor");
+  const erased = (row: QueueRow, visitor = hash.visitor(row.event.visitorId)) => visitors.some((t) => t.hash === visitor && reaches(t, row));
+  // a form carrying an erased address: the form goes, and its visitor joins the subject (unless it has already)
+  const joined = new Map<string, { row: QueueRow; tombstone: Tombstone }>();
   for (const row of events) {
-    if (row.event.type !== "form" || !emails.length) continue;
+    if (row.event.type !== "form" || !emails.length || erased(row)) continue;
     const values = new Set(Object.values(row.event.fields).map(hash.email));
-    for (const t of emails) {
-      if (values.has(t.hash) && reaches(t, row)) joined.push({ accountId: row.accountId, datasetId: row.datasetId, kind: "visitor", hash: hash.visitor(row.event.visitorId), erasedAt: t.erasedAt });
-    }
+    const email = emails.find((t) => values.has(t.hash) && reaches(t, row));
+    if (!email) continue;
+    const tombstone: Tombstone = { accountId: row.accountId, datasetId: row.datasetId, kind: "visitor", hash: hash.visitor(row.event.visitorId), erasedAt: email.erasedAt };
+    visitors.push(tombstone);
+    joined.set(`${row.datasetId}\n${row.event.visitorId}`, { row, tombstone });
   }
-  await insertTombstones(tx, joined);
-  const visitors = [...tombstones.filter((t) => t.kind === "visitor"), ...joined];
-  return events.filter((row) => {
-    const visitor = hash.visitor(row.event.visitorId);
-    return !visitors.some((t) => t.hash === visitor && reaches(t, row));
-  });
+  await insertTombstones(tx, [...joined.values()].map((j) => j.tombstone));
+  // what earlier batches wrote of them (an earlier page view, say) goes as the erasure would have taken it
+  for (const { row } of joined.values()) await eraseWrittenVisitors(tx, row.accountId, row.datasetId, [row.event.visitorId]);
+  return events.filter((row) => !erased(row));
 }
 
 /** Deletes the tombstones erased before `before` (no event they could reach is left in the log); how many. */
