@@ -3,11 +3,13 @@
 // starts (nor kept when written before the writer learnt whose they were); what is received
 // after the erasure is new data and is written.
 import { randomBytes } from "node:crypto";
+import pg from "pg";
 import supertest from "supertest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLogger } from "../server/logging.ts";
 import { type IngestLog, openIngestLog } from "../server/tracking/ingest-log.ts";
-import { createIngestWriter } from "../server/tracking/writer.ts";
+import { createIngestWriter, type WriterOptions } from "../server/tracking/writer.ts";
+import { eventually } from "./support/eventually.ts";
 import { dumpOfEveryTable } from "./support/dump.ts";
 import { deleteStream, logConfigOf, NATS_URL, reachable, uniqueLogEnv } from "./support/jetstream.ts";
 import { as } from "./support/suite.ts";
@@ -17,6 +19,8 @@ const available = await reachable();
 if (!available) console.log(`Erasure-on-JetStream tests skipped: no NATS server at ${NATS_URL} (start one: nats-server -a 127.0.0.1 -p 4222 -js)`);
 
 const newVisitor = () => `vid${randomBytes(8).toString("hex")}`;
+/** On a PostgreSQL server (TEST_DATABASE_URL): sessions of their own, where one transaction can wait for another's lock. */
+const onServer = Boolean(process.env.TEST_DATABASE_URL);
 const newAddress = () => `Person.${randomBytes(4).toString("hex")}@Subject.example`;
 
 describe.skipIf(!available)("erasure of events still in the JetStream ingest log", () => {
@@ -46,8 +50,8 @@ describe.skipIf(!available)("erasure of events still in the JetStream ingest log
   const erase = (body: object) => t.api.request().post("/v1/privacy/erasures").query({ email: t.tenant.admin.email }).set(as(t.tenant.key)).send(body);
 
   /** A writer on the stream (one collector request per batch: `batchSize` 10), drained until the stream is empty. */
-  async function drainStream() {
-    const writer = createIngestWriter(t.api.db.prisma, { contacts: t.api.services.contacts, credits: t.api.services.credits, now: () => new Date() }, t.api.logger, { log, batchSize: 10 });
+  async function drainStream(options: WriterOptions = {}) {
+    const writer = createIngestWriter(t.api.db.prisma, { contacts: t.api.services.contacts, credits: t.api.services.credits, now: () => new Date() }, t.api.logger, { log, batchSize: 10, ...options });
     try {
       await writer.drain();
     } finally {
@@ -104,5 +108,33 @@ describe.skipIf(!available)("erasure of events still in the JetStream ingest log
       ]),
     );
     expect(visits).toHaveLength(2);
+  });
+
+  it.runIf(onServer)("when an erasure comes while a writer's batch of the visitor is in hand, then it waits for that batch's commit and erases it, and the batches after it are dropped", async () => {
+    const ds = t.tenant.datasets[0]!;
+    const vid = newVisitor();
+    for (let i = 0; i < 3; i++) await collect(ds, [t.pageView(vid, `https://www.customer.example/race/${i}`)]);
+    const watcher = new pg.Client({ connectionString: t.api.db.url });
+    await watcher.connect();
+    let erasing: ReturnType<typeof erase> | undefined;
+    try {
+      await drainStream({
+        // inside the first batch's transaction, its visit written but not committed: the erasure starts and must wait
+        async onIngested(result) {
+          if (erasing || !result.visits) return;
+          erasing = erase({ visitorId: vid, datasetId: ds });
+          void erasing.then(() => {}); // supertest sends the request once it is awaited
+          await eventually(async () => {
+            const { rows } = await watcher.query(`SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`);
+            expect(rows[0].n).toBeGreaterThan(0);
+          }, { timeoutMs: 10_000, intervalMs: 50 });
+        },
+      });
+    } finally {
+      await watcher.end();
+    }
+    expect((await erasing)?.status).toBe(200);
+    expect(await t.api.db.prisma.visit.count({ where: { visitorId: vid } })).toBe(0);
+    expect(await visitorsOf(ds)).not.toContain(vid);
   });
 });
