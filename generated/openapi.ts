@@ -3126,7 +3126,7 @@ export interface components {
             visitors: number;
             visits: number;
             formSubmissions: number;
-            /** @description Accepted events not yet written (the ingest queue). */
+            /** @description Accepted events not yet written that waited in the PostgreSQL queue table. Events still in a NATS JetStream ingest log are not counted here: the erasure leaves a short-lived tombstone and the ingest writer drops them when it reaches them. */
             queuedEvents: number;
             webhookDeliveries: number;
             /** @description Leads whose visit count and visit times were recomputed. */

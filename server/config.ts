@@ -83,9 +83,11 @@ export interface RetentionConfig {
   webhookDeliveryDays: number;
   /** Rows one retention statement deletes (bounded batches: short statements, short locks). */
   batchSize: number;
+  /** Erasure tombstones are deleted this many hours after the erasure: INGEST_LOG_MAX_AGE_HOURS, the longest an event waits in the log. */
+  tombstoneHours: number;
 }
 
-export const DEFAULT_RETENTION: RetentionConfig = { jobDays: 14, webhookDeliveryDays: 30, batchSize: 5_000 };
+export const DEFAULT_RETENTION: RetentionConfig = { jobDays: 14, webhookDeliveryDays: 30, batchSize: 5_000, tombstoneHours: 168 };
 
 /** Reverse DNS of visitor addresses, the evidence of an organisation's domain (server/tracking/domain-evidence.ts). */
 export interface ReverseDnsConfig {
@@ -338,7 +340,7 @@ const environment = z
     INGEST_LOG_SUBJECT: text.transform((v) => v ?? "ingest.events").refine((v) => /^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/.test(v), "must be dot-separated tokens without wildcards"),
     INGEST_LOG_CONSUMER: text.transform((v) => v ?? "writers").refine((v) => /^[A-Za-z0-9_-]+$/.test(v), "must be letters, digits, _ and -"),
     INGEST_LOG_REPLICAS: integer(1).refine((n) => n <= 5, "must be 1 to 5"),
-    INGEST_LOG_MAX_AGE_HOURS: integer(168),
+    INGEST_LOG_MAX_AGE_HOURS: integer(DEFAULT_RETENTION.tombstoneHours),
     INGEST_LOG_MAX_BYTES: integer(1_073_741_824),
     INGEST_LOG_ACK_WAIT_SECONDS: integer(30),
     INGEST_LOG_TIMEOUT_MS: integer(2_000),
@@ -555,7 +557,12 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       inviteResendSeconds: e.INVITE_RESEND_SECONDS,
       digestHourUtc: e.DIGEST_HOUR_UTC,
     },
-    retention: { jobDays: e.RETENTION_JOB_DAYS, webhookDeliveryDays: e.RETENTION_WEBHOOK_DELIVERY_DAYS, batchSize: e.RETENTION_BATCH_SIZE },
+    retention: {
+      jobDays: e.RETENTION_JOB_DAYS,
+      webhookDeliveryDays: e.RETENTION_WEBHOOK_DELIVERY_DAYS,
+      batchSize: e.RETENTION_BATCH_SIZE,
+      tombstoneHours: e.INGEST_LOG_MAX_AGE_HOURS,
+    },
     ingestLog: e.INGEST_LOG_URL
       ? {
           servers: e.INGEST_LOG_URL.split(",").map((s) => s.trim()),

@@ -1,9 +1,7 @@
 // Privacy: a dataset's privacy settings, and the export and erasure of a data subject, seeded
 // through the collector and the ingest writer as a real visit would be. The erasure test searches
 // a dump of every table for the subject's address and visitor id.
-import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ContactProfile } from "../server/contacts/profile.ts";
 import { webhookEvents } from "../server/notify/events.ts";
@@ -11,6 +9,7 @@ import { createIngestWriter, type IngestWriter } from "../server/tracking/writer
 import { as } from "./support/suite.ts";
 import { ADDRESSES, BROWSER_UA, startTracking, type TrackingSuite } from "./support/tracking.ts";
 import { testConfig } from "./support/config.ts";
+import { dumpOfEveryTable as dumpOf } from "./support/dump.ts";
 
 let t: TrackingSuite;
 /** A writer composed as server/main.ts composes it: enrichment outcomes become contact.enriched deliveries. */
@@ -39,6 +38,7 @@ afterAll(async () => {
 });
 
 const admin = () => ({ email: t.tenant.admin.email });
+const dumpOfEveryTable = () => dumpOf(t.api);
 
 function erase(body: object, key = t.tenant.key, email = t.tenant.admin.email) {
   return t.api.request().post("/v1/privacy/erasures").query({ email }).set(as(key)).send(body);
@@ -61,24 +61,6 @@ async function profileFor(address: string): Promise<ContactProfile> {
   const profile: ContactProfile = { email: address.toLowerCase(), fullName: "Pat Subject", headline: "Buyer", languages: [], experience: [] };
   await t.api.services.contacts.upsertMany([profile]);
   return profile;
-}
-
-/** Every row of every table as text: pg_dump on PostgreSQL, one SELECT per table on PGlite. The contact store is the operator's. */
-async function dumpOfEveryTable(): Promise<string> {
-  const url = t.api.db.url;
-  if (url) {
-    const { stdout } = await promisify(execFile)("pg_dump", ["--data-only", "--exclude-table-data=\"Contact\"", url], { maxBuffer: 256 * 1024 * 1024 });
-    return stdout;
-  }
-  const tables = await t.api.db.prisma.$queryRaw<{ name: string }[]>`
-    SELECT table_name AS name FROM information_schema.tables WHERE table_schema = 'public' AND table_type = 'BASE TABLE' AND table_name <> 'Contact'`;
-  expect(tables.length).toBeGreaterThan(20);
-  const parts: string[] = [];
-  for (const { name } of tables) {
-    const [row] = await t.api.db.prisma.$queryRawUnsafe<{ text: string | null }[]>(`SELECT string_agg(x::text, E'\\n') AS text FROM "${name}" x`);
-    parts.push(`${name}\n${row?.text ?? ""}`);
-  }
-  return parts.join("\n");
 }
 
 describe("eraseDataSubject", () => {

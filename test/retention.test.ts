@@ -21,7 +21,7 @@ const onServer = Boolean(process.env.TEST_DATABASE_URL);
 let t: TrackingSuite;
 
 beforeAll(async () => {
-  t = await startTracking({}, { now, tracking: { now }, retention: { jobDays: 7, webhookDeliveryDays: 10, batchSize: BATCH } });
+  t = await startTracking({}, { now, tracking: { now }, retention: { jobDays: 7, webhookDeliveryDays: 10, batchSize: BATCH, tombstoneHours: 48 } });
 });
 afterAll(async () => {
   await t?.close();
@@ -112,6 +112,24 @@ describe("retention job", () => {
     expect((await runRetention()).webhookDeliveries).toBe(1);
     const left = await t.api.db.prisma.webhookDelivery.findMany({ where: { endpointId: endpoint.id }, orderBy: { seq: "asc" } });
     expect(left.map((d) => d.id)).toEqual(["msg_old_pending", "msg_new_delivered"]);
+  });
+
+  it("when an erasure's tombstones are older than the ingest log's max age, then the retention job deletes them and keeps newer ones", async () => {
+    days = 50;
+    const erase = (body: object) => t.api.request().post("/v1/privacy/erasures").query(admin()).set(as(t.tenant.key)).send(body).expect(200);
+    const tombstones = () => t.api.db.prisma.erasureTombstone.findMany({ where: { accountId: t.tenant.accountId }, select: { erasedAt: true } });
+    await erase({ visitorId: newVisitor() });
+    await erase({ subjectEmail: "gone@customer.example" });
+    days = 51;
+    await erase({ visitorId: newVisitor() });
+    expect(await tombstones()).toHaveLength(3);
+
+    days = 52.5; // 60 hours after the first two, 36 after the last: 48 hours kept
+    const result = await runRetention();
+    expect(result.tombstones).toBe(2);
+    const left = await tombstones();
+    expect(left).toHaveLength(1);
+    expect(now().getTime() - left[0]!.erasedAt.getTime()).toBeLessThan(48 * 3_600_000);
   });
 
   it("when the day's job was queued, then queueing it again the same day adds none", async () => {

@@ -1,7 +1,8 @@
 // Retention: a daily job on the one queue (kind `retention`, one per UTC day by its dedupe key)
 // deletes what is past its time, in bounded batches (one short DELETE each): visits, form
 // submissions and visitors not seen since their dataset's `retentionDays`; finished jobs and
-// settled webhook deliveries after their own retention (RetentionConfig); salts of past days.
+// settled webhook deliveries after their own retention (RetentionConfig); salts of past days;
+// erasure tombstones after the ingest log's max age (server/tracking/erasure-tombstones.ts).
 // The visits are partitioned by month (server/jobs/partitions.ts): first the job makes the months
 // ahead and drops each past month whose visits are all past retention, then deletes the rest.
 // Leads (organisations) keep their counters: retention drops raw data, not the aggregate.
@@ -11,6 +12,7 @@ import type { Db } from "../db/database.ts";
 import type { Logger } from "../logging.ts";
 import { type PartitionResult, visitPartitions } from "./partitions.ts";
 import { runPeriodically } from "./periodic.ts";
+import { purgeTombstones } from "../tracking/erasure-tombstones.ts";
 import type { JobQueue } from "./queue.ts";
 
 export const RETENTION_JOB = "retention";
@@ -22,6 +24,8 @@ export interface RetentionResult {
   visitors: number;
   jobs: number;
   webhookDeliveries: number;
+  /** Erasure tombstones older than the ingest log's max age. */
+  tombstones: number;
   /** DELETE statements run (each at most `batchSize` rows). */
   batches: number;
   /** The visits' month partitions made and dropped (a dropped month's visits are not in `visits`). */
@@ -54,7 +58,7 @@ export function retention(db: Db, config: RetentionConfig, now: () => Date) {
       const n = config.batchSize;
       // whole months first: what they drop is not deleted row by row below
       const partitionResult = await partitions.maintain(at);
-      const result: RetentionResult = { visits: 0, formSubmissions: 0, visitors: 0, jobs: 0, webhookDeliveries: 0, batches: 0, partitions: partitionResult };
+      const result: RetentionResult = { visits: 0, formSubmissions: 0, visitors: 0, jobs: 0, webhookDeliveries: 0, tombstones: 0, batches: 0, partitions: partitionResult };
       result.visits = await inBatches(() => db.$executeRaw`DELETE FROM "Visit" WHERE id IN (${expiredOfDatasets("Visit", "at", at, n)})`, result);
       result.formSubmissions = await inBatches(() => db.$executeRaw`DELETE FROM "FormSubmission" WHERE id IN (${expiredOfDatasets("FormSubmission", "at", at, n)})`, result);
       // a visitor not seen within the retention: its address and enrichment go too (its rows above are gone already)
@@ -76,6 +80,8 @@ export function retention(db: Db, config: RetentionConfig, now: () => Date) {
           SELECT seq FROM "WebhookDelivery" WHERE state IN ('delivered', 'failed') AND "createdAt" < ${deliveriesBefore} LIMIT ${n})`,
         result,
       );
+      const tombstonesBefore = new Date(at.getTime() - config.tombstoneHours * 3_600_000);
+      result.tombstones = await inBatches(() => purgeTombstones(db, tombstonesBefore, n), result);
       await db.$executeRaw`DELETE FROM "VisitorSalt" WHERE day < ${at.toISOString().slice(0, 10)}::date`;
       return result;
     },

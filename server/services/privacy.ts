@@ -7,20 +7,17 @@ import { Invalid } from "../domain/errors.ts";
 import type { QueryOf, Schemas } from "../domain/types.ts";
 import { newId, normaliseEmail } from "../ids.ts";
 import { toProfile } from "./contacts.ts";
-import type { Tx } from "../tracking/ingest.ts";
+import { holdForErasure, recordTombstones } from "../tracking/erasure-tombstones.ts";
+import { carries, deliveriesOf, eraseInDataset, jsonList, type Subject, visitorIdsOf, zero } from "./erasure.ts";
 import type { AccessService } from "./access.ts";
 import { decodeCursor, toPage } from "./paging.ts";
 
 export type PrivacySettings = Schemas["PrivacySettings"];
 export type ErasureCounts = Schemas["ErasureCounts"];
 export type ErasureRecord = Schemas["ErasureRecord"];
-type Client = Db | Tx;
 
 /** At most this many visits, form submissions and deliveries per list of an export. */
 export const EXPORT_LIMIT = 10_000;
-
-/** One data subject, checked: a visitor id or a normalised e-mail address. */
-type Subject = { type: "visitor"; visitorId: string } | { type: "person"; email: string };
 
 function subjectOf(input: Schemas["DataSubject"]): Subject {
   if ((input.visitorId === undefined) === (input.subjectEmail === undefined)) {
@@ -29,72 +26,6 @@ function subjectOf(input: Schemas["DataSubject"]): Subject {
     ]);
   }
   return input.visitorId !== undefined ? { type: "visitor", visitorId: input.visitorId } : { type: "person", email: normaliseEmail(input.subjectEmail!) };
-}
-
-const jsonList = (values: readonly string[]) => Prisma.sql`(SELECT jsonb_array_elements_text(${JSON.stringify(values)}::jsonb))`;
-
-/** A jsonb object of form fields with a value that is the address (trimmed, any case). */
-const carries = (fields: Prisma.Sql, email: string) =>
-  Prisma.sql`EXISTS (SELECT 1 FROM jsonb_each_text(${fields}) f WHERE lower(btrim(f.value)) = ${email})`;
-
-/** Queued form events of the dataset that carry the subject's address (a person only). */
-const queuedFormOf = (subject: Subject) =>
-  subject.type === "person" ? Prisma.sql`(event->>'type' = 'form' AND ${carries(Prisma.sql`event->'fields'`, subject.email)})` : Prisma.sql`false`;
-
-/**
- * The visitor ids of the subject in one dataset: the visitor id itself, or the visitors known by
- * the address and those whose queued form events carry it (they become known by it once written).
- */
-async function visitorIdsOf(tx: Client, datasetId: string, subject: Subject): Promise<string[]> {
-  if (subject.type === "visitor") return [subject.visitorId];
-  const rows = await tx.$queryRaw<{ id: string }[]>`
-    SELECT id FROM "Visitor" WHERE "datasetId" = ${datasetId} AND email = ${subject.email}
-    UNION SELECT event->>'visitorId' FROM "IngestEvent" WHERE "datasetId" = ${datasetId} AND ${queuedFormOf(subject)}`;
-  return rows.map((r) => r.id);
-}
-
-/** Deliveries of the account whose payload names one of the visitors or carries the address. */
-const deliveriesOf = (accountId: string, datasetId: string, visitorIds: string[], subject: Subject) => {
-  const data = Prisma.sql`(d.payload::jsonb -> 'data')`;
-  const byEmail = subject.type === "person" ? Prisma.sql`OR lower(${data}->>'email') = ${subject.email}` : Prisma.empty;
-  return Prisma.sql`d."accountId" = ${accountId} AND ${data}->>'datasetId' = ${datasetId}
-    AND (${data}->>'visitorId' IN ${jsonList(visitorIds)} ${byEmail})`;
-};
-
-const formsOf = (datasetId: string, visitorIds: string[], subject: Subject) =>
-  Prisma.sql`"datasetId" = ${datasetId} AND ("visitorId" IN ${jsonList(visitorIds)}
-    ${subject.type === "person" ? Prisma.sql`OR ${carries(Prisma.sql`fields`, subject.email)}` : Prisma.empty})`;
-
-const zero = (): ErasureCounts => ({ visitors: 0, visits: 0, formSubmissions: 0, queuedEvents: 0, webhookDeliveries: 0, leadsAdjusted: 0, leadsRemoved: 0 });
-
-/** Visit counts lose the erased visits; visit times follow the visits left; a lead with none counted is removed. */
-async function adjustLeads(tx: Tx, datasetId: string, erased: { leadId: string; n: bigint }[], counts: ErasureCounts): Promise<void> {
-  if (!erased.length) return;
-  const rows = JSON.stringify(erased.map((e) => ({ leadId: e.leadId, n: Number(e.n) })));
-  counts.leadsAdjusted += await tx.$executeRaw`
-    UPDATE "Lead" l SET "visitCount" = GREATEST(l."visitCount" - r.n, 0),
-      "firstVisitAt" = COALESCE((SELECT min(v.at) FROM "Visit" v WHERE v."datasetId" = l."datasetId" AND v."leadId" = l.id), l."firstVisitAt"),
-      "lastVisitAt" = COALESCE((SELECT max(v.at) FROM "Visit" v WHERE v."datasetId" = l."datasetId" AND v."leadId" = l.id), l."lastVisitAt")
-    FROM jsonb_to_recordset(${rows}::jsonb) AS r("leadId" text, n int)
-    WHERE l."datasetId" = ${datasetId} AND l.id = r."leadId"`;
-  counts.leadsRemoved += await tx.$executeRaw`
-    DELETE FROM "Lead" WHERE "datasetId" = ${datasetId} AND "visitCount" = 0
-      AND id IN (SELECT "leadId" FROM jsonb_to_recordset(${rows}::jsonb) AS r("leadId" text, n int))`;
-}
-
-/** Erases the subject within one dataset, adding to `counts`. The queue first: a writer holding those events is waited for. */
-async function eraseInDataset(tx: Tx, accountId: string, datasetId: string, subject: Subject, counts: ErasureCounts): Promise<void> {
-  const ids = await visitorIdsOf(tx, datasetId, subject);
-  counts.queuedEvents += await tx.$executeRaw`
-    DELETE FROM "IngestEvent" WHERE "datasetId" = ${datasetId} AND (event->>'visitorId' IN ${jsonList(ids)} OR ${queuedFormOf(subject)})`;
-  const visits = await tx.$queryRaw<{ leadId: string; n: bigint }[]>`
-    WITH gone AS (DELETE FROM "Visit" WHERE "datasetId" = ${datasetId} AND "visitorId" IN ${jsonList(ids)} RETURNING "leadId")
-    SELECT "leadId", count(*) AS n FROM gone GROUP BY "leadId"`;
-  counts.visits += visits.reduce((sum, v) => sum + Number(v.n), 0);
-  counts.formSubmissions += await tx.$executeRaw`DELETE FROM "FormSubmission" WHERE ${formsOf(datasetId, ids, subject)}`;
-  counts.visitors += await tx.$executeRaw`DELETE FROM "Visitor" WHERE "datasetId" = ${datasetId} AND id IN ${jsonList(ids)}`;
-  counts.webhookDeliveries += await tx.$executeRaw`DELETE FROM "WebhookDelivery" d WHERE ${deliveriesOf(accountId, datasetId, ids, subject)}`;
-  await adjustLeads(tx, datasetId, visits, counts);
 }
 
 function recordDto(row: { id: string; datasetId: string | null; subjectType: string; actorUserId: bigint; requestedAt: Date; counts: unknown }): ErasureRecord {
@@ -180,10 +111,19 @@ export function privacyService(db: Db, { access, now }: { access: AccessService;
       const datasets = await scope(accountId, input.datasetId);
       const record = await db.$transaction(
         async (tx) => {
+          await holdForErasure(tx);
+          const erasedAt = now();
           const counts = zero();
-          for (const datasetId of datasets) await eraseInDataset(tx, accountId, datasetId, subject, counts);
+          for (const datasetId of datasets) {
+            const visitorIds = await eraseInDataset(tx, accountId, datasetId, subject, counts);
+            // a person's visitors: their events still in the ingest log are not written either
+            if (subject.type === "person") await recordTombstones(tx, { accountId, datasetId, erasedAt }, "visitor", visitorIds);
+          }
+          // what is still in the ingest log (JetStream) is dropped by the writer (tracking/erasure-tombstones.ts)
+          const tombstone = subject.type === "visitor" ? (["visitor", subject.visitorId] as const) : (["email", subject.email] as const);
+          await recordTombstones(tx, { accountId, datasetId: input.datasetId ?? null, erasedAt }, tombstone[0], [tombstone[1]]);
           return tx.privacyErasure.create({
-            data: { id: newId("era"), accountId, datasetId: input.datasetId ?? null, subjectType: subject.type, actorUserId: actor.userId, requestedAt: now(), counts: { ...counts } },
+            data: { id: newId("era"), accountId, datasetId: input.datasetId ?? null, subjectType: subject.type, actorUserId: actor.userId, requestedAt: erasedAt, counts: { ...counts } },
           });
         },
         { timeout: 60_000 },

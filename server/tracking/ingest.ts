@@ -6,6 +6,7 @@
 import { Prisma } from "../../generated/prisma/client.ts";
 import type { Db } from "../db/database.ts";
 import type { Logger } from "../logging.ts";
+import { holdForWriting, withoutErased } from "./erasure-tombstones.ts";
 import { emailOf, type QueuedEvent } from "./events.ts";
 
 /** The path a page counts as: lower case, without query, fragment or trailing slash ("/" for the root). */
@@ -271,7 +272,9 @@ export interface WriterHooks {
 }
 
 /** Writes claimed events in the caller's transaction: leads, visitors, visits, forms, pages, then the hook. */
-export async function writeEvents(tx: Tx, events: readonly QueueRow[], hooks: WriterHooks = {}): Promise<IngestResult> {
+export async function writeEvents(tx: Tx, claimed: readonly QueueRow[], hooks: WriterHooks = {}): Promise<IngestResult> {
+  // what an erasure reached while it waited in the log is not written (erasure-tombstones.ts)
+  const events = await withoutErased(tx, claimed);
   if (!events.length) return { events: 0, visits: 0, forms: 0, leadsCreated: [], leadsVisited: [], visitorsIdentified: [], addresses: [] };
   const { leads, visitors } = aggregate(events);
   const leadRows = await upsertLeads(tx, leads);
@@ -302,6 +305,8 @@ export const BATCH_TRANSACTION_MS = 60_000;
 export async function writeBatch(db: Db, limit: number, hooks: WriterHooks = {}): Promise<IngestResult | undefined> {
   return db.$transaction(
     async (tx) => {
+      // before the claim: an erasure (which deletes queued events) holds the lock first or waits for this batch
+      await holdForWriting(tx);
       const events = await claim(tx, limit);
       return events.length ? writeEvents(tx, events, hooks) : undefined;
     },
