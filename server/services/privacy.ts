@@ -8,7 +8,7 @@ import type { QueryOf, Schemas } from "../domain/types.ts";
 import { newId, normaliseEmail } from "../ids.ts";
 import { toProfile } from "./contacts.ts";
 import { holdForErasure, recordTombstones } from "../tracking/erasure-tombstones.ts";
-import { carries, deliveriesOf, eraseInDataset, jsonList, type Subject, visitorIdsOf, zero } from "./erasure.ts";
+import { carries, deliveriesOf, eraseInDataset, jsonList, type Subject, visitorIdsOf, zero } from "../tracking/erasure.ts";
 import type { AccessService } from "./access.ts";
 import { decodeCursor, toPage } from "./paging.ts";
 

@@ -7,7 +7,7 @@
 // - an e-mail tombstone drops every form carrying the address, and its visitor becomes part of
 //   the subject (a visitor tombstone of its own, as the erasure treats visitors whose queued form
 //   carries the address), so its other events in the log are dropped too and what earlier
-//   batches wrote of it is erased (services/erasure.ts).
+//   batches wrote of it is erased (tracking/erasure.ts).
 // The hashes are HMAC-SHA256 with the deployment's ErasureKey (one row, made on first use): the
 // tombstone never holds the data it erases. A lock orders erasures and writer batches: an erasure
 // waits for the batches in hand (their rows are then erased with the rest) and a batch begun
@@ -15,8 +15,8 @@
 // max age (INGEST_LOG_MAX_AGE_HOURS): no message older than that is left to write.
 import { createHmac, randomBytes } from "node:crypto";
 import type { Prisma } from "../../generated/prisma/client.ts";
-import { eraseWrittenVisitors } from "../services/erasure.ts";
-import type { QueueRow } from "./ingest.ts";
+import { eraseWrittenVisitors } from "./erasure.ts";
+import type { QueueRow } from "./events.ts";
 
 type Tx = Prisma.TransactionClient;
 

@@ -97,3 +97,10 @@ export function emailOf(fields: Record<string, string>): string | undefined {
   const found = named ?? entries.find(([, value]) => emailPattern.test(value));
   return found?.[1].toLowerCase();
 }
+
+export interface QueueRow {
+  accountId: string;
+  datasetId: string;
+  receivedAt: Date;
+  event: QueuedEvent;
+}

@@ -7,7 +7,7 @@ import { Prisma } from "../../generated/prisma/client.ts";
 import type { Db } from "../db/database.ts";
 import type { Logger } from "../logging.ts";
 import { holdForWriting, withoutErased } from "./erasure-tombstones.ts";
-import { emailOf, type QueuedEvent } from "./events.ts";
+import { emailOf, type QueuedEvent, type QueueRow } from "./events.ts";
 
 /** The path a page counts as: lower case, without query, fragment or trailing slash ("/" for the root). */
 export function pagePath(url: string): string {
@@ -43,12 +43,7 @@ export interface IngestResult {
   addresses: (LeadRef & { ip: string })[];
 }
 
-export interface QueueRow {
-  accountId: string;
-  datasetId: string;
-  receivedAt: Date;
-  event: QueuedEvent;
-}
+export type { QueueRow } from "./events.ts";
 
 /** Writes the collector's accepted events into the queue in one statement. */
 export async function enqueue(db: Db, rows: readonly QueueRow[]): Promise<void> {

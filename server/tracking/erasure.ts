@@ -5,7 +5,7 @@
 import { Prisma } from "../../generated/prisma/client.ts";
 import type { Db } from "../db/database.ts";
 import type { Schemas } from "../domain/types.ts";
-import type { Tx } from "../tracking/ingest.ts";
+type Tx = Prisma.TransactionClient;
 
 type ErasureCounts = Schemas["ErasureCounts"];
 
