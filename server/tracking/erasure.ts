@@ -1,4 +1,4 @@
-// The erasure of a data subject's rows in one dataset (privacy.ts runs it for an erasure request,
+// The erasure of a data subject's rows in one dataset (services/privacy.ts runs it for an erasure request,
 // in one transaction with the audit record), and of visitors the ingest writer finds to belong to
 // an erased person (tracking/erasure-tombstones.ts): visits, form submissions, the visitor with
 // its address and enrichment, webhook deliveries naming them, queued events; lead counters follow.
