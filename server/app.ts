@@ -4,7 +4,6 @@
 // (the same guard, then 404) -> errors.
 // No listen here (server/listen.ts): tests drive the app directly.
 import express from "express";
-import helmet from "helmet";
 import { type Config, loadConfig, type TrackingConfig } from "./config.ts";
 import type { Database } from "./db/database.ts";
 import { apiKeyAuth } from "./http/auth.ts";
@@ -16,6 +15,7 @@ import { rateLimit } from "./http/rate-limit.ts";
 import { requestMetrics } from "./http/request-metrics.ts";
 import { responseChecker } from "./http/response-check.ts";
 import { requestContext, type ResponseObserver } from "./http/request-context.ts";
+import { securityHeaders } from "./http/security-headers.ts";
 import { requireHttps, urlLengthLimit } from "./http/transport.ts";
 import { createLogger, type Logger } from "./logging.ts";
 import { memoryRateLimiter, type RateLimiter } from "./rate-limiter.ts";
@@ -71,7 +71,7 @@ export function createApp({
   // no ETag (a hash of every body): the contract has no conditional requests, and a 304 is not a documented answer
   app.set("etag", false);
   app.set("trust proxy", trustProxy);
-  app.use(helmet());
+  app.use(securityHeaders()); // helmet's defaults, computed once
   app.use(operatorRoutes(db));
   app.use(docsRoutes()); // the API reference and the contract documents, without a key
   app.get("/", serviceIndex); // where to start, instead of 401
@@ -104,7 +104,8 @@ export function createApp({
   };
   const router = express.Router({ caseSensitive: true });
   router.use(undecodablePath(contract, chain));
-  registerOperations(router, contract, createHandlers(services), chain);
+  // the paid look-up's paths first: the router tries routes in turn (the spec's order otherwise)
+  registerOperations(router, contract, createHandlers(services), chain, ["lookupEmail", "bulkLookupEmail"]);
   router.use(noOperation(chain));
   app.use(router);
   app.use(errorHandler({ logger, contract, check }));
