@@ -34,7 +34,10 @@ export interface ValidatedRequest {
 type Location = InvalidField["location"];
 
 /** A request without a query string: nothing to parse (frozen: nothing may add to it). */
-const NO_QUERY: ReturnType<typeof parseQuery> = Object.freeze({ values: Object.freeze(Object.create(null)), malformed: [] });
+const NO_QUERY: { readonly values: Readonly<Record<string, string | string[]>>; readonly malformed: readonly string[] } = Object.freeze({
+  values: Object.freeze(Object.create(null)),
+  malformed: Object.freeze([]),
+});
 
 const canonical = {
   integer: /^-?(0|[1-9][0-9]*)$/,
@@ -172,7 +175,7 @@ export function requestValidator(contract: Contract, operation: Operation): Requ
       return { details, stop: false };
     }
     const length = Number(req.headers["content-length"] ?? 0);
-    const sent = length > 0 || req.headers["transfer-encoding"] !== undefined;
+    const sent = length > 0 || !!req.headers["transfer-encoding"];
     // the exact type most clients send, without parsing it (req.is parses the header on every call)
     if (sent && req.headers["content-type"] !== "application/json" && !req.is("application/json")) {
       details.push({ location: "body", field: "(root)", message: "must be sent as application/json" });
