@@ -4,7 +4,6 @@
 // (the same guard, then 404) -> errors.
 // No listen here (server/listen.ts): tests drive the app directly.
 import express from "express";
-import helmet from "helmet";
 import { type Config, loadConfig, type TrackingConfig } from "./config.ts";
 import type { Database } from "./db/database.ts";
 import { apiKeyAuth } from "./http/auth.ts";
@@ -16,6 +15,7 @@ import { rateLimit } from "./http/rate-limit.ts";
 import { requestMetrics } from "./http/request-metrics.ts";
 import { responseChecker } from "./http/response-check.ts";
 import { requestContext, type ResponseObserver } from "./http/request-context.ts";
+import { securityHeaders } from "./http/security-headers.ts";
 import { requireHttps, urlLengthLimit } from "./http/transport.ts";
 import { createLogger, type Logger } from "./logging.ts";
 import { memoryRateLimiter, type RateLimiter } from "./rate-limiter.ts";
@@ -71,9 +71,14 @@ export function createApp({
   // no ETag (a hash of every body): the contract has no conditional requests, and a 304 is not a documented answer
   app.set("etag", false);
   app.set("trust proxy", trustProxy);
-  app.use(helmet());
-  app.use(operatorRoutes(db));
-  app.use(docsRoutes()); // the API reference and the contract documents, without a key
+  app.use(securityHeaders()); // helmet's defaults, computed once
+  // The routers before the partner API's serve none of its paths: its requests pass them by
+  // without being tried against each of their routes.
+  const partnerSegments = new Set(contract.operations.map((op) => firstSegment(op.path)));
+  const besidePartnerApi = (router: express.RequestHandler): express.RequestHandler => (req, res, next) =>
+    partnerSegments.has(firstSegment(req.path)) ? next() : router(req, res, next);
+  app.use(besidePartnerApi(operatorRoutes(db)));
+  app.use(besidePartnerApi(docsRoutes())); // the API reference and the contract documents, without a key
   app.get("/", serviceIndex); // where to start, instead of 401
   app.use(requestContext(logger, observe));
   app.use(requestMetrics());
@@ -82,7 +87,7 @@ export function createApp({
   // Tracking (/t.js, /collect, /demo): public, keyed by dataset, described by spec/collector.yaml.
   const trackingConfig = tracking.config ?? defaults.tracking;
   app.use(
-    collectorRoutes({
+    besidePartnerApi(collectorRoutes({
       db: db.prisma,
       datasets: trackedDatasets(db.prisma, trackingConfig.settingsTtlSeconds),
       resolver: sharedResolver,
@@ -91,10 +96,10 @@ export function createApp({
       log: tracking.log,
       onQueued: tracking.onQueued,
       now: tracking.now,
-    }),
+    })),
   );
   // The invited person's accept page (no key: the link's token is the credential); outside the partner spec.
-  app.use(invitationRoutes({ open: services.users.openInvitation, accept: services.users.acceptInvitation }));
+  app.use(besidePartnerApi(invitationRoutes({ open: services.users.openInvitation, accept: services.users.acceptInvitation })));
   const chain: OperationChain = {
     // The key is checked before the body is read: 401 and the licence's 403 win over a
     // malformed body's 400 (the spec's order of precedence), and anonymous bodies are not read.
@@ -104,11 +109,18 @@ export function createApp({
   };
   const router = express.Router({ caseSensitive: true });
   router.use(undecodablePath(contract, chain));
-  registerOperations(router, contract, createHandlers(services), chain);
+  // the paid look-up's paths first: the router tries routes in turn (the spec's order otherwise)
+  registerOperations(router, contract, createHandlers(services), chain, ["lookupEmail", "bulkLookupEmail"]);
   router.use(noOperation(chain));
   app.use(router);
   app.use(errorHandler({ logger, contract, check }));
   return app;
+}
+
+/** `/v1/email-lookup` -> `v1` */
+function firstSegment(path: string): string {
+  const end = path.indexOf("/", 1);
+  return end < 0 ? path.slice(1) : path.slice(1, end);
 }
 
 /** Any JSON value (null, 42 and "x" too: the contract says what the body must be); counts the bytes read. */

@@ -13,7 +13,7 @@ export interface Logger {
   error(msg: string, fields?: LogFields): void;
   /** A logger whose lines all carry `bindings` (the request id of one request). */
   child(bindings: LogFields): Logger;
-  /** The pino logger underneath (pino-http writes the request lines through it). */
+  /** The pino logger underneath (the request lines are written through it: server/http/request-context.ts). */
   readonly pino: pino.Logger;
 }
 

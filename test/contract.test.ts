@@ -2,7 +2,7 @@
 // carries a request id, malformed JSON, unknown paths and unknown query parameters get their
 // documented errors.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { routesOf, type OperationId, type SpecRoute } from "../server/http/operations.ts";
+import { hotFirst, routesOf, type OperationId, type SpecRoute } from "../server/http/operations.ts";
 import { createHandlers } from "../server/routes/index.ts";
 import { loadSpec } from "../server/spec.ts";
 import type { TestApi } from "./support/api.ts";
@@ -192,6 +192,20 @@ describe("the spec's operations", () => {
 
   it("when the expected outcomes are listed, then there is one for each operation of the spec", () => {
     expect(routes.map((r) => r.operationId).sort()).toEqual(Object.keys(expectedOutcome).sort());
+  });
+});
+
+describe("routing order", () => {
+  it("when the look-up's paths are routed first, then the others keep the spec's order", () => {
+    const paths = [...new Set(routes.map((r) => r.path))];
+    const ordered = hotFirst(paths, ["/v1/email-lookup", "/v1/email-lookup/bulk"]);
+    expect(ordered.slice(0, 2)).toEqual(["/v1/email-lookup", "/v1/email-lookup/bulk"]);
+    expect(ordered.slice(2)).toEqual(paths.filter((p) => !p.startsWith("/v1/email-lookup")));
+  });
+
+  it("when a path another path's template also matches would be routed first, then registering refuses", () => {
+    expect(() => hotFirst(["/v1/users/{userId}", "/v1/users/me"], ["/v1/users/me"])).toThrow(/\/v1\/users\/\{userId\} also matches/);
+    expect(() => hotFirst(["/v1/users/{userId}"], ["/v1/users/{userId}"])).toThrow(/template/);
   });
 });
 

@@ -6,11 +6,14 @@ import http from "node:http";
 import https from "node:https";
 import os from "node:os";
 import path from "node:path";
+import express from "express";
+import helmet from "helmet";
 import supertest from "supertest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadConfig } from "../server/config.ts";
 import { listen, type RunningServer } from "../server/listen.ts";
 import { createLogger } from "../server/logging.ts";
+import { securityHeaders } from "../server/http/security-headers.ts";
 import { loadSpec } from "../server/spec.ts";
 import { startTestApi, type TestApi } from "./support/api.ts";
 import { createTenant, type Tenant } from "./support/tenants.ts";
@@ -56,6 +59,33 @@ describe("security headers", () => {
       expect(res.headers["content-security-policy"]).toContain("default-src 'self'");
       expect(res.headers).not.toHaveProperty("x-powered-by");
     }
+  });
+});
+
+describe("security headers set in one step", () => {
+  /** The headers of one answer, without those that vary per response. */
+  const fixedHeaders = (res: supertest.Response) => {
+    const { date: _date, ...rest } = res.headers as Record<string, string>;
+    return rest;
+  };
+  it("when the recorded headers answer a request, then they are exactly those helmet's own middleware sends, in its order", async () => {
+    const answer = (middleware: express.RequestHandler) => {
+      const app = express();
+      app.use(middleware);
+      app.get("/", (_req, res) => {
+        res.json({ ok: true });
+      });
+      return supertest(app).get("/");
+    };
+    const [ours, helmets] = [await answer(securityHeaders()), await answer(helmet())];
+    expect(Object.keys(ours.headers)).toEqual(Object.keys(helmets.headers));
+    expect(fixedHeaders(ours)).toEqual(fixedHeaders(helmets));
+    expect(ours.headers).not.toHaveProperty("x-powered-by");
+  });
+
+  it("when helmet is given a header that depends on the request (a CSP nonce function), then making them refuses", () => {
+    const nonce = (_req: unknown, res: unknown) => `'nonce-${(res as express.Response).locals.nonce}'`;
+    expect(() => securityHeaders({ contentSecurityPolicy: { directives: { scriptSrc: ["'self'", nonce] } } })).toThrow(/not fixed/);
   });
 });
 

@@ -64,10 +64,11 @@ export interface OperationChain {
  * input (limits, JSON) -> validation -> handler. After a path's operations, the same guard and
  * then 405 with `Allow` for its other methods; `notFound` answers paths of no operation.
  */
-export function registerOperations(router: Router, contract: Contract, handlers: OperationHandlers, chain: OperationChain): void {
+export function registerOperations(router: Router, contract: Contract, handlers: OperationHandlers, chain: OperationChain, first: OperationId[] = []): void {
   const byPath = new Map<string, Operation[]>();
   for (const op of contract.operations) byPath.set(op.path, [...(byPath.get(op.path) ?? []), op]);
-  for (const [path, ops] of byPath) {
+  for (const path of hotFirst([...byPath.keys()], first.map((id) => contract.operations.find((op) => op.operationId === id)!.path))) {
+    const ops = byPath.get(path)!;
     const expressPath = path.replace(/\{([^}]+)\}/g, ":$1");
     for (const op of ops) {
       router[op.method](expressPath, operationContext(op.operationId), ...chain.guard, ...chain.input, requestValidator(contract, op), handle(op, handlers, chain.check));
@@ -77,6 +78,21 @@ export function registerOperations(router: Router, contract: Contract, handlers:
       throw new MethodNotAllowedError(allow);
     });
   }
+}
+
+/**
+ * The paths in the router's order, `hot` ones first: the router tries each registered route in
+ * turn, so the busiest operation (the paid look-up) is matched without testing every other path
+ * before it. Only a literal path no other path's template also matches is moved (where two match,
+ * the spec's order decides, as before).
+ */
+export function hotFirst(paths: string[], hot: string[]): string[] {
+  const matcher = (template: string) => new RegExp(`^${template.replace(/[.*+?^$()|[\]\\]/g, "\\$&").replace(/\{[^}]+\}/g, "[^/]+")}$`);
+  for (const path of hot) {
+    const overlapping = paths.filter((other) => other !== path && matcher(other).test(path));
+    if (path.includes("{") || overlapping.length) throw new Error(`${path} cannot be routed first: ${overlapping.join(", ") || "it has a template"} also matches`);
+  }
+  return [...new Set([...hot, ...paths])];
 }
 
 /**

@@ -1,20 +1,20 @@
 // A request id on every response, a child logger carrying it (res.locals.log, made when first used), and one log line
-// per request through pino-http (never its query string, body or headers: they carry e-mail
+// per request through pino (never its query string, body or headers: they carry e-mail
 // addresses and keys). The operation is known once routing has reached it (res.locals.operationId).
 import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Request, RequestHandler, Response } from "express";
-import { pinoHttp } from "pino-http";
 import type { Logger } from "../logging.ts";
 
 const acceptableId = /^[A-Za-z0-9._-]{8,128}$/;
 
 export type ResponseObserver = (operationId: string | undefined, status: number) => void;
 
-/** The fields of the request line (its requestId comes from pino-http's binding, once). */
+/** The fields of the request line (the requestId first and once, where pino-http wrote it as a binding). */
 function requestLine(req: IncomingMessage, res: ServerResponse, durationMs: number) {
   const { locals } = res as Response;
   return {
+    requestId: locals.requestId as string,
     method: req.method,
     path: (req as Request).path,
     operationId: locals.operationId as string | undefined,
@@ -36,34 +36,29 @@ function requestLogger(res: Response, logger: Logger): void {
   });
 }
 
-export function requestContext(logger: Logger, observe?: ResponseObserver): RequestHandler[] {
-  const httpLog = pinoHttp({
-    logger: logger.pino,
-    quietReqLogger: true,
-    // The line holds requestLine's fields only: pino-http's own req/res objects carry the query
-    // string and the headers (keys, forwarded client addresses).
-    wrapSerializers: false,
-    serializers: { req: () => undefined, res: () => undefined },
-    customAttributeKeys: { reqId: "requestId" },
-    genReqId(req, res) {
-      const incoming = req.headers["x-request-id"];
-      const requestId = typeof incoming === "string" && acceptableId.test(incoming) ? incoming : randomUUID();
-      (res as Response).locals.requestId = requestId;
-      res.setHeader("X-Request-Id", requestId);
-      return requestId;
-    },
-    customLogLevel: () => "info",
-    customSuccessMessage: () => "request",
-    customErrorMessage: () => "request",
-    customSuccessObject: (req, res, val: { responseTime: number }) => requestLine(req, res, val.responseTime),
-    customErrorObject: (req, res, _error, val: { responseTime: number }) => requestLine(req, res, val.responseTime),
-  });
-  return [
-    httpLog,
-    (_req, res, next) => {
-      requestLogger(res, logger);
-      if (observe) res.on("finish", () => observe(res.locals.operationId, res.statusCode));
-      next();
-    },
-  ];
+export function requestContext(logger: Logger, observe?: ResponseObserver): RequestHandler {
+  // One line per request written through pino itself, as pino-http wrote it (its requestId binding
+  // first, then requestLine's fields, "request"), without pino-http's two child loggers and three
+  // listeners per request: the line is the only thing this service used it for (res.locals.log
+  // is made on first use, below).
+  const pino = logger.pino;
+  return (req, res, next) => {
+    const startedAt = Date.now();
+    const incoming = req.headers["x-request-id"];
+    const requestId = typeof incoming === "string" && acceptableId.test(incoming) ? incoming : randomUUID();
+    res.locals.requestId = requestId;
+    res.setHeader("X-Request-Id", requestId);
+    requestLogger(res, logger);
+    let logged = false;
+    // "close" also comes for an answer the client did not wait for; "finish" first for the others
+    const done = () => {
+      if (logged) return;
+      logged = true;
+      if (observe && res.writableFinished) observe(res.locals.operationId, res.statusCode);
+      pino.info(requestLine(req, res, Date.now() - startedAt), "request");
+    };
+    res.once("finish", done);
+    res.once("close", done);
+    next();
+  };
 }

@@ -22,6 +22,7 @@ export type JsonPath = (string | number)[];
  * rule; a refused key is reported instead of what it holds. Iterative: depth costs no stack.
  */
 export function textRuleBreaks(value: unknown): JsonPath[] {
+  if (!anyTextRuleBreak(value)) return []; // the common case, walked without building a path per value
   const found: JsonPath[] = [];
   const pending: [unknown, JsonPath][] = [[value, []]];
   while (pending.length) {
@@ -43,4 +44,26 @@ export function textRuleBreaks(value: unknown): JsonPath[] {
 /** `["filters", "conditions", 0, "value"]` -> `filters.conditions[0].value` (empty for the value itself). */
 export function joinField(path: JsonPath): string {
   return path.reduce<string>((name, part) => (typeof part === "number" ? `${name}[${part}]` : name ? `${name}.${part}` : part), "");
+}
+
+/** True when any string (value or object key) of a JSON value breaks the character rule. Iterative. */
+function anyTextRuleBreak(value: unknown): boolean {
+  if (typeof value === "string") return breaksTextRule(value);
+  if (value === null || typeof value !== "object") return false;
+  const pending: unknown[] = [value];
+  while (pending.length) {
+    const item = pending.pop();
+    if (typeof item === "string") {
+      if (breaksTextRule(item)) return true;
+    } else if (Array.isArray(item)) {
+      for (const child of item) pending.push(child);
+    } else if (item !== null && typeof item === "object") {
+      for (const key in item) {
+        if (!Object.hasOwn(item, key)) continue;
+        if (breaksTextRule(key)) return true;
+        pending.push((item as Record<string, unknown>)[key]);
+      }
+    }
+  }
+  return false;
 }

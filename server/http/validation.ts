@@ -33,6 +33,12 @@ export interface ValidatedRequest {
 
 type Location = InvalidField["location"];
 
+/** A request without a query string: nothing to parse (frozen: nothing may add to it). */
+const NO_QUERY: { readonly values: Readonly<Record<string, string | string[]>>; readonly malformed: readonly string[] } = Object.freeze({
+  values: Object.freeze(Object.create(null)),
+  malformed: Object.freeze([]),
+});
+
 const canonical = {
   integer: /^-?(0|[1-9][0-9]*)$/,
   number: /^-?(0|[1-9][0-9]*)(\.[0-9]+)?$/,
@@ -136,8 +142,8 @@ export function requestValidator(contract: Contract, operation: Operation): Requ
     const broken = (where: Location, value: unknown, prefix: (string | number)[] = []) => {
       for (const path of textRuleBreaks(value)) details.push({ location: where, field: joinField([...prefix, ...path]) || "(root)", message: TEXT_RULE_MESSAGE });
     };
-    const rawQuery = req.originalUrl.includes("?") ? req.originalUrl.slice(req.originalUrl.indexOf("?") + 1) : "";
-    const { values: query, malformed } = parseQuery(rawQuery);
+    const at = req.originalUrl.indexOf("?");
+    const { values: query, malformed } = at < 0 ? NO_QUERY : parseQuery(req.originalUrl.slice(at + 1));
     for (const name of malformed) details.push({ location: "query", field: name, message: PERCENT_ENCODING_MESSAGE });
     const texts = {
       path: req.params as Record<string, string | undefined>,
@@ -169,7 +175,9 @@ export function requestValidator(contract: Contract, operation: Operation): Requ
       return { details, stop: false };
     }
     const length = Number(req.headers["content-length"] ?? 0);
-    if ((length > 0 || req.headers["transfer-encoding"]) && !req.is("application/json")) {
+    const sent = length > 0 || !!req.headers["transfer-encoding"];
+    // the exact type most clients send, without parsing it (req.is parses the header on every call)
+    if (sent && req.headers["content-type"] !== "application/json" && !req.is("application/json")) {
       details.push({ location: "body", field: "(root)", message: "must be sent as application/json" });
     }
     // verify of express.json counts the bytes it read; an empty JSON body is not a body
