@@ -6,13 +6,13 @@
 import http from "node:http";
 import type { Browser, BrowserContext, Request } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startIngestWriter, type IngestWriter } from "../server/tracking/writer.ts";
+import { type IngestWriter } from "../server/tracking/writer.ts";
 import { startTestApi, type TestApi } from "./support/api.ts";
 import { eventually } from "./support/eventually.ts";
 import { chromiumMissing, closeServers, launchChromium, listenOn } from "./support/browser.ts";
 import { as } from "./support/suite.ts";
 import { createTenant, type Tenant } from "./support/tenants.ts";
-import { ADDRESSES, BROWSER_UA, testTrackingConfig } from "./support/tracking.ts";
+import { ADDRESSES, BROWSER_UA, ONLY_EVIDENCE, startWiredWriter, testTrackingConfig } from "./support/tracking.ts";
 
 let api: TestApi;
 let tenant: Tenant;
@@ -61,7 +61,7 @@ beforeAll(async () => {
   if (chromiumMissing) return;
   api = await startTestApi({ trustProxy: "loopback", tracking: { config: testTrackingConfig(), onQueued: () => writer?.wake() } });
   tenant = await createTenant(api.services, "Consent");
-  writer = startIngestWriter(api.db.prisma, { contacts: api.services.contacts, credits: api.services.credits, now: () => new Date() }, api.logger, { pollMs: 100 });
+  writer = startWiredWriter(api, { ...ONLY_EVIDENCE, pollMs: 100 });
   const service = await serve(http.createServer(api.app), "127.0.0.1");
   trackingOrigin = await serve(trackingProxy(service), "localhost");
   pageOrigin = await serve(website(), "127.0.0.1");

@@ -4,15 +4,14 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { webhookEvents } from "../server/notify/events.ts";
-import { createIngestWriter, type IngestWriter } from "../server/tracking/writer.ts";
+import { type IngestWriter } from "../server/tracking/writer.ts";
 import { startTestApi, type TestApi } from "./support/api.ts";
 import { where } from "./support/leads.ts";
 import { eventually } from "./support/eventually.ts";
 import { startSmtpServer, type TestSmtpServer } from "./support/smtp.ts";
 import { as } from "./support/suite.ts";
 import { createTenant, type Tenant } from "./support/tenants.ts";
-import { collectPageView, testTrackingConfig } from "./support/tracking.ts";
+import { collectPageView, testTrackingConfig, wiredWriter } from "./support/tracking.ts";
 import { testConfig } from "./support/config.ts";
 
 let api: TestApi;
@@ -39,15 +38,7 @@ beforeAll(async () => {
     mail: { smtpUrl: smtp.url, from: "Lead Intelligence <alerts@leadintel.example>", outboxDir: "/nonexistent" },
   });
   tenant = await createTenant(api.services, "Excluding");
-  const hooks = webhookEvents(api.db.prisma, api.services.jobs);
-  // composed as server/main.ts does
-  writer = createIngestWriter(api.db.prisma, { contacts: api.services.contacts, credits: api.services.credits, now: () => new Date() }, api.logger, {
-    onIngested: async (result, tx) => {
-      await api.services.segmentEntries.onIngested(result, tx);
-      await hooks.onIngested(result, tx);
-    },
-    onEnriched: hooks.onEnriched,
-  });
+  writer = wiredWriter(api); // as every process wires it
   await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve));
   await api.services.jobs.drain(); // the fixture's invitations
   smtp.messages.length = 0;

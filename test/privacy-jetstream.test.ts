@@ -8,12 +8,12 @@ import supertest from "supertest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLogger } from "../server/logging.ts";
 import { type IngestLog, openIngestLog } from "../server/tracking/ingest-log.ts";
-import { createIngestWriter, type WriterOptions } from "../server/tracking/writer.ts";
+import { type WriterOptions } from "../server/tracking/writer.ts";
 import { eventually } from "./support/eventually.ts";
 import { dumpOfEveryTable } from "./support/dump.ts";
 import { deleteStream, logConfigOf, NATS_URL, reachable, uniqueLogEnv } from "./support/jetstream.ts";
 import { as } from "./support/suite.ts";
-import { ADDRESSES, BROWSER_UA, startTracking, testTrackingConfig, type TrackingSuite } from "./support/tracking.ts";
+import { ADDRESSES, BROWSER_UA, ONLY_EVIDENCE, startTracking, testTrackingConfig, type TrackingSuite, wiredWriter } from "./support/tracking.ts";
 
 const available = await reachable();
 if (!available) console.log(`Erasure-on-JetStream tests skipped: no NATS server at ${NATS_URL} (start one: nats-server -a 127.0.0.1 -p 4222 -js)`);
@@ -51,7 +51,7 @@ describe.skipIf(!available)("erasure of events still in the JetStream ingest log
 
   /** A writer on the stream (one collector request per batch: `batchSize` 10), drained until the stream is empty. */
   async function drainStream(options: WriterOptions = {}) {
-    const writer = createIngestWriter(t.api.db.prisma, { contacts: t.api.services.contacts, credits: t.api.services.credits, now: () => new Date() }, t.api.logger, { log, batchSize: 10, ...options });
+    const writer = wiredWriter(t.api, { ...ONLY_EVIDENCE, log, batchSize: 10, ...options });
     try {
       await writer.drain();
     } finally {

@@ -4,10 +4,9 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ContactProfile } from "../server/contacts/profile.ts";
-import { webhookEvents } from "../server/notify/events.ts";
-import { createIngestWriter, type IngestWriter } from "../server/tracking/writer.ts";
+import { type IngestWriter } from "../server/tracking/writer.ts";
 import { as } from "./support/suite.ts";
-import { ADDRESSES, BROWSER_UA, startTracking, type TrackingSuite } from "./support/tracking.ts";
+import { ADDRESSES, BROWSER_UA, startTracking, type TrackingSuite, wiredWriter } from "./support/tracking.ts";
 import { testConfig } from "./support/config.ts";
 import { dumpOfEveryTable as dumpOf } from "./support/dump.ts";
 
@@ -23,11 +22,7 @@ const newAddress = () => `Person.${randomBytes(4).toString("hex")}@Subject.examp
 
 beforeAll(async () => {
   t = await startTracking({}, { webhooks: testConfig({ WEBHOOK_ALLOW_PRIVATE_ADDRESSES: "1" }).webhooks, tracking: { now: collectorNow } });
-  const hooks = webhookEvents(t.api.db.prisma, t.api.services.jobs);
-  writer = createIngestWriter(t.api.db.prisma, { contacts: t.api.services.contacts, credits: t.api.services.credits, now: () => new Date() }, t.api.logger, {
-    onIngested: hooks.onIngested,
-    onEnriched: hooks.onEnriched,
-  });
+  writer = wiredWriter(t.api);
   // an endpoint that never answers: its deliveries stay pending, payload and all
   const endpoint = await t.api.request().post("/v1/webhooks/endpoints").set(as(t.tenant.key)).send({ url: "http://127.0.0.1:9/hooks", eventTypes: ["contact.enriched", "lead.created"] });
   expect(endpoint.status, JSON.stringify(endpoint.body)).toBe(201);

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createJobQueue } from "../server/jobs/queue.ts";
 import { registerMailJobs } from "../server/notify/mail.ts";
 import { lastPeriod, registerSegmentAlertJobs, segmentAlertService } from "../server/notify/segment-alerts.ts";
-import { createIngestWriter, type IngestWriter } from "../server/tracking/writer.ts";
+import { type IngestWriter } from "../server/tracking/writer.ts";
 import { startTestApi, type TestApi } from "./support/api.ts";
 import { testConfig } from "./support/config.ts";
 import { eventually } from "./support/eventually.ts";
@@ -14,7 +14,7 @@ import { newLead, where } from "./support/leads.ts";
 import { startSmtpServer, type TestSmtpServer } from "./support/smtp.ts";
 import { as } from "./support/suite.ts";
 import { createTenant, type Tenant } from "./support/tenants.ts";
-import { collectPageView, testTrackingConfig } from "./support/tracking.ts";
+import { collectPageView, testTrackingConfig, wiredWriter } from "./support/tracking.ts";
 
 let api: TestApi;
 let tenant: Tenant;
@@ -27,9 +27,7 @@ beforeAll(async () => {
   smtp = await startSmtpServer();
   api = await startTestApi({ now: () => clock, trustProxy: "loopback", tracking: { config: testTrackingConfig() }, mail: mail(), notify: { digestHourUtc: 7 } });
   tenant = await createTenant(api.services, "Acme");
-  writer = createIngestWriter(api.db.prisma, { contacts: api.services.contacts, credits: api.services.credits, now: () => clock }, api.logger, {
-    onIngested: api.services.segmentEntries.onIngested,
-  });
+  writer = wiredWriter(api);
   await api.services.jobs.drain(); // the fixture's invitations
   smtp.messages.length = 0;
 });
@@ -209,7 +207,7 @@ describe("the wake after commit", () => {
       await eventually(async () => expect(await idle.db.prisma.job.count({ where: { state: { in: ["queued", "running"] } } })).toBe(0));
       const before = smtp.messages.length;
       // wired as every writer is: onCommitted wakes the queue once the batch's transaction committed
-      const wired = createIngestWriter(idle.db.prisma, idle.services.ingestWiring.deps, idle.logger, idle.services.ingestWiring.hooks);
+      const wired = wiredWriter(idle);
       expect((await collectPageView(idle, owner.datasets[0], "v-wake-1")).status).toBeLessThan(300);
       await wired.drain();
       await wired.stop();

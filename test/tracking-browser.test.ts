@@ -9,12 +9,12 @@ import type { AddressInfo } from "node:net";
 import { chromium, type Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ContactProfile } from "../server/contacts/profile.ts";
-import { startIngestWriter, type IngestWriter } from "../server/tracking/writer.ts";
+import { type IngestWriter } from "../server/tracking/writer.ts";
 import { startTestApi, type TestApi } from "./support/api.ts";
 import { eventually } from "./support/eventually.ts";
 import { as } from "./support/suite.ts";
 import { createTenant, type Tenant } from "./support/tenants.ts";
-import { ADDRESSES, BROWSER_UA, testTrackingConfig } from "./support/tracking.ts";
+import { ADDRESSES, BROWSER_UA, ONLY_EVIDENCE, startWiredWriter, testTrackingConfig } from "./support/tracking.ts";
 
 const CHROMIUM = "/usr/bin/chromium";
 const haveChromium = existsSync(CHROMIUM);
@@ -90,7 +90,7 @@ beforeAll(async () => {
   if (!haveChromium) return;
   api = await startTestApi({ trustProxy: "loopback", tracking: { config: testTrackingConfig(), onQueued: () => writer?.wake() } });
   tenant = await createTenant(api.services, "Browser");
-  writer = startIngestWriter(api.db.prisma, { contacts: api.services.contacts, credits: api.services.credits, now: () => new Date() }, api.logger, { pollMs: 100 });
+  writer = startWiredWriter(api, { ...ONLY_EVIDENCE, pollMs: 100 });
   await api.services.contacts.upsertMany([profile]);
   [datasets.enriched, datasets.plain] = tenant.datasets;
   datasets.partial = await api.services.datasets.create(tenant.accountId, tenant.admin.email, { name: "Quotes" });

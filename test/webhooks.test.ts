@@ -8,11 +8,10 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createSender } from "../server/notify/delivery.ts";
 import { webhookEvents } from "../server/notify/events.ts";
 import { createServices } from "../server/services/index.ts";
-import { createIngestWriter } from "../server/tracking/writer.ts";
 import { startTestApi, type TestApi } from "./support/api.ts";
 import { as } from "./support/suite.ts";
 import { createTenant, type Tenant } from "./support/tenants.ts";
-import { ADDRESSES, BROWSER_UA, testTrackingConfig } from "./support/tracking.ts";
+import { ADDRESSES, BROWSER_UA, testTrackingConfig, wiredWriter } from "./support/tracking.ts";
 import { testConfig } from "./support/config.ts";
 
 interface Received {
@@ -370,7 +369,7 @@ describe("tracking", () => {
   it("when a tracked visit creates a lead that matches a segment, then signed lead.created and segment.lead_entered deliveries carry it", async () => {
     const { endpointId } = await createEndpoint(["lead.created", "lead.visited", "segment.lead_entered"]);
     // wired as every writer is (server/main.ts, npm run ingest): the services' ingest wiring
-    const writer = createIngestWriter(api.db.prisma, api.services.ingestWiring.deps, api.logger, api.services.ingestWiring.hooks);
+    const writer = wiredWriter(api);
     const datasetId = tenant.datasets[0];
     const segment = await api.request().post("/v1/segments").query({ email: tenant.admin.email }).set(as(tenant.key)).send({
       datasetId,

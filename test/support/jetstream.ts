@@ -57,6 +57,17 @@ export async function deleteStream(env: Record<string, string>): Promise<void> {
   }
 }
 
+/** Messages the test's stream still holds: with work-queue retention an acknowledged one is removed, and a writer acknowledges after its commit. */
+export async function messagesLeft(env: Record<string, string>): Promise<number> {
+  const nc = await connect({ servers: env.INGEST_LOG_URL, timeout: 2000 });
+  try {
+    const jsm = await jetstreamManager(nc);
+    return (await jsm.streams.info(env.INGEST_LOG_STREAM!)).state.messages;
+  } finally {
+    await nc.close();
+  }
+}
+
 /** The nats-server binary of this machine, or undefined. */
 export function natsServerBinary(): string | undefined {
   for (const candidate of ["/usr/sbin/nats-server", "/usr/bin/nats-server", "/usr/local/bin/nats-server"]) {

@@ -4,7 +4,8 @@
 import { expect } from "vitest";
 import type { TrackingConfig } from "../../server/config.ts";
 import { testConfig } from "./config.ts";
-import { createIngestWriter, type IngestWriter } from "../../server/tracking/writer.ts";
+import type { Logger } from "../../server/logging.ts";
+import { createIngestWriter, type IngestWriter, startIngestWriter, type WriterOptions } from "../../server/tracking/writer.ts";
 import { as, type Suite } from "./suite.ts";
 import { startTestApi, type TestApi, type TestApiOptions } from "./api.ts";
 import { createTenant } from "./tenants.ts";
@@ -59,6 +60,23 @@ export const testTrackingConfig = (overrides: Partial<TrackingConfig> = {}): Tra
   ...overrides,
 });
 
+/**
+ * The ingest writer wired as every process wires it (services.ingestWiring: the services it
+ * enriches with, segment entries and webhook events, domain evidence, the queue's wake), with a
+ * test's own settings on top (`onlyEvidence` for suites that look at the writer alone).
+ */
+export function wiredWriter(api: TestApi, options: WriterOptions = {}, logger: Logger = api.logger): IngestWriter {
+  return createIngestWriter(api.db.prisma, api.services.ingestWiring.deps, logger, { ...api.services.ingestWiring.hooks, ...options });
+}
+
+/** The same, polling on its own (as `npm run ingest` does). */
+export function startWiredWriter(api: TestApi, options: WriterOptions = {}): IngestWriter {
+  return startIngestWriter(api.db.prisma, api.services.ingestWiring.deps, api.logger, { ...api.services.ingestWiring.hooks, ...options });
+}
+
+/** Settings that leave out the hooks that publish (segment entries, webhook events): the writer and its evidence alone. */
+export const ONLY_EVIDENCE: WriterOptions = { onIngested: undefined, onEnriched: undefined, onCommitted: undefined };
+
 /** `apiOptions`: the test API's (the services' clock `now`, retention, webhooks, the collector's clock). */
 export async function startTracking(config: Partial<TrackingConfig> = {}, apiOptions: TestApiOptions = {}): Promise<TrackingSuite> {
   const trackingConfig = testTrackingConfig(config);
@@ -69,9 +87,7 @@ export async function startTracking(config: Partial<TrackingConfig> = {}, apiOpt
     reverseDns: trackingConfig.reverseDns,
   });
   const suite: Suite = { api, tenant: await createTenant(api.services, "Acme"), other: await createTenant(api.services, "Globex") };
-  const writer = createIngestWriter(api.db.prisma, { contacts: api.services.contacts, credits: api.services.credits, now: () => new Date() }, api.logger, {
-    evidence: api.services.domainEvidence,
-  });
+  const writer = wiredWriter(api, ONLY_EVIDENCE);
   const { tenant } = suite;
   return {
     ...suite,
