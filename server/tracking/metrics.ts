@@ -2,6 +2,13 @@
 import { Counter, Gauge, Histogram } from "prom-client";
 import { metricsRegistry } from "../metrics.ts";
 
+let oldestUnwritten: (() => Promise<Date | undefined>) | undefined;
+
+/** The ingest log this process's writer reads, for the lag gauge (undefined: no writer runs here). */
+export function reportWriterLag(source: (() => Promise<Date | undefined>) | undefined): void {
+  oldestUnwritten = source;
+}
+
 export const trackingMetrics = {
   events: new Counter({
     name: "tracking_events_total",
@@ -23,7 +30,12 @@ export const trackingMetrics = {
   }),
   writerLag: new Gauge({
     name: "ingest_writer_lag_seconds",
-    help: "Age of the oldest event the ingest log holds and no writer has written yet (0: none waits), as of the writer's latest batch",
+    help: "Age of the oldest event the ingest log holds and no writer has written yet (0: none waits), as of the scrape",
     registers: [metricsRegistry],
+    // asked when /metrics is scraped, not after every batch or idle poll of the writer
+    async collect() {
+      const oldest = await oldestUnwritten?.().catch(() => undefined);
+      this.set(oldest ? Math.max(0, (Date.now() - oldest.getTime()) / 1000) : 0);
+    },
   }),
 };

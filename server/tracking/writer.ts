@@ -7,7 +7,7 @@ import type { DomainEvidence } from "./domain-evidence.ts";
 import { enrichment, type EnrichmentDeps, type EnrichmentOutcome } from "./enrichment.ts";
 import { type IngestResult, type WriterHooks } from "./ingest.ts";
 import { type IngestLog, tableLog } from "./ingest-log.ts";
-import { trackingMetrics } from "./metrics.ts";
+import { reportWriterLag, trackingMetrics } from "./metrics.ts";
 
 export interface WriterOptions extends WriterHooks {
   /** Events per transaction. */
@@ -43,11 +43,8 @@ export function createIngestWriter(db: Db, deps: EnrichmentDeps, logger: Logger,
   let timer: NodeJS.Timeout | undefined;
   let stopped = false;
 
-  /** The age of the oldest event the log holds unwritten (other writers' batches in hand included). */
-  async function measureLag(): Promise<void> {
-    const oldest = await log.oldestUnwritten();
-    trackingMetrics.writerLag.set(oldest ? Math.max(0, (Date.now() - oldest.getTime()) / 1000) : 0);
-  }
+  // the lag gauge asks the log when /metrics is scraped (other writers' batches in hand included)
+  reportWriterLag(() => log.oldestUnwritten());
 
   // Domain evidence (reverse DNS look-ups of up to seconds each) follows the batches without
   // holding the next batch back: at most SETTLING_AHEAD batches wait for it; a drain ends with it.
@@ -82,7 +79,6 @@ export function createIngestWriter(db: Db, deps: EnrichmentDeps, logger: Logger,
         results.push(result);
         onCommitted?.();
       }
-      await measureLag();
       if (result) await settleLater(result);
       const outcomes = await enrich.enrichPending();
       if (outcomes.length) await onEnriched?.(outcomes);
@@ -121,6 +117,7 @@ export function createIngestWriter(db: Db, deps: EnrichmentDeps, logger: Logger,
       stopped = true;
       clearTimeout(timer);
       await running?.catch(() => {});
+      reportWriterLag(undefined);
     },
   };
 }
