@@ -9,6 +9,8 @@ export interface LabelledNetwork {
   class: Exclude<NetworkType, "unknown">;
   source: string;
   split: "tuning" | "holdout";
+  /** In the first holdout, which was measured twice and then tuned on. */
+  formerHoldout?: boolean;
 }
 
 export interface Measurement {
