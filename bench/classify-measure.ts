@@ -9,8 +9,9 @@ export interface LabelledNetwork {
   class: Exclude<NetworkType, "unknown">;
   source: string;
   split: "tuning" | "holdout";
-  /** In the first holdout, which was measured twice and then tuned on. */
-  formerHoldout?: boolean;
+  /** Was in a holdout that was measured and then tuned on: the first (measured twice, 2026-11-25)
+   * or the second (measured once, 2026-11-26). */
+  formerHoldout?: 1 | 2;
 }
 
 export interface Measurement {

@@ -69,8 +69,16 @@ describe("network evidence", () => {
 
   it("when the evidence is computed, then it counts address space, ranges, countries and cities per AS", () => {
     const evidence = computeEvidence(smallTable(), places);
-    expect(evidence.get(64500)).toEqual({ ipv4: 256, ipv6: 0, ranges: 1, countries: 1, cities: 1 });
-    expect(evidence.get(64501)).toEqual({ ipv4: 131_072, ipv6: 65_536, ranges: 2, countries: 2, cities: 2 });
+    expect(evidence.get(64500)).toEqual({ ipv4: 256, ipv6: 0, ranges: 1, countries: 1, cities: 1, country: "US" });
+    expect(evidence.get(64501)).toMatchObject({ ipv4: 131_072, ipv6: 65_536, ranges: 2, countries: 2, cities: 2 });
+  });
+
+  it("when an AS's blocks lie in several countries, then its country is the one holding most of its addresses", () => {
+    const v4 = `${ip("11.0.0.0")},${ip("11.3.255.255")},64503,Example Regional`; // 11.0 in DE, 11.1 to 11.3 in AT
+    const mostlyAustria: PlaceReader = {
+      getWithPrefixLength: (address) => (address.startsWith("11.0.") ? [{ country_code: "DE", city: "Berlin" }, 16] : [{ country_code: "AT", city: "Vienna" }, 16]),
+    };
+    expect(computeEvidence(new AsnTable(Buffer.from(v4), Buffer.from("")), mostlyAustria).get(64503)).toMatchObject({ countries: 2, country: "AT" });
   });
 
   it("when the evidence was cached, then the next load reads the file and looks nothing up", () => {
@@ -87,8 +95,8 @@ describe("network evidence", () => {
 });
 
 describe("classifyNetwork from evidence", () => {
-  const wide = { ipv4: 262_144, ipv6: 65_536, ranges: 40, countries: 1, cities: 12 };
-  const small = { ipv4: 1024, ipv6: 1, ranges: 2, countries: 1, cities: 1 };
+  const wide = { ipv4: 262_144, ipv6: 65_536, ranges: 40, countries: 1, cities: 12, country: "SE" };
+  const small = { ipv4: 1024, ipv6: 1, ranges: 2, countries: 1, cities: 1, country: "" };
 
   it("when a name has no keyword, then the evidence decides between operator and business", () => {
     expect(classifyNetwork({ asn: 64510, name: "Regional Example AB" }, wide)).toEqual({ type: "isp", source: "rule" });
@@ -112,7 +120,7 @@ describe("classifyNetwork from evidence", () => {
   });
 
   it("when an AS has many small IPv4 blocks, then it is a hoster only when it also announces IPv6", () => {
-    const fragmented = { ipv4: 60 * 1024, ipv6: 65_536, ranges: 60, countries: 2, cities: 3 };
+    const fragmented = { ipv4: 60 * 1024, ipv6: 65_536, ranges: 60, countries: 2, cities: 3, country: "NL" };
     expect(classifyNetwork({ asn: 64512, name: "Example Holding B.V." }, fragmented)).toEqual({ type: "hosting", source: "rule" });
     expect(classifyNetwork({ asn: 64512, name: "Example Holding B.V." }, { ...fragmented, ipv6: 0 }).type).toBe("business");
     expect(classifyNetwork({ asn: 64512, name: "Example Holding B.V." }, { ...fragmented, ipv4: 60 * 4096 }).type).toBe("business");
@@ -120,7 +128,16 @@ describe("classifyNetwork from evidence", () => {
 
   it("when a name has a hosting stem inside a word, then it counts only for an AS with several ranges", () => {
     expect(classifyNetwork({ asn: 64513, name: "Hostexample AG" }, { ...small, ranges: 3 }).type).toBe("hosting");
+    expect(classifyNetwork({ asn: 64513, name: "ExampleHosting LLC" }, { ...small, ranges: 3 }).type).toBe("hosting");
     expect(classifyNetwork({ asn: 64513, name: "Host Example Hotels, L.P." }, { ...small, ranges: 1 }).type).toBe("business");
+  });
+
+  it("when a name names an industry other than telecoms, then the AS is a business however its space is spread", () => {
+    expect(classifyNetwork({ asn: 64517, name: "Example Regional AB" }, wide).type).toBe("isp");
+    expect(classifyNetwork({ asn: 64517, name: "Example Savings Bank AB" }, wide)).toEqual({ type: "business", source: "rule" });
+    expect(classifyNetwork({ asn: 64517, name: "Example Health Plan, Inc." }, wide).type).toBe("business");
+    // an operator's keyword is read first: "Example Bank Broadband" is an ISP
+    expect(classifyNetwork({ asn: 64517, name: "Example Bank Broadband" }, wide).type).toBe("isp");
   });
 
   it("when an AS bears the name of a curated AS's organisation, then it inherits the curated type", () => {
@@ -132,6 +149,9 @@ describe("classifyNetwork from evidence", () => {
   it("when an AS bears a mobile operator's name and no keyword, then it is mobile whatever its evidence", () => {
     expect(classifyNetwork({ asn: 64515, name: "Safaricom Limited" }, small)).toEqual({ type: "mobile", source: "rule" });
     expect(classifyNetwork({ asn: 64515, name: "Digicel Trinidad and Tobago Ltd." }, small).type).toBe("mobile");
+    // but not when its addresses are in another country than the operator's
+    expect(classifyNetwork({ asn: 64515, name: "Safaricom Limited" }, { ...small, country: "KE" }).type).toBe("mobile");
+    expect(classifyNetwork({ asn: 64515, name: "Safaricom Limited" }, { ...small, country: "US" }).type).toBe("business");
     // the MCC/MNC list also names test and private networks of enterprises, which do not count
     expect(classifyNetwork({ asn: 64515, name: "Ericsson Inc." }, small).type).toBe("business");
     expect(classifyNetwork({ asn: 64515, name: "Airbus Defence and Space SAS" }, small).type).toBe("business");
@@ -172,6 +192,13 @@ describe("mobile operators' names", () => {
     expect(names.match("Safaricom Kenya")).toBe("Safaricom Limited");
   });
 
+  it("when the AS's country is known, then only an operator of that country matches", () => {
+    expect(names.match("Safaricom Limited", "KE")).toBe("Safaricom Limited");
+    expect(names.match("Safaricom Limited", "US")).toBeUndefined();
+    expect(names.match("Digicel Trinidad and Tobago Ltd.", "TT")).toBe("Digicel");
+    expect(names.match("Epic", "US")).toBeUndefined();
+  });
+
   it("when an AS name only starts with a one-word name, or names a network not in operation, then it does not match", () => {
     expect(names.match("Epic Systems Corporation")).toBeUndefined();
     expect(names.match("Digicel Pacific Ltd")).toBeUndefined();
@@ -203,7 +230,8 @@ describe("the issue's examples", () => {
     expect(["isp", "hosting", "mobile"]).toContain(typeOf(asn));
   });
 
-  it.each([24652, 53766, 2763, 399678, 11511, 14246, 1766, 53918])("when the company AS%i is classified, then it is a business", (asn) => {
+  // the issue's companies, and Mattel, Inc. (16728), namesake of Mauritania's mobile operator
+  it.each([24652, 53766, 2763, 399678, 11511, 14246, 1766, 53918, 16728])("when the company AS%i is classified, then it is a business", (asn) => {
     expect(typeOf(asn)).toBe("business");
   });
 });

@@ -8,7 +8,9 @@
 //     The walk visits each block that starts at least a /24 (WALK.step) after the last one looked
 //     up, at most WALK.pointsPerRange points per range (evenly spread over larger ranges), and stops
 //     for an AS once it has WALK.cities cities (enough to tell an access network). IPv6 ranges are
-//     not walked (the IPv6 city data is not loaded by default).
+//     not walked (the IPv6 city data is not loaded by default);
+//   - the country holding most of its walked IPv4 space (each looked-up point weighted by the
+//     addresses up to the next one), which tells an operator's country from a namesake's.
 // Computing it takes some seconds (about 2 million look-ups), so the result is cached in
 // node_modules/.cache/network-evidence/, keyed by both data packages' versions and FORMAT: an
 // upgrade of either computes it again; nothing of it is committed.
@@ -28,6 +30,8 @@ export interface NetworkEvidence {
    * ranges (cities counted up to WALK.cities). */
   countries: number;
   cities: number;
+  /** ISO code of the country holding most of its walked IPv4 space; "" when none is known. */
+  country: string;
 }
 
 /** Where an address is, and the prefix length of the DB-IP block that holds it (maxmind's
@@ -39,7 +43,7 @@ export interface PlaceReader {
 /** How the DB-IP blocks of a range are walked (see the file's head). */
 export const WALK = { step: 256, pointsPerRange: 4096, cities: 256 } as const;
 /** Bumped when the computation changes, so that an old cache is not read. */
-const FORMAT = 2;
+const FORMAT = 3;
 
 const ipv4Text = (n: number) => `${n >>> 24}.${(n >>> 16) & 255}.${(n >>> 8) & 255}.${n & 255}`;
 
@@ -55,12 +59,26 @@ export function walkRange(start: number, end: number, visit: (point: number) => 
   }
 }
 
+/** Addresses per country, and the country with most. */
+class CountryWeights {
+  private readonly weights = new Map<string, number>();
+  add(country: string | undefined, addresses: number): void {
+    if (country) this.weights.set(country, (this.weights.get(country) ?? 0) + addresses);
+  }
+  largest(): string {
+    let best = "";
+    for (const [country, weight] of this.weights) if (!best || weight > this.weights.get(best)!) best = country;
+    return best;
+  }
+}
+
 export function computeEvidence(asns: AsnTable, places: PlaceReader): Map<number, NetworkEvidence> {
   const evidence = new Map<number, NetworkEvidence>();
   const cities = new Map<number, Set<string>>();
+  const countries = new Map<number, CountryWeights>();
   const of = (asn: number) => {
     let e = evidence.get(asn);
-    if (!e) evidence.set(asn, (e = { ipv4: 0, ipv6: 0, ranges: 0, countries: 0, cities: 0 }));
+    if (!e) evidence.set(asn, (e = { ipv4: 0, ipv6: 0, ranges: 0, countries: 0, cities: 0, country: "" }));
     return e;
   };
   asns.eachIpv4Range((asn, start, end) => {
@@ -69,12 +87,18 @@ export function computeEvidence(asns: AsnTable, places: PlaceReader): Map<number
     e.ranges += 1;
     let seen = cities.get(asn);
     if (!seen) cities.set(asn, (seen = new Set()));
+    let weights = countries.get(asn);
+    if (!weights) countries.set(asn, (weights = new CountryWeights()));
+    let last: { point: number; country: string | undefined } | undefined;
     walkRange(start, end, (point) => {
       if (seen.size >= WALK.cities) return undefined;
       const [place, prefix] = places.getWithPrefixLength(ipv4Text(point));
       if (place?.country_code) seen.add(`${place.country_code}|${place.state1 ?? ""}|${place.city ?? ""}`);
+      if (last) weights.add(last.country, point - last.point);
+      last = { point, country: place?.country_code };
       return (point | (2 ** (32 - Math.min(32, Math.max(0, prefix))) - 1)) >>> 0;
     });
+    if (last) weights.add(last.country, end + 1 - last.point);
   });
   asns.eachIpv6Range((asn, slash48s) => {
     const e = of(asn);
@@ -85,18 +109,20 @@ export function computeEvidence(asns: AsnTable, places: PlaceReader): Map<number
     const e = evidence.get(asn)!;
     e.cities = seen.size;
     e.countries = new Set([...seen].map((key) => key.slice(0, key.indexOf("|")))).size;
+    e.country = countries.get(asn)!.largest();
   }
   return evidence;
 }
 
 const FIELDS = ["ipv4", "ipv6", "ranges", "countries", "cities"] as const;
-type Columns = { asns: number[] } & Record<(typeof FIELDS)[number], number[]>;
+type Columns = { asns: number[]; country: string[] } & Record<(typeof FIELDS)[number], number[]>;
 
 function toColumns(evidence: Map<number, NetworkEvidence>): Columns {
-  const columns: Columns = { asns: [], ipv4: [], ipv6: [], ranges: [], countries: [], cities: [] };
+  const columns: Columns = { asns: [], ipv4: [], ipv6: [], ranges: [], countries: [], cities: [], country: [] };
   for (const [asn, e] of evidence) {
     columns.asns.push(asn);
     for (const field of FIELDS) columns[field].push(e[field]);
+    columns.country.push(e.country);
   }
   return columns;
 }
@@ -105,17 +131,19 @@ function toColumns(evidence: Map<number, NetworkEvidence>): Columns {
 export class EvidenceTable {
   private readonly rowOf: Map<number, number>;
   private readonly columns: Record<(typeof FIELDS)[number], Float64Array>;
+  private readonly country: readonly string[];
 
   constructor(columns: Columns) {
     this.rowOf = new Map(columns.asns.map((asn, row) => [asn, row]));
     this.columns = Object.fromEntries(FIELDS.map((field) => [field, Float64Array.from(columns[field])])) as EvidenceTable["columns"];
+    this.country = columns.country;
   }
 
   get(asn: number): NetworkEvidence | undefined {
     const row = this.rowOf.get(asn);
     if (row === undefined) return undefined;
     const c = this.columns;
-    return { ipv4: c.ipv4[row]!, ipv6: c.ipv6[row]!, ranges: c.ranges[row]!, countries: c.countries[row]!, cities: c.cities[row]! };
+    return { ipv4: c.ipv4[row]!, ipv6: c.ipv6[row]!, ranges: c.ranges[row]!, countries: c.countries[row]!, cities: c.cities[row]!, country: this.country[row]! };
   }
 }
 
