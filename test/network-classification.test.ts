@@ -240,18 +240,20 @@ describe("bench:classify figures", () => {
   const resolver = sharedResolver();
   const set = JSON.parse(readFileSync(new URL("../bench/classify-set.json", import.meta.url), "utf8")) as LabelledNetwork[];
 
-  it("when the labelled set is read, then it has at least 300 entries, each with a label source, a quarter held out", () => {
+  it("when the labelled set is read, then it has at least 300 entries, each with a label source, at least a quarter held out", () => {
     expect(set.length).toBeGreaterThanOrEqual(300);
     expect(set.every((e) => e.source && (e.split === "tuning" || e.split === "holdout"))).toBe(true);
-    expect(set.filter((e) => e.split === "holdout").length).toBe(Math.floor(set.length / 4));
+    expect(set.filter((e) => e.split === "holdout").length).toBeGreaterThanOrEqual(set.length / 4);
+    // a holdout that was measured and then tuned on is part of the tuning split and says so
+    expect(set.filter((e) => e.formerHoldout).every((e) => e.split === "tuning")).toBe(true);
   });
 
   // The figures measured when this rule was committed (README, "Network types"): the rule must not
   // get worse than them.
   it.each([
     // split, per ASN: operators typed business, businesses dropped; the same weighted by IPv4 addresses
-    ["tuning", 0.051, 0.007, 0.0032, 0.0062],
-    ["holdout", 0.135, 0.042, 0.0043, 0.023],
+    ["tuning", 0.099, 0.011, 0.0087, 0.007],
+    ["holdout", 0.082, 0, 0.0103, 0],
   ] as const)("when the %s entries are measured, then the rule is no worse than its committed figures", (split, operators, businesses, operatorAddresses, businessAddresses) => {
     const m = measure(set.filter((e) => e.split === split), resolver);
     expect(m.operatorsAsBusiness).toBeLessThanOrEqual(operators);
@@ -260,11 +262,10 @@ describe("bench:classify figures", () => {
     expect(m.byAddress.businessesDropped).toBeLessThanOrEqual(businessAddresses);
   });
 
-  // The issue's target (withinTarget: operators' addresses and businesses, each at most 3%). The
-  // rule reaches it on the tuning split (0.3% of the operators' addresses, 0.7% of the businesses)
-  // but not on the holdout split: 0.4% of the operators' addresses, but 4.2% of the businesses
-  // (2 of 48). Per ASN, 5.1% (tuning) and 13.5% (holdout) of the operators are typed business.
-  it.skip.each(["tuning", "holdout"])("when the %s entries are measured, then both shares are within the target", (split) => {
+  // The issue's target (withinTarget: operators' addresses and businesses, each at most 3%): 0.9% of
+  // the operators' addresses and 1.0% of the businesses (3 of 295) on the tuning split, 1.0% and 0
+  // of 116 on the holdout split (measured once, after the rule was fixed).
+  it.each(["tuning", "holdout"])("when the %s entries are measured, then both shares are within the target", (split) => {
     const m = measure(set.filter((e) => e.split === split), resolver);
     expect(m.byAddress.operatorsAsBusiness).toBeLessThanOrEqual(TARGET);
     expect(m.businessesDropped).toBeLessThanOrEqual(TARGET);

@@ -64,6 +64,7 @@ export function carrierNames(key: NameKey, entries: readonly Operator[] = (requi
   const prefixes = new Map<string, Named>();
   const add = (map: Map<string, Named>, k: string, name: string, country: string) => {
     const named = map.get(k) ?? { name, countries: new Set<string>() };
+    named.name = name; // the operator's name over the brand's, as listed after it
     named.countries.add(country);
     map.set(k, named);
   };
