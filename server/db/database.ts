@@ -95,20 +95,20 @@ export async function openDatabase(config: DatabaseConfig, options: OpenOptions 
       }
     };
     const pool = new pg.Pool({ connectionString: url, max: options.connections ?? 20, ...poolBounds(timeouts, true) });
-    return onPool("postgres", pool, migrate, async () => {});
+    return onPool("postgres", pool, timeouts, migrate, async () => {});
   }
   if (config.dataDir) return openEmbedded(path.resolve(config.dataDir), options, timeouts);
   const pglite = new PGlite(options.snapshot ? { loadDataDir: options.snapshot } : {});
   await pglite.waitReady;
   const adapter = new PrismaPGlite(pglite);
   const sql: Sql = async <Row>(s: Statement) => (await pglite.query<Row>(s.text, s.values)).rows;
-  return wrap("pglite", adapter, sql, () => applyMigrations(adapter), () => pglite.close());
+  return wrap("pglite", adapter, sql, timeouts, () => applyMigrations(adapter), () => pglite.close());
 }
 
 /** Prisma and the hot path's raw statements share one pg pool. */
-function onPool(kind: Database["kind"], pool: pg.Pool, migrate: () => Promise<string[]>, closeDriver: () => Promise<void>): Database {
+function onPool(kind: Database["kind"], pool: pg.Pool, timeouts: DatabaseTimeouts, migrate: () => Promise<string[]>, closeDriver: () => Promise<void>): Database {
   const sql: Sql = kind === "postgres" ? preparedStatements(pool) : async <Row>(s: Statement) => (await pool.query(s.text, s.values)).rows as Row[];
-  return wrap(kind, new PrismaPg(pool, { disposeExternalPool: true }), sql, migrate, closeDriver);
+  return wrap(kind, new PrismaPg(pool, { disposeExternalPool: true }), sql, timeouts, migrate, closeDriver);
 }
 
 /** At most this many statement texts are prepared per connection; others run unnamed. */
@@ -141,7 +141,7 @@ async function openEmbedded(dataDir: string, options: OpenOptions, timeouts: Dat
   const owner = await lockOwner(dataDir);
   if (owner?.socketDir && options.share) {
     // migrations are the owner's business: it applied them when it started
-    return onPool("pglite", socketPool(owner.socketDir, connections, timeouts), async () => [], async () => {});
+    return onPool("pglite", socketPool(owner.socketDir, connections, timeouts), timeouts, async () => [], async () => {});
   }
   if (owner) throw new DatabaseLockedError(lockedMessage(dataDir, owner));
   const child = fork(embeddedProcessPath, [dataDir], { execArgv: ["--import", "tsx"], stdio: ["ignore", "inherit", "inherit", "ipc"] });
@@ -163,7 +163,7 @@ async function openEmbedded(dataDir: string, options: OpenOptions, timeouts: Dat
     pending = [];
     return applied;
   };
-  return onPool("pglite", socketPool(message.socketDir, connections, timeouts), migrate, async () => {
+  return onPool("pglite", socketPool(message.socketDir, connections, timeouts), timeouts, migrate, async () => {
     if (child.exitCode !== null || child.signalCode !== null) return;
     const exited = once(child, "exit");
     child.disconnect(); // it closes PGlite and releases the lock, then exits
@@ -188,10 +188,14 @@ function wrap(
   kind: Database["kind"],
   adapter: SqlMigrationAwareDriverAdapterFactory,
   sql: Sql,
+  { connectMs, queryMs }: DatabaseTimeouts,
   migrate: () => Promise<string[]>,
   closeDriver: () => Promise<void>,
 ): Database {
-  const prisma = new PrismaClient({ adapter });
+  // An interactive transaction waits for its connection as long as any statement does, and
+  // then has the statement bound to finish (Prisma's own defaults, 2 s and 5 s, are the
+  // configuration's defaults too).
+  const prisma = new PrismaClient({ adapter, transactionOptions: { maxWait: connectMs, timeout: queryMs } });
   return {
     prisma,
     sql,
