@@ -1,7 +1,8 @@
-// createApp: security headers -> operator endpoints -> request context and metrics -> ACME
-// challenges -> per operation (server/http/operations.ts): operation context -> HTTPS -> rate
-// limit -> API key -> URL length -> JSON body -> contract validation -> handler; then one fallback
-// (the same guard, then 404) -> errors.
+// createApp: security headers -> for the partner API's paths, request context and metrics -> the
+// operations; for the others, operator endpoints -> request context and metrics -> ACME
+// challenges -> tracking -> invitations -> the operations. Per operation (server/http/operations.ts):
+// operation context -> HTTPS -> rate limit -> API key -> URL length -> JSON body -> contract
+// validation -> handler; then one fallback (the same guard, then 404) -> errors.
 // No listen here (server/listen.ts): tests drive the app directly.
 import express from "express";
 import { type Config, loadConfig, type TrackingConfig } from "./config.ts";
@@ -72,22 +73,34 @@ export function createApp({
   app.set("etag", false);
   app.set("trust proxy", trustProxy);
   app.use(securityHeaders()); // helmet's defaults, computed once
-  // The routers before the partner API's serve none of its paths: its requests pass them by
-  // without being tried against each of their routes.
+  const context = requestContext(logger, requestMetrics(), observe);
+  const chain: OperationChain = {
+    // The key is checked before the body is read: 401 and the licence's 403 win over a
+    // malformed body's 400 (the spec's order of precedence), and anonymous bodies are not read.
+    guard: [...(httpsOnly ? [requireHttps()] : []), rateLimit(rateLimiter), apiKeyAuth(services.accounts)],
+    input: [urlLengthLimit(limits.urlLength), jsonBody(limits.bodyBytes)],
+    check,
+  };
+  const operations = express.Router({ caseSensitive: true });
+  operations.use(undecodablePath(contract, chain));
+  // the paid look-up's paths first: the router tries routes in turn (the spec's order otherwise)
+  registerOperations(operations, contract, createHandlers(services), chain, ["lookupEmail", "bulkLookupEmail"]);
+  operations.use(noOperation(chain));
+  // The other routers serve none of the partner API's paths: its requests go from the request
+  // context straight to the operations, without being tried against each of their routes.
   const partnerSegments = new Set(contract.operations.map((op) => firstSegment(op.path)));
-  const besidePartnerApi = (router: express.RequestHandler): express.RequestHandler => (req, res, next) =>
-    partnerSegments.has(firstSegment(req.path)) ? next() : router(req, res, next);
-  app.use(besidePartnerApi(operatorRoutes(db)));
-  app.use(besidePartnerApi(docsRoutes())); // the API reference and the contract documents, without a key
-  app.get("/", serviceIndex); // where to start, instead of 401
-  app.use(requestContext(logger, observe));
-  app.use(requestMetrics());
+  const partnerApi: express.RequestHandler = (req, res, next) => context(req, res, () => operations(req, res, next));
+  const others = express.Router();
+  others.use(operatorRoutes(db));
+  others.use(docsRoutes()); // the API reference and the contract documents, without a key
+  others.get("/", serviceIndex); // where to start, instead of 401
+  others.use(context);
   // The certificate authority fetches HTTP-01 challenges over plain HTTP and without a key.
-  app.get(ACME_CHALLENGE_PATH, acmeChallenge(services));
+  others.get(ACME_CHALLENGE_PATH, acmeChallenge(services));
   // Tracking (/t.js, /collect, /demo): public, keyed by dataset, described by spec/collector.yaml.
   const trackingConfig = tracking.config ?? defaults.tracking;
-  app.use(
-    besidePartnerApi(collectorRoutes({
+  others.use(
+    collectorRoutes({
       db: db.prisma,
       datasets: trackedDatasets(db.prisma, trackingConfig.settingsTtlSeconds),
       resolver: sharedResolver,
@@ -96,23 +109,12 @@ export function createApp({
       log: tracking.log,
       onQueued: tracking.onQueued,
       now: tracking.now,
-    })),
+    }),
   );
   // The invited person's accept page (no key: the link's token is the credential); outside the partner spec.
-  app.use(besidePartnerApi(invitationRoutes({ open: services.users.openInvitation, accept: services.users.acceptInvitation })));
-  const chain: OperationChain = {
-    // The key is checked before the body is read: 401 and the licence's 403 win over a
-    // malformed body's 400 (the spec's order of precedence), and anonymous bodies are not read.
-    guard: [...(httpsOnly ? [requireHttps()] : []), rateLimit(rateLimiter), apiKeyAuth(services.accounts)],
-    input: [urlLengthLimit(limits.urlLength), jsonBody(limits.bodyBytes)],
-    check,
-  };
-  const router = express.Router({ caseSensitive: true });
-  router.use(undecodablePath(contract, chain));
-  // the paid look-up's paths first: the router tries routes in turn (the spec's order otherwise)
-  registerOperations(router, contract, createHandlers(services), chain, ["lookupEmail", "bulkLookupEmail"]);
-  router.use(noOperation(chain));
-  app.use(router);
+  others.use(invitationRoutes({ open: services.users.openInvitation, accept: services.users.acceptInvitation }));
+  others.use(operations); // a path nobody serves: the guard, then 404
+  app.use((req, res, next) => (partnerSegments.has(firstSegment(req.path)) ? partnerApi : others)(req, res, next));
   app.use(errorHandler({ logger, contract, check }));
   return app;
 }

@@ -8,6 +8,7 @@ import { databaseFault, type DatabaseFault, isDatabaseUnavailable } from "../db/
 import type { Logger } from "../logging.ts";
 import { MAX_TAGS_PER_LEAD } from "../services/tags.ts";
 import type { ResponseCheck } from "./response-check.ts";
+import { sendText } from "./reply.ts";
 import { joinField } from "./text-rule.ts";
 import { malformedPathParameters } from "./form-encoding.ts";
 
@@ -317,7 +318,7 @@ export function errorHandler({ logger, contract, check }: ErrorHandlerOptions): 
     if (problem) log.error("response does not match the spec", { operationId, status: apiError.status, problem });
     if (apiError instanceof MethodNotAllowedError) res.setHeader("Allow", apiError.allow);
     if (apiError instanceof ServiceUnavailableError || apiError instanceof RateLimitedError) res.setHeader("Retry-After", String(apiError.retryAfterSeconds));
-    res.status(apiError.status).type(mediaType).send(JSON.stringify(body));
+    sendText(res, apiError.status, mediaType, JSON.stringify(body));
   };
 }
 

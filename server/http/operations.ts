@@ -8,6 +8,7 @@ import type { Auth } from "./auth.ts";
 import { BadRequestError, MethodNotAllowedError, NotFoundError, ResponseViolation } from "./errors.ts";
 import type { ResponseCheck } from "./response-check.ts";
 import { malformedPathParameters } from "./form-encoding.ts";
+import { sendJson } from "./reply.ts";
 import { requestValidator, type ValidatedRequest } from "./validation.ts";
 
 export type { OperationId } from "../contract.ts";
@@ -160,9 +161,8 @@ function handle(op: Operation, handlers: OperationHandlers, check: ResponseCheck
     });
     const problem = check?.(op.operationId, reply.status, "application/json", reply.body);
     if (problem) throw new ResponseViolation(`${op.operationId} answered ${reply.status}: ${problem}`);
-    res.status(reply.status);
-    if (reply.body === undefined) res.end();
-    else res.json(reply.body);
+    if (reply.body === undefined) res.status(reply.status).end();
+    else sendJson(res, reply.status, reply.body);
   };
 }
 

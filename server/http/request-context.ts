@@ -1,10 +1,12 @@
-// A request id on every response, a child logger carrying it (res.locals.log, made when first used), and one log line
-// per request through pino (never its query string, body or headers: they carry e-mail
-// addresses and keys). The operation is known once routing has reached it (res.locals.operationId).
+// A request id on every response, a child logger carrying it (res.locals.log, made when first used),
+// the request metrics (request-metrics.ts) and one log line per request through pino (never its
+// query string, body or headers: they carry e-mail addresses and keys). The operation is known
+// once routing has reached it (res.locals.operationId).
 import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Request, RequestHandler, Response } from "express";
 import type { Logger } from "../logging.ts";
+import type { RequestMeter } from "./request-metrics.ts";
 
 const acceptableId = /^[A-Za-z0-9._-]{8,128}$/;
 
@@ -36,29 +38,28 @@ function requestLogger(res: Response, logger: Logger): void {
   });
 }
 
-export function requestContext(logger: Logger, observe?: ResponseObserver): RequestHandler {
+export function requestContext(logger: Logger, meter: RequestMeter, observe?: ResponseObserver): RequestHandler {
   // One line per request written through pino itself, as pino-http wrote it (its requestId binding
   // first, then requestLine's fields, "request"), without pino-http's two child loggers and three
   // listeners per request: the line is the only thing this service used it for (res.locals.log
   // is made on first use, below).
   const pino = logger.pino;
   return (req, res, next) => {
-    const startedAt = Date.now();
+    const startedAt = performance.now();
     const incoming = req.headers["x-request-id"];
     const requestId = typeof incoming === "string" && acceptableId.test(incoming) ? incoming : randomUUID();
     res.locals.requestId = requestId;
     res.setHeader("X-Request-Id", requestId);
     requestLogger(res, logger);
-    let logged = false;
-    // "close" also comes for an answer the client did not wait for; "finish" first for the others
-    const done = () => {
-      if (logged) return;
-      logged = true;
+    meter.started();
+    // one listener for the metrics and the line: "close" comes after "finish" for every answer,
+    // and also for one the client did not wait for
+    res.once("close", () => {
+      const durationMs = performance.now() - startedAt;
+      meter.finished(res.locals.operationId, res.statusCode, durationMs / 1000);
       if (observe && res.writableFinished) observe(res.locals.operationId, res.statusCode);
-      pino.info(requestLine(req, res, Date.now() - startedAt), "request");
-    };
-    res.once("finish", done);
-    res.once("close", done);
+      pino.info(requestLine(req, res, Math.round(durationMs)), "request");
+    });
     next();
   };
 }
