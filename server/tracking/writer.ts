@@ -33,6 +33,9 @@ export interface IngestWriter {
   stop(): Promise<void>;
 }
 
+/** How many times INGEST_BATCH_SIZE a batch may grow to while the log holds a backlog. */
+const MAX_BATCH_GROWTH = 8;
+
 export function createIngestWriter(db: Db, deps: EnrichmentDeps, logger: Logger, options: WriterOptions = {}): IngestWriter {
   const { batchSize = 1000, pollMs = 250, onIngested, onEnriched, evidence, onCommitted, log = tableLog(db) } = options;
   const enrich = enrichment(db, deps);
@@ -66,9 +69,12 @@ export function createIngestWriter(db: Db, deps: EnrichmentDeps, logger: Logger,
 
   async function writeUntilEmpty(): Promise<IngestResult[]> {
     const results: IngestResult[] = [];
+    let limit = batchSize;
     for (;;) {
       const started = performance.now();
-      const result = await log.writeBatch(batchSize, { onIngested });
+      const result = await log.writeBatch(limit, { onIngested });
+      // a full batch means a backlog: fewer, bigger transactions until it is gone
+      limit = result && result.events >= limit ? Math.min(limit * 2, batchSize * MAX_BATCH_GROWTH) : batchSize;
       if (result) {
         trackingMetrics.writerBatchDuration.observe((performance.now() - started) / 1000);
         trackingMetrics.writerBatchEvents.observe(result.events);
