@@ -1,7 +1,8 @@
-// createApp: security headers -> operator endpoints -> request context and metrics -> ACME
-// challenges -> per operation (server/http/operations.ts): operation context -> HTTPS -> rate
-// limit -> API key -> URL length -> JSON body -> contract validation -> handler; then one fallback
-// (the same guard, then 404) -> errors.
+// createApp: security headers -> POST /collect (request context and metrics, the collector) ->
+// operator endpoints -> request context and metrics -> ACME challenges -> tracking -> per
+// operation (server/http/operations.ts): operation context -> HTTPS -> rate limit -> API key ->
+// URL length -> JSON body -> contract validation -> handler; then one fallback (the same guard,
+// then 404) -> errors.
 // No listen here (server/listen.ts): tests drive the app directly.
 import express from "express";
 import { type Config, loadConfig, type TrackingConfig } from "./config.ts";
@@ -77,27 +78,29 @@ export function createApp({
   const partnerSegments = new Set(contract.operations.map((op) => firstSegment(op.path)));
   const besidePartnerApi = (router: express.RequestHandler): express.RequestHandler => (req, res, next) =>
     partnerSegments.has(firstSegment(req.path)) ? next() : router(req, res, next);
+  // Tracking (/t.js, /collect, /demo): public, keyed by dataset, described by spec/collector.yaml.
+  const trackingConfig = tracking.config ?? defaults.tracking;
+  const collector = collectorRoutes({
+    db: db.prisma,
+    datasets: trackedDatasets(db.prisma, trackingConfig.settingsTtlSeconds),
+    resolver: sharedResolver,
+    networkOverrides: services.networks.current,
+    config: trackingConfig,
+    log: tracking.log,
+    onQueued: tracking.onQueued,
+    now: tracking.now,
+  });
+  const requestLogging = [requestContext(logger, observe), requestMetrics()];
+  // The collector's batches, the busiest path, go first: past no router that does not serve them,
+  // with the same request line and metrics. Its router answers every POST /collect (never next()).
+  app.post("/collect", ...requestLogging, collector);
   app.use(besidePartnerApi(operatorRoutes(db)));
   app.use(besidePartnerApi(docsRoutes())); // the API reference and the contract documents, without a key
   app.get("/", serviceIndex); // where to start, instead of 401
-  app.use(requestContext(logger, observe));
-  app.use(requestMetrics());
+  app.use(...requestLogging);
   // The certificate authority fetches HTTP-01 challenges over plain HTTP and without a key.
   app.get(ACME_CHALLENGE_PATH, acmeChallenge(services));
-  // Tracking (/t.js, /collect, /demo): public, keyed by dataset, described by spec/collector.yaml.
-  const trackingConfig = tracking.config ?? defaults.tracking;
-  app.use(
-    besidePartnerApi(collectorRoutes({
-      db: db.prisma,
-      datasets: trackedDatasets(db.prisma, trackingConfig.settingsTtlSeconds),
-      resolver: sharedResolver,
-      networkOverrides: services.networks.current,
-      config: trackingConfig,
-      log: tracking.log,
-      onQueued: tracking.onQueued,
-      now: tracking.now,
-    })),
-  );
+  app.use(besidePartnerApi(collector));
   // The invited person's accept page (no key: the link's token is the credential); outside the partner spec.
   app.use(besidePartnerApi(invitationRoutes({ open: services.users.openInvitation, accept: services.users.acceptInvitation })));
   const chain: OperationChain = {

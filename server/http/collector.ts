@@ -84,6 +84,14 @@ function rateLimited(res: Response, error: RateLimiterRes, what: string): void {
   res.status(429).json({ error: "rate_limited", message: `Too many ${what}; retry in ${seconds} s`, retryAfterSeconds: seconds });
 }
 
+/** A JSON answer as one write of headers and body (res.json would copy the body into a buffer first). */
+function answerJson(res: Response, status: number, body: string): void {
+  res.statusCode = status;
+  res.setHeader("Content-Type", "application/json; charset=utf-8");
+  res.setHeader("Content-Length", Buffer.byteLength(body));
+  res.end(body);
+}
+
 /** As the partner API's DatasetId (spec/collector.yaml, parameter Dataset). */
 const DATASET_ID_MAX_LENGTH = 64;
 
@@ -261,7 +269,7 @@ export function collectorRoutes(deps: CollectorDeps): Router {
       req,
       res,
       () => parseBatch(req.body),
-      (queued, received) => res.status(202).json({ received, queued }),
+      (queued, received) => answerJson(res, 202, `{"received":${received},"queued":${queued}}`),
     );
   });
 
