@@ -1,8 +1,9 @@
-// createApp: security headers -> for the partner API's paths, request context and metrics -> the
-// operations; for the others, operator endpoints -> request context and metrics -> ACME
-// challenges -> tracking -> invitations -> the operations. Per operation (server/http/operations.ts):
-// operation context -> HTTPS -> rate limit -> API key -> URL length -> JSON body -> contract
-// validation -> handler; then one fallback (the same guard, then 404) -> errors.
+// createApp: security headers -> POST /collect (request context and metrics, the collector);
+// for the partner API's paths, request context and metrics -> the operations; for the others,
+// operator endpoints -> request context and metrics -> ACME challenges -> tracking -> invitations
+// -> the operations. Per operation (server/http/operations.ts): operation context -> HTTPS -> rate
+// limit -> API key -> URL length -> JSON body -> contract validation -> handler; then one fallback
+// (the same guard, then 404) -> errors.
 // No listen here (server/listen.ts): tests drive the app directly.
 import express from "express";
 import { type Config, loadConfig, type TrackingConfig } from "./config.ts";
@@ -90,6 +91,21 @@ export function createApp({
   // context straight to the operations, without being tried against each of their routes.
   const partnerSegments = new Set(contract.operations.map((op) => firstSegment(op.path)));
   const partnerApi: express.RequestHandler = (req, res, next) => context(req, res, () => operations(req, res, next));
+  // Tracking (/t.js, /collect, /demo): public, keyed by dataset, described by spec/collector.yaml.
+  const trackingConfig = tracking.config ?? defaults.tracking;
+  const collector = collectorRoutes({
+    db: db.prisma,
+    datasets: trackedDatasets(db.prisma, trackingConfig.settingsTtlSeconds),
+    resolver: sharedResolver,
+    networkOverrides: services.networks.current,
+    config: trackingConfig,
+    log: tracking.log,
+    onQueued: tracking.onQueued,
+    now: tracking.now,
+  });
+  // The collector's batches, the busiest path, go first: past no router that does not serve them,
+  // with the same request line and metrics. Its router answers every POST /collect (never next()).
+  app.post("/collect", context, collector);
   const others = express.Router();
   others.use(operatorRoutes(db));
   others.use(docsRoutes()); // the API reference and the contract documents, without a key
@@ -97,20 +113,7 @@ export function createApp({
   others.use(context);
   // The certificate authority fetches HTTP-01 challenges over plain HTTP and without a key.
   others.get(ACME_CHALLENGE_PATH, acmeChallenge(services));
-  // Tracking (/t.js, /collect, /demo): public, keyed by dataset, described by spec/collector.yaml.
-  const trackingConfig = tracking.config ?? defaults.tracking;
-  others.use(
-    collectorRoutes({
-      db: db.prisma,
-      datasets: trackedDatasets(db.prisma, trackingConfig.settingsTtlSeconds),
-      resolver: sharedResolver,
-      networkOverrides: services.networks.current,
-      config: trackingConfig,
-      log: tracking.log,
-      onQueued: tracking.onQueued,
-      now: tracking.now,
-    }),
-  );
+  others.use(collector);
   // The invited person's accept page (no key: the link's token is the credential); outside the partner spec.
   others.use(invitationRoutes({ open: services.users.openInvitation, accept: services.users.acceptInvitation }));
   others.use(operations); // a path nobody serves: the guard, then 404

@@ -103,7 +103,7 @@ const tracking = trackingSettings();
 if (role === "single") logger.info("loading the IP-to-network data (a few seconds)");
 sharedResolver({ ipv6Geo: config.tracking.ipv6Geo });
 // The ingest log: the queue table, or the JetStream stream of INGEST_LOG_URL (unreachable: exit).
-const ingestLog = await openIngestLog(db.prisma, config.ingestLog, logger).catch((error: Error) => {
+const ingestLog = await openIngestLog(db.prisma, config.ingestLog, logger, db.sql).catch((error: Error) => {
   console.error(`configuration error: ${error.message}`);
   process.exit(1);
 });

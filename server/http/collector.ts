@@ -20,7 +20,8 @@ import { demoConsentScript, demoPage } from "../tracking/demo-page.ts";
 import { SECRET_FIELD_NAME } from "../tracking/form-fields.ts";
 import { batchSchema, keptFields, leadIdOf, LIMITS, type TrackedEvent } from "../tracking/events.ts";
 import type { QueueRow } from "../tracking/ingest.ts";
-import { type IngestLog, tableLog } from "../tracking/ingest-log.ts";
+import { groupedAppends, type IngestLog, tableLog } from "../tracking/ingest-log.ts";
+import { sendText } from "./reply.ts";
 import { maskIp, withoutPort } from "../tracking/ip.ts";
 import { trackingMetrics } from "../tracking/metrics.ts";
 import { LEAD_NETWORKS, type NetworkType } from "../tracking/network-class.ts";
@@ -138,6 +139,7 @@ export function collectorRoutes(deps: CollectorDeps): Router {
   const perIp = new RateLimiterMemory({ points: config.ipRequestsPerMinute, duration: 60 });
   const perDataset = new RateLimiterMemory({ points: config.datasetEventsPerMinute, duration: 60 });
   const cookieless = cookielessVisitorIds(db);
+  const append = groupedAppends((rows) => log.append(rows));
   const router = Router();
 
   /** The request's dataset; a `dataset` that breaks the character rule or is longer than any id is a 400, never a query. */
@@ -191,6 +193,7 @@ export function collectorRoutes(deps: CollectorDeps): Router {
     }
     const place = resolver.placeOf(ip);
     const at = now().toISOString();
+    const leadId = leadIdOf(network.organizationName);
     const rows: QueueRow[] = [];
     for (const event of events) {
       if (event.type === "form" && (!dataset.formTracking || (event.partial && !dataset.partialFormTracking))) {
@@ -209,7 +212,7 @@ export function collectorRoutes(deps: CollectorDeps): Router {
           at,
           enrich: dataset.contactEnrichment,
           network: {
-            leadId: leadIdOf(network.organizationName),
+            leadId,
             organizationName: network.organizationName,
             organizationDomain: network.organizationDomain,
             asn: network.asn,
@@ -242,7 +245,7 @@ export function collectorRoutes(deps: CollectorDeps): Router {
       throw error;
     }
     const rows = accept(req, dataset, batch, await derivedVisitorId(req, dataset), await deps.networkOverrides());
-    await log.append(rows);
+    await append(rows);
     if (rows.length) deps.onQueued?.();
     answer(rows.length, batch.length);
   }
@@ -259,7 +262,7 @@ export function collectorRoutes(deps: CollectorDeps): Router {
       req,
       res,
       () => parseBatch(req.body),
-      (queued, received) => res.status(202).json({ received, queued }),
+      (queued, received) => sendText(res, 202, "application/json", `{"received":${received},"queued":${queued}}`),
     );
   });
 

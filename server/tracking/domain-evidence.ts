@@ -82,6 +82,19 @@ export function domainOfPtr(host: string, ip: string): string | null {
   return domain;
 }
 
+/** Addresses the evidence of merged batches keeps at most (more than a settling looks up: best effort, a lead's next visit brings its address again). */
+const MERGED_ADDRESSES = 4 * 1024;
+
+/** The evidence of two written batches as one: each lead's latest address, every identified visitor. */
+export function mergedEvidence(older: IngestResult, newer: IngestResult): IngestResult {
+  const leadKey = (lead: LeadRef) => `${lead.datasetId}\u0000${lead.leadId}`;
+  const addresses = new Map(older.addresses.map((a) => [leadKey(a), a] as const));
+  for (const address of newer.addresses) {
+    if (addresses.size < MERGED_ADDRESSES || addresses.has(leadKey(address))) addresses.set(leadKey(address), address);
+  }
+  return { ...newer, visitorsIdentified: [...older.visitorsIdentified, ...newer.visitorsIdentified], addresses: [...addresses.values()] };
+}
+
 type PtrAnswer = { host: string | null } | undefined;
 
 /** Node's resolver codes that mean "there is no PTR record" rather than "could not ask". */
@@ -108,13 +121,16 @@ export function domainEvidence(db: Db, config: ReverseDnsConfig, logger?: Logger
     }
   }
 
-  /** The /24's cached domain candidate, looking it up (and caching the answer) when none is fresh. */
-  async function candidateOf(ip: string): Promise<string | null> {
-    const prefix = prefixOf(ip);
-    if (!prefix) return null;
-    const [cached] = await db.$queryRaw<{ domain: string | null }[]>`
-      SELECT domain FROM "ReverseDnsEntry" WHERE prefix = ${prefix} AND "expiresAt" > now()`;
-    if (cached) return cached.domain;
+  /** The cached domain candidates (null: none) of the /24s that have a fresh entry: one query for all. */
+  async function cachedCandidates(prefixes: readonly string[]): Promise<Map<string, string | null>> {
+    if (!prefixes.length) return new Map();
+    const rows = await db.$queryRaw<{ prefix: string; domain: string | null }[]>`
+      SELECT prefix, domain FROM "ReverseDnsEntry" WHERE prefix = ANY(${prefixes}::text[]) AND "expiresAt" > now()`;
+    return new Map(rows.map((r) => [r.prefix, r.domain]));
+  }
+
+  /** Looks the /24's candidate up and caches the answer. */
+  async function lookedUpCandidate(ip: string, prefix: string): Promise<string | null> {
     const answer = await ptr(ip);
     const domain = answer?.host ? domainOfPtr(answer.host, ip) : null;
     const keepMs = answer ? config.cacheSeconds * 1000 : Math.min(FAILURE_RETRY_MS, config.cacheSeconds * 1000);
@@ -125,6 +141,14 @@ export function domainEvidence(db: Db, config: ReverseDnsConfig, logger?: Logger
       INSERT INTO "ReverseDnsEntry" (prefix, host, domain, "expiresAt") VALUES (${prefix}, ${host}, ${domain}, ${expiresAt})
       ON CONFLICT (prefix) DO UPDATE SET host = EXCLUDED.host, domain = EXCLUDED.domain, "expiresAt" = EXCLUDED."expiresAt"`;
     return domain;
+  }
+
+  /** The /24's domain candidate: the fresh cached one (`cached`, else asked), or looked up. */
+  async function candidateOf(ip: string, cached?: ReadonlyMap<string, string | null>): Promise<string | null> {
+    const prefix = prefixOf(ip);
+    if (!prefix) return null;
+    const known = cached ?? (await cachedCandidates([prefix]));
+    return known.has(prefix) ? known.get(prefix)! : lookedUpCandidate(ip, prefix);
   }
 
   /** Whether the domain is PTR of so many /24s that it is an access network's own. */
@@ -161,10 +185,10 @@ export function domainEvidence(db: Db, config: ReverseDnsConfig, logger?: Logger
     return best?.[0] ?? null;
   }
 
-  /** The reverse DNS domain of the address, or null (none, refused, an access network's, or off). */
-  async function reverseDomain(ip: string): Promise<string | null> {
+  /** The reverse DNS domain of the address, or null (none, refused, an access network's, or off); `cached`: the fresh entries of its batch. */
+  async function reverseDomain(ip: string, cached?: ReadonlyMap<string, string | null>): Promise<string | null> {
     if (!config.enabled) return null;
-    const domain = await candidateOf(ip);
+    const domain = await candidateOf(ip, cached);
     if (!domain) return null;
     if (!(await isOperatorDomain(domain))) return domain;
     await withdraw(domain);
@@ -183,7 +207,7 @@ export function domainEvidence(db: Db, config: ReverseDnsConfig, logger?: Logger
   }
 
   return {
-    reverseDomain,
+    reverseDomain: (ip: string) => reverseDomain(ip),
     /** The evidence a written batch brings: identified visitors' e-mail domains, visitors' PTR names. */
     async settle(result: IngestResult): Promise<void> {
       const identified = new Map(result.visitorsIdentified.map((v) => [`${v.datasetId}\u0000${v.leadId}`, v] as const));
@@ -193,10 +217,11 @@ export function domainEvidence(db: Db, config: ReverseDnsConfig, logger?: Logger
       }
       if (!config.enabled) return;
       const candidates = await reverseDnsCandidates(result);
+      const cached = await cachedCandidates(candidates.flatMap((lead) => prefixOf(lead.ip) ?? []));
       for (let i = 0; i < candidates.length; i += PARALLEL_LOOKUPS) {
         await Promise.all(
           candidates.slice(i, i + PARALLEL_LOOKUPS).map(async (lead) => {
-            const domain = await reverseDomain(lead.ip);
+            const domain = await reverseDomain(lead.ip, cached);
             if (domain) await setDomain(lead, domain, "reverse_dns");
           }),
         );

@@ -6,18 +6,65 @@
 //   stream; writers share one durable pull consumer and acknowledge after their commit
 //   (jetstream-log.ts).
 import type { IngestLogConfig } from "../config.ts";
-import type { Db } from "../db/database.ts";
+import type { Db, Sql } from "../db/database.ts";
 import type { Logger } from "../logging.ts";
-import { enqueue, type IngestLog, writeBatch } from "./ingest.ts";
+import { enqueue, type IngestLog, type QueueRow, writeBatch } from "./ingest.ts";
 
 
 export type { IngestLog };
 
-/** The PostgreSQL queue table of `db`. */
-export function tableLog(db: Db): IngestLog {
+/** Appends at once at most (more wait for one to finish), and rows per grouped append. */
+const APPENDS_IN_FLIGHT = 4;
+const ROWS_PER_APPEND = 1000;
+
+/**
+ * Group commit: requests that arrive while APPENDS_IN_FLIGHT appends are under way wait and go
+ * to the log together, in one append (one INSERT, one published message), and each is answered
+ * by that append's outcome: stored all together or not at all. Under load this spares the log a
+ * round trip and a commit per request; a lone request goes at once.
+ */
+export function groupedAppends(append: IngestLog["append"]): IngestLog["append"] {
+  interface Waiting {
+    rows: readonly QueueRow[];
+    settle: (error?: unknown) => void;
+  }
+  const waiting: Waiting[] = [];
+  let inFlight = 0;
+
+  function flush(): void {
+    while (waiting.length && inFlight < APPENDS_IN_FLIGHT) {
+      const group: Waiting[] = [];
+      let rows = 0;
+      while (waiting.length && (!group.length || rows + waiting[0]!.rows.length <= ROWS_PER_APPEND)) {
+        const next = waiting.shift()!;
+        group.push(next);
+        rows += next.rows.length;
+      }
+      inFlight++;
+      append(group.length === 1 ? group[0]!.rows : group.flatMap((w) => w.rows)).then(
+        () => group.forEach((w) => w.settle()),
+        (error: unknown) => group.forEach((w) => w.settle(error ?? new Error("append failed"))),
+      ).finally(() => {
+        inFlight--;
+        flush();
+      });
+    }
+  }
+
+  return (rows) => {
+    if (!rows.length) return Promise.resolve();
+    return new Promise<void>((resolve, reject) => {
+      waiting.push({ rows, settle: (error) => (error ? reject(error) : resolve()) });
+      flush();
+    });
+  };
+}
+
+/** The PostgreSQL queue table of `db`; appends through `sql` (the driver, without Prisma) when given. */
+export function tableLog(db: Db, sql?: Sql): IngestLog {
   return {
     kind: "postgres",
-    append: (rows) => enqueue(db, rows),
+    append: (rows) => enqueue(db, rows, sql),
     writeBatch: (limit, hooks) => writeBatch(db, limit, hooks),
     async oldestUnwritten() {
       // the queue's order (its key) is the order of acceptance
@@ -29,8 +76,8 @@ export function tableLog(db: Db): IngestLog {
 }
 
 /** The log `config` names (JetStream), or the queue table of `db` when it names none. */
-export async function openIngestLog(db: Db, config: IngestLogConfig | undefined, logger: Logger): Promise<IngestLog> {
-  if (!config) return tableLog(db);
+export async function openIngestLog(db: Db, config: IngestLogConfig | undefined, logger: Logger, sql?: Sql): Promise<IngestLog> {
+  if (!config) return tableLog(db, sql);
   const { openJetStreamLog } = await import("./jetstream-log.ts");
   return openJetStreamLog(db, config, logger);
 }

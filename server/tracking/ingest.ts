@@ -4,7 +4,7 @@
 // when a writer dies half-way (its transaction rolls back and the events stay queued) or several
 // writers run (FOR UPDATE SKIP LOCKED). Contact enrichment follows each batch (see enrichment.ts).
 import { Prisma } from "../../generated/prisma/client.ts";
-import type { Db } from "../db/database.ts";
+import type { Db, Sql } from "../db/database.ts";
 import type { Logger } from "../logging.ts";
 import { holdForWriting, withoutErased } from "./erasure-tombstones.ts";
 import { emailOf, type QueuedEvent, type QueueRow } from "./events.ts";
@@ -45,13 +45,17 @@ export interface IngestResult {
 
 export type { QueueRow } from "./events.ts";
 
-/** Writes the collector's accepted events into the queue in one statement. */
-export async function enqueue(db: Db, rows: readonly QueueRow[]): Promise<void> {
+const ENQUEUE = `
+  INSERT INTO "IngestEvent" ("accountId", "datasetId", "receivedAt", "event")
+  SELECT r."accountId", r."datasetId", r."receivedAt", r."event"
+  FROM jsonb_to_recordset($1::jsonb) AS r("accountId" text, "datasetId" text, "receivedAt" timestamptz, "event" jsonb)`;
+
+/** Writes the collector's accepted events into the queue in one statement (on the driver directly when given `sql`: the collector's hot path). */
+export async function enqueue(db: Db, rows: readonly QueueRow[], sql?: Sql): Promise<void> {
   if (!rows.length) return;
-  await db.$executeRaw`
-    INSERT INTO "IngestEvent" ("accountId", "datasetId", "receivedAt", "event")
-    SELECT r."accountId", r."datasetId", r."receivedAt", r."event"
-    FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS r("accountId" text, "datasetId" text, "receivedAt" timestamptz, "event" jsonb)`;
+  const values = [JSON.stringify(rows)];
+  if (sql) await sql({ text: ENQUEUE, values });
+  else await db.$executeRawUnsafe(ENQUEUE, ...values);
 }
 
 const key = (...parts: (string | null)[]) => parts.join("\u0000");

@@ -3,7 +3,7 @@
 // number of processes may run one against the same database.
 import type { Db } from "../db/database.ts";
 import type { Logger } from "../logging.ts";
-import type { DomainEvidence } from "./domain-evidence.ts";
+import { type DomainEvidence, mergedEvidence } from "./domain-evidence.ts";
 import { enrichment, type EnrichmentDeps, type EnrichmentOutcome } from "./enrichment.ts";
 import { type IngestResult, type WriterHooks } from "./ingest.ts";
 import { type IngestLog, tableLog } from "./ingest-log.ts";
@@ -33,8 +33,8 @@ export interface IngestWriter {
   stop(): Promise<void>;
 }
 
-/** Written batches whose domain evidence may still be settling while the writer goes on. */
-const SETTLING_AHEAD = 8;
+/** How many times INGEST_BATCH_SIZE a batch may grow to while the log holds a backlog. */
+const MAX_BATCH_GROWTH = 8;
 
 export function createIngestWriter(db: Db, deps: EnrichmentDeps, logger: Logger, options: WriterOptions = {}): IngestWriter {
   const { batchSize = 1000, pollMs = 250, onIngested, onEnriched, evidence, onCommitted, log = tableLog(db) } = options;
@@ -46,50 +46,52 @@ export function createIngestWriter(db: Db, deps: EnrichmentDeps, logger: Logger,
   // the lag gauge asks the log when /metrics is scraped (other writers' batches in hand included)
   reportWriterLag(() => log.oldestUnwritten());
 
-  // Domain evidence (reverse DNS look-ups of up to seconds each) follows the batches without
-  // holding the next batch back: at most SETTLING_AHEAD batches wait for it; a drain ends with it.
-  let settling: Promise<void> = Promise.resolve();
-  let waitingToSettle = 0;
-  async function settleLater(result: IngestResult): Promise<void> {
+  // Domain evidence (reverse DNS look-ups of up to seconds each) is off the write path: the
+  // batches' evidence waits, merged, for the one settling under way, and writing never waits
+  // for it; drain() (tests, the CLI) ends once it has settled.
+  let unsettled: IngestResult | undefined;
+  let settling: Promise<void> | undefined;
+  function settleLater(result: IngestResult): void {
     if (!evidence) return;
-    waitingToSettle++;
-    settling = settling
-      .then(() => evidence.settle(result))
-      .catch((error: Error) => logger.warn("domain evidence of a written batch failed", { error: error.message }))
-      .finally(() => waitingToSettle--);
-    if (waitingToSettle > SETTLING_AHEAD) await settling;
+    unsettled = unsettled ? mergedEvidence(unsettled, result) : result;
+    settling ??= settleAll().finally(() => (settling = undefined));
   }
-
-  async function drainOnce(): Promise<IngestResult[]> {
-    try {
-      return await writeUntilEmpty();
-    } finally {
-      await settling;
+  async function settleAll(): Promise<void> {
+    while (unsettled) {
+      const next = unsettled;
+      unsettled = undefined;
+      await evidence!.settle(next).catch((error: Error) => logger.warn("domain evidence of written batches failed", { error: error.message }));
     }
+  }
+  async function evidenceSettled(): Promise<void> {
+    while (settling) await settling;
   }
 
   async function writeUntilEmpty(): Promise<IngestResult[]> {
     const results: IngestResult[] = [];
+    let limit = batchSize;
     for (;;) {
       const started = performance.now();
-      const result = await log.writeBatch(batchSize, { onIngested });
+      const result = await log.writeBatch(limit, { onIngested });
+      // a full batch means a backlog: fewer, bigger transactions until it is gone
+      limit = result && result.events >= limit ? Math.min(limit * 2, batchSize * MAX_BATCH_GROWTH) : batchSize;
       if (result) {
         trackingMetrics.writerBatchDuration.observe((performance.now() - started) / 1000);
         trackingMetrics.writerBatchEvents.observe(result.events);
         results.push(result);
         onCommitted?.();
+        settleLater(result);
       }
-      if (result) await settleLater(result);
       const outcomes = await enrich.enrichPending();
       if (outcomes.length) await onEnriched?.(outcomes);
       if (!result && !outcomes.length) return results;
     }
   }
 
-  /** One drain at a time in this process: a second caller waits for the one running, then drains again. */
-  async function drain(): Promise<IngestResult[]> {
+  /** One writer loop at a time in this process: a second caller waits for the one running, then writes again. */
+  async function write(): Promise<IngestResult[]> {
     while (running) await running.catch(() => {});
-    running = drainOnce();
+    running = writeUntilEmpty();
     try {
       return await running;
     } finally {
@@ -97,11 +99,17 @@ export function createIngestWriter(db: Db, deps: EnrichmentDeps, logger: Logger,
     }
   }
 
+  async function drain(): Promise<IngestResult[]> {
+    const results = await write();
+    await evidenceSettled();
+    return results;
+  }
+
   function schedule(delay: number): void {
     if (stopped) return;
     clearTimeout(timer);
     timer = setTimeout(() => {
-      drain()
+      write()
         .catch((error: Error) => logger.error("ingest writer failed; the events stay queued", { error: error.message }))
         .finally(() => schedule(pollMs));
     }, delay);
@@ -117,6 +125,7 @@ export function createIngestWriter(db: Db, deps: EnrichmentDeps, logger: Logger,
       stopped = true;
       clearTimeout(timer);
       await running?.catch(() => {});
+      await evidenceSettled();
       reportWriterLag(undefined);
     },
   };
