@@ -19,11 +19,11 @@ const TEXT_RULE = /control characters/;
 
 /** A 400 naming `field`, and the queue as it was. */
 async function expectRefused(send: () => Promise<{ status: number; body: any }>, location: string, field: string, message: RegExp) {
-  const before = await t.count("IngestEvent");
+  const before = await t.count("IngestQueue");
   const res = await send();
   expect(res.status, JSON.stringify(res.body)).toBe(400);
   expect(res.body.details).toContainEqual({ location, field, message: expect.stringMatching(message) });
-  expect(await t.count("IngestEvent")).toBe(before);
+  expect(await t.count("IngestQueue")).toBe(before);
   expect(t.api.logs.join("\n")).not.toMatch(/request failed/);
 }
 
@@ -111,11 +111,11 @@ describe("collector methods and media types", () => {
   it.each(["application/xml", "image/png", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x"])(
     "when a valid batch is sent as %s, then 415 and nothing is queued",
     async (contentType) => {
-      const before = await t.count("IngestEvent");
+      const before = await t.count("IngestQueue");
       const res = await post(contentType, JSON.stringify({ events: [{ type: "pageview", visitorId: visitor(), url: "https://a.example/" }] }));
       expect(res.status).toBe(415);
       expect(res.body.error).toBe("unsupported_media_type");
-      expect(await t.count("IngestEvent")).toBe(before);
+      expect(await t.count("IngestQueue")).toBe(before);
     },
   );
 

@@ -9,7 +9,8 @@ import { newEncryptionKey } from "../server/security/secret-box.ts";
 import type { Database } from "../server/db/database.ts";
 import { jetstream } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
-import { type QueueRow, writeEvents } from "../server/tracking/ingest.ts";
+import { type QueuedBatch, writeEvents } from "../server/tracking/ingest.ts";
+import { rowsOf } from "../server/tracking/events.ts";
 import { type IngestLog, openIngestLog } from "../server/tracking/ingest-log.ts";
 import { createLogger } from "../server/logging.ts";
 import { eventually } from "./support/eventually.ts";
@@ -203,26 +204,22 @@ describe.skipIf(!available)("the ingest log on JetStream, in process", () => {
     await t?.close();
   });
 
-  /** The rows the collector would append for request `n` of the tenant's first dataset. */
-  const rowsOf = (n: number): QueueRow[] =>
-    batchOf(n).events.map((event) => ({
-      accountId: t.tenant.accountId,
-      datasetId: t.tenant.datasets[0]!,
-      receivedAt: new Date(),
-      event: {
-        ...event,
-        type: "pageview" as const,
-        at: new Date().toISOString(),
-        enrich: false,
-        network: { leadId: "org_jetstreamtest", organizationName: "JetStream Test Inc", organizationDomain: null, asn: 714, networkType: "business", country: "US", city: null, ip: ADDRESSES.business },
-      },
-    }));
+  /** The batch the collector would append for request `n` of the tenant's first dataset. */
+  const queuedBatchOf = (n: number): QueuedBatch => ({
+    accountId: t.tenant.accountId,
+    datasetId: t.tenant.datasets[0]!,
+    at: new Date().toISOString(),
+    enrich: false,
+    network: { leadId: "org_jetstreamtest", organizationName: "JetStream Test Inc", organizationDomain: null, asn: 714, networkType: "business", country: "US", city: null, ip: ADDRESSES.business },
+    events: batchOf(n).events.map((event) => ({ ...event, type: "pageview" as const })),
+  });
 
   it("when a batch comes back after its writer committed (its acknowledgement lost), then the next writer acknowledges it and writes nothing twice", async () => {
     const log = await open();
     // what a writer that died between its commit and its acknowledgement leaves: the message in
-    // the stream, its events and its id in the database
-    const rows = rowsOf(1);
+    // the stream, its events and its id in the database (a message as the version before batches
+    // published it, one element per event: still read)
+    const rows = rowsOf(queuedBatchOf(1));
     const nc = await connect({ servers: NATS_URL });
     try {
       await jetstream(nc).publish(logEnv.INGEST_LOG_SUBJECT!, JSON.stringify(rows), { msgID: "committed-not-acknowledged" });
@@ -251,7 +248,7 @@ describe.skipIf(!available)("the ingest log on JetStream, in process", () => {
     const collectorLog = await open();
     const before = await written(t.api.db);
     const requests = Array.from({ length: 60 }, (_, i) => 1000 + i);
-    for (const n of requests) await collectorLog.append(rowsOf(n));
+    for (const n of requests) await collectorLog.append([queuedBatchOf(n)]);
     const [a, b] = [writerOn(await open(), 50), writerOn(await open(), 50)];
     const [byA, byB] = await Promise.all([a.drain(), b.drain()]);
     const count = (results: { events: number }[]) => results.reduce((n, r) => n + r.events, 0);

@@ -74,7 +74,7 @@ describe.skipIf(!available)("erasure of events still in the JetStream ingest log
     await collect(ds, [t.form(subject, { email: address, company: "Apple" })]);
     // the same visitor's next page carries no address
     await collect(ds, [t.pageView(subject, "https://www.customer.example/thanks")]);
-    expect(await t.count("IngestEvent")).toBe(0); // the stream holds them, not the queue table
+    expect(await t.count("IngestQueue")).toBe(0); // the stream holds them, not the queue table
     expect(await log.oldestUnwritten()).toBeDefined();
 
     const res = await erase({ subjectEmail: address.toUpperCase() });

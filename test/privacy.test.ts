@@ -107,6 +107,22 @@ describe("eraseDataSubject", () => {
     expect((await exportOf({ visitorId: stays, datasetId: ds })).body.visitors).toHaveLength(1);
   });
 
+  it("when a queued batch holds events of the erased visitor and of another, then only the erased visitor's leave the queue and the other's are written", async () => {
+    const ds = t.tenant.datasets[1];
+    const [gone, stays] = [newVisitor(), newVisitor()];
+    // one request: one queued batch with both visitors' page views
+    await t.collect(ds, ADDRESSES.business, [t.pageView(gone), t.pageView(stays), t.pageView(gone)]);
+    await t.collect(ds, ADDRESSES.business, [t.pageView(gone)]);
+    const res = await erase({ visitorId: gone, datasetId: ds });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body.counts).toMatchObject({ queuedEvents: 3, visits: 0 });
+    await writer.drain();
+    expect((await exportOf({ visitorId: gone, datasetId: ds })).body.visitors).toHaveLength(0);
+    const { visitors } = (await exportOf({ visitorId: stays, datasetId: ds })).body;
+    expect(visitors).toHaveLength(1);
+    expect(visitors[0].visits).toHaveLength(1);
+  });
+
   it("when the same erasure is asked again, then it answers counts of zero and records it again", async () => {
     const ds = t.tenant.datasets[1];
     const vid = newVisitor();
@@ -283,7 +299,7 @@ describe("collector consent", () => {
     const res = await t.collect(ds, ADDRESSES.business, [t.pageView(newVisitor()), { ...t.pageView(newVisitor()), visitorId: undefined }]);
     expect(res.status).toBe(400);
     expect(res.body.error).toBe("invalid_batch");
-    expect(await t.api.db.prisma.ingestEvent.count({ where: { datasetId: ds } })).toBe(0);
+    expect(await t.api.db.prisma.ingestQueue.count({ where: { datasetId: ds } })).toBe(0);
   });
 });
 

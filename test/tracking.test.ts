@@ -106,11 +106,11 @@ describe("collect", () => {
   it("when the batch has more events than the limit, then it is refused whole and nothing is queued", async () => {
     const ds = await dataset("Limits");
     const vid = newVisitor();
-    const before = await t.count("IngestEvent");
+    const before = await t.count("IngestQueue");
     const res = await t.collect(ds, ADDRESSES.business, Array.from({ length: 51 }, () => t.pageView(vid)));
     expect(res.status).toBe(400);
     expect(res.body).toMatchObject({ error: "invalid_batch", details: [{ location: "body", field: "events" }] });
-    expect(await t.count("IngestEvent")).toBe(before);
+    expect(await t.count("IngestQueue")).toBe(before);
   });
 
   it("when one event of a batch is malformed, then the whole batch is refused", async () => {
@@ -132,7 +132,7 @@ describe("collect", () => {
 
   it("when the body is larger than 64 KiB, then 413 and nothing is queued", async () => {
     const ds = await dataset("Large");
-    const before = await t.count("IngestEvent");
+    const before = await t.count("IngestQueue");
     const res = await t.api
       .request()
       .post(`/collect?dataset=${ds}`)
@@ -140,7 +140,7 @@ describe("collect", () => {
       .set("content-type", "text/plain")
       .send(JSON.stringify({ events: [{ type: "pageview", visitorId: newVisitor(), url: "https://a.example/", title: "x".repeat(70_000) }] }));
     expect(res.status).toBe(413);
-    expect(await t.count("IngestEvent")).toBe(before);
+    expect(await t.count("IngestQueue")).toBe(before);
   });
 
   it("when the dataset does not exist or is not named, then 404 unknown_dataset or 400", async () => {
@@ -169,7 +169,7 @@ describe("collect", () => {
         }
         return found;
       };
-      expect(await fresh.count("IngestEvent")).toBe(2);
+      expect(await fresh.count("IngestQueue")).toBe(2);
       expect(await full()).toEqual([]); // the queue already holds the masked form
       await fresh.writer.drain();
       const visits = await fresh.api.db.prisma.visit.findMany({ select: { ip: true } });

@@ -18,8 +18,7 @@ import { cookielessVisitorIds } from "../tracking/cookieless.ts";
 import type { TrackedDataset, TrackedDatasets } from "../tracking/datasets.ts";
 import { demoConsentScript, demoPage } from "../tracking/demo-page.ts";
 import { SECRET_FIELD_NAME } from "../tracking/form-fields.ts";
-import { batchSchema, keptFields, leadIdOf, LIMITS, type TrackedEvent } from "../tracking/events.ts";
-import type { QueueRow } from "../tracking/ingest.ts";
+import { type AcceptedEvent, batchSchema, keptFields, leadIdOf, LIMITS, type QueuedBatch, type TrackedEvent } from "../tracking/events.ts";
 import { groupedAppends, type IngestLog, tableLog } from "../tracking/ingest-log.ts";
 import { sendText } from "./reply.ts";
 import { maskIp, withoutPort } from "../tracking/ip.ts";
@@ -139,7 +138,7 @@ export function collectorRoutes(deps: CollectorDeps): Router {
   const perIp = new RateLimiterMemory({ points: config.ipRequestsPerMinute, duration: 60 });
   const perDataset = new RateLimiterMemory({ points: config.datasetEventsPerMinute, duration: 60 });
   const cookieless = cookielessVisitorIds(db);
-  const append = groupedAppends((rows) => log.append(rows));
+  const append = groupedAppends((batches) => log.append(batches));
   const router = Router();
 
   /** The request's dataset; a `dataset` that breaks the character rule or is longer than any id is a 400, never a query. */
@@ -167,21 +166,21 @@ export function collectorRoutes(deps: CollectorDeps): Router {
   const derivedVisitorId = (req: Request, dataset: TrackedDataset) =>
     dataset.consentMode === "cookieless" ? cookieless.visitorId(now(), dataset.datasetId, clientIp(req), req.get("user-agent") ?? "") : undefined;
 
-  /** Resolves, filters and masks the events; the rows to queue (none for bots, opted-out browsers and non-business networks). */
+  /** Resolves, filters and masks the events; the batch to queue (none for bots, opted-out browsers and non-business networks). */
   function accept(
     req: Request,
     dataset: TrackedDataset,
     events: TrackedEvent[],
     derivedId: string | undefined,
     overrides: ReadonlyMap<number, NetworkType>,
-  ): QueueRow[] {
+  ): QueuedBatch | undefined {
     if (isBot(req.get("user-agent") ?? "")) {
       trackingMetrics.events.inc({ outcome: "bot" }, events.length);
-      return [];
+      return undefined;
     }
     if (optedOut(req, dataset)) {
       trackingMetrics.events.inc({ outcome: "do_not_track" }, events.length);
-      return [];
+      return undefined;
     }
     const ip = clientIp(req);
     const resolver = deps.resolver();
@@ -189,12 +188,9 @@ export function collectorRoutes(deps: CollectorDeps): Router {
     const type = network?.networkType ?? "unknown";
     if (!network || !LEAD_NETWORKS.has(type) || !network.organizationName) {
       trackingMetrics.events.inc({ outcome: type }, events.length);
-      return [];
+      return undefined;
     }
-    const place = resolver.placeOf(ip);
-    const at = now().toISOString();
-    const leadId = leadIdOf(network.organizationName);
-    const rows: QueueRow[] = [];
+    const accepted: AcceptedEvent[] = [];
     for (const event of events) {
       if (event.type === "form" && (!dataset.formTracking || (event.partial && !dataset.partialFormTracking))) {
         trackingMetrics.events.inc({ outcome: "form_tracking_off" });
@@ -202,31 +198,29 @@ export function collectorRoutes(deps: CollectorDeps): Router {
       }
       const visitorId = derivedId ?? event.visitorId;
       if (!visitorId) throw new Invalid("The batch was refused whole: nothing was written", [{ location: "body", field: "events.visitorId", message: "is required" }], "invalid_batch");
-      const kept = event.type === "form" ? { ...event, visitorId, fields: keptFields(event.fields) } : { ...event, visitorId };
-      rows.push({
-        accountId: dataset.accountId,
-        datasetId: dataset.datasetId,
-        receivedAt: new Date(at),
-        event: {
-          ...kept,
-          at,
-          enrich: dataset.contactEnrichment,
-          network: {
-            leadId,
-            organizationName: network.organizationName,
-            organizationDomain: network.organizationDomain,
-            asn: network.asn,
-            networkType: type,
-            country: place.country,
-            city: place.city,
-            // masked after resolution, before anything is stored
-            ip: dataset.allowIpMasking ? maskIp(ip)! : ip,
-          },
-        },
-      });
+      accepted.push(event.type === "form" ? { ...event, visitorId, fields: keptFields(event.fields) } : { ...event, visitorId });
     }
-    trackingMetrics.events.inc({ outcome: "queued" }, rows.length);
-    return rows;
+    trackingMetrics.events.inc({ outcome: "queued" }, accepted.length);
+    if (!accepted.length) return undefined;
+    const place = resolver.placeOf(ip);
+    return {
+      accountId: dataset.accountId,
+      datasetId: dataset.datasetId,
+      at: now().toISOString(),
+      enrich: dataset.contactEnrichment,
+      network: {
+        leadId: leadIdOf(network.organizationName),
+        organizationName: network.organizationName,
+        organizationDomain: network.organizationDomain,
+        asn: network.asn,
+        networkType: type,
+        country: place.country,
+        city: place.city,
+        // masked after resolution, before anything is stored
+        ip: dataset.allowIpMasking ? maskIp(ip)! : ip,
+      },
+      events: accepted,
+    };
   }
 
   async function collect(req: Request, res: Response, events: () => TrackedEvent[], answer: (queued: number, received: number) => void) {
@@ -244,10 +238,12 @@ export function collectorRoutes(deps: CollectorDeps): Router {
       if (error instanceof RateLimiterRes) return rateLimited(res, error, "events for this dataset");
       throw error;
     }
-    const rows = accept(req, dataset, batch, await derivedVisitorId(req, dataset), await deps.networkOverrides());
-    await append(rows);
-    if (rows.length) deps.onQueued?.();
-    answer(rows.length, batch.length);
+    const accepted = accept(req, dataset, batch, await derivedVisitorId(req, dataset), await deps.networkOverrides());
+    if (accepted) {
+      await append(accepted);
+      deps.onQueued?.();
+    }
+    answer(accepted?.events.length ?? 0, batch.length);
   }
 
   router.options("/collect", cors, (_req, res) => {

@@ -18,9 +18,9 @@ export const jsonList = (values: readonly string[]) => Prisma.sql`(SELECT jsonb_
 export const carries = (fields: Prisma.Sql, email: string) =>
   Prisma.sql`EXISTS (SELECT 1 FROM jsonb_each_text(${fields}) f WHERE lower(btrim(f.value)) = ${email})`;
 
-/** Queued form events of the dataset that carry the subject's address (a person only). */
+/** A queued event (`e`, an element of a queued batch's events) that is a form carrying the subject's address (a person only). */
 const queuedFormOf = (subject: Subject) =>
-  subject.type === "person" ? Prisma.sql`(event->>'type' = 'form' AND ${carries(Prisma.sql`event->'fields'`, subject.email)})` : Prisma.sql`false`;
+  subject.type === "person" ? Prisma.sql`(e->>'type' = 'form' AND ${carries(Prisma.sql`e->'fields'`, subject.email)})` : Prisma.sql`false`;
 
 /**
  * The visitor ids of the subject in one dataset: the visitor id itself, or the visitors known by
@@ -30,8 +30,27 @@ export async function visitorIdsOf(tx: Db | Tx, datasetId: string, subject: Subj
   if (subject.type === "visitor") return [subject.visitorId];
   const rows = await tx.$queryRaw<{ id: string }[]>`
     SELECT id FROM "Visitor" WHERE "datasetId" = ${datasetId} AND email = ${subject.email}
-    UNION SELECT event->>'visitorId' FROM "IngestEvent" WHERE "datasetId" = ${datasetId} AND ${queuedFormOf(subject)}`;
+    UNION SELECT e->>'visitorId' FROM "IngestQueue" q, jsonb_array_elements(q.batch->'events') e
+      WHERE q."datasetId" = ${datasetId} AND ${queuedFormOf(subject)}`;
   return rows.map((r) => r.id);
+}
+
+/**
+ * Takes the subject's events out of the dataset's queued batches (a batch left without events
+ * goes); how many events were taken.
+ */
+async function eraseQueued(tx: Tx, datasetId: string, visitorIds: string[], subject: Subject): Promise<number> {
+  const [row] = await tx.$queryRaw<{ n: bigint }[]>`
+    WITH hit AS (
+      SELECT q.id, jsonb_agg(e ORDER BY i) FILTER (WHERE NOT erased) AS kept, count(*) FILTER (WHERE erased) AS n
+      FROM "IngestQueue" q, jsonb_array_elements(q.batch->'events') WITH ORDINALITY AS x(e, i),
+        LATERAL (SELECT (e->>'visitorId' IN ${jsonList(visitorIds)} OR ${queuedFormOf(subject)}) AS erased) m
+      WHERE q."datasetId" = ${datasetId}
+      GROUP BY q.id HAVING count(*) FILTER (WHERE erased) > 0),
+    kept AS (UPDATE "IngestQueue" q SET batch = jsonb_set(q.batch, '{events}', hit.kept) FROM hit WHERE q.id = hit.id AND hit.kept IS NOT NULL),
+    gone AS (DELETE FROM "IngestQueue" q USING hit WHERE q.id = hit.id AND hit.kept IS NULL)
+    SELECT coalesce(sum(n), 0) AS n FROM hit`;
+  return Number(row!.n);
 }
 
 /** Deliveries of the account whose payload names one of the visitors or carries the address. */
@@ -69,8 +88,7 @@ async function adjustLeads(tx: Tx, datasetId: string, erased: { leadId: string; 
  */
 export async function eraseInDataset(tx: Tx, accountId: string, datasetId: string, subject: Subject, counts: ErasureCounts): Promise<string[]> {
   const ids = await visitorIdsOf(tx, datasetId, subject);
-  counts.queuedEvents += await tx.$executeRaw`
-    DELETE FROM "IngestEvent" WHERE "datasetId" = ${datasetId} AND (event->>'visitorId' IN ${jsonList(ids)} OR ${queuedFormOf(subject)})`;
+  counts.queuedEvents += await eraseQueued(tx, datasetId, ids, subject);
   await eraseWritten(tx, accountId, datasetId, ids, subject, counts);
   return ids;
 }

@@ -1,21 +1,22 @@
 // The ingest log: where the collector puts the events it accepted (it answers 202 only once the
 // log has acknowledged them) and where the writers take them from. Two implementations:
-// - the PostgreSQL queue table "IngestEvent" (the default, embedded or not): an append is one
-//   multi-row INSERT; a writer's batch deletes what it writes in its own transaction (ingest.ts);
+// - the PostgreSQL queue table "IngestQueue" (the default, embedded or not): an append is one
+//   INSERT of a row per request's batch; a writer's batch deletes what it writes in its own
+//   transaction (ingest.ts);
 // - NATS JetStream (INGEST_LOG_URL=nats://...): an append is one publish acknowledged by the
 //   stream; writers share one durable pull consumer and acknowledge after their commit
 //   (jetstream-log.ts).
 import type { IngestLogConfig } from "../config.ts";
 import type { Db, Sql } from "../db/database.ts";
 import type { Logger } from "../logging.ts";
-import { enqueue, type IngestLog, type QueueRow, writeBatch } from "./ingest.ts";
+import { enqueue, entrySizer, type IngestLog, type QueuedBatch, writeBatch } from "./ingest.ts";
 
 
 export type { IngestLog };
 
-/** Appends at once at most (more wait for one to finish), and rows per grouped append. */
+/** Appends at once at most (more wait for one to finish), and events per grouped append. */
 const APPENDS_IN_FLIGHT = 4;
-const ROWS_PER_APPEND = 1000;
+const EVENTS_PER_APPEND = 1000;
 
 /**
  * Group commit: requests that arrive while APPENDS_IN_FLIGHT appends are under way wait and go
@@ -23,9 +24,9 @@ const ROWS_PER_APPEND = 1000;
  * by that append's outcome: stored all together or not at all. Under load this spares the log a
  * round trip and a commit per request; a lone request goes at once.
  */
-export function groupedAppends(append: IngestLog["append"]): IngestLog["append"] {
+export function groupedAppends(append: IngestLog["append"]): (batch: QueuedBatch) => Promise<void> {
   interface Waiting {
-    rows: readonly QueueRow[];
+    batch: QueuedBatch;
     settle: (error?: unknown) => void;
   }
   const waiting: Waiting[] = [];
@@ -34,14 +35,14 @@ export function groupedAppends(append: IngestLog["append"]): IngestLog["append"]
   function flush(): void {
     while (waiting.length && inFlight < APPENDS_IN_FLIGHT) {
       const group: Waiting[] = [];
-      let rows = 0;
-      while (waiting.length && (!group.length || rows + waiting[0]!.rows.length <= ROWS_PER_APPEND)) {
+      let events = 0;
+      while (waiting.length && (!group.length || events + waiting[0]!.batch.events.length <= EVENTS_PER_APPEND)) {
         const next = waiting.shift()!;
         group.push(next);
-        rows += next.rows.length;
+        events += next.batch.events.length;
       }
       inFlight++;
-      append(group.length === 1 ? group[0]!.rows : group.flatMap((w) => w.rows)).then(
+      append(group.map((w) => w.batch)).then(
         () => group.forEach((w) => w.settle()),
         (error: unknown) => group.forEach((w) => w.settle(error ?? new Error("append failed"))),
       ).finally(() => {
@@ -51,24 +52,23 @@ export function groupedAppends(append: IngestLog["append"]): IngestLog["append"]
     }
   }
 
-  return (rows) => {
-    if (!rows.length) return Promise.resolve();
-    return new Promise<void>((resolve, reject) => {
-      waiting.push({ rows, settle: (error) => (error ? reject(error) : resolve()) });
+  return (batch) =>
+    new Promise<void>((resolve, reject) => {
+      waiting.push({ batch, settle: (error) => (error ? reject(error) : resolve()) });
       flush();
     });
-  };
 }
 
 /** The PostgreSQL queue table of `db`; appends through `sql` (the driver, without Prisma) when given. */
 export function tableLog(db: Db, sql?: Sql): IngestLog {
+  const sizer = entrySizer();
   return {
     kind: "postgres",
-    append: (rows) => enqueue(db, rows, sql),
-    writeBatch: (limit, hooks) => writeBatch(db, limit, hooks),
+    append: (batches) => enqueue(db, batches, sql),
+    writeBatch: (limit, hooks) => writeBatch(db, sizer, limit, hooks),
     async oldestUnwritten() {
       // the queue's order (its key) is the order of acceptance
-      const [row] = await db.$queryRaw<{ at: Date }[]>`SELECT "receivedAt" AS at FROM "IngestEvent" ORDER BY id LIMIT 1`;
+      const [row] = await db.$queryRaw<{ at: Date }[]>`SELECT "receivedAt" AS at FROM "IngestQueue" ORDER BY id LIMIT 1`;
       return row?.at;
     },
     close: async () => {},

@@ -7,7 +7,7 @@ import { Prisma } from "../../generated/prisma/client.ts";
 import type { Db, Sql } from "../db/database.ts";
 import type { Logger } from "../logging.ts";
 import { holdForWriting, withoutErased } from "./erasure-tombstones.ts";
-import { emailOf, type QueuedEvent, type QueueRow } from "./events.ts";
+import { emailOf, type QueuedBatch, type QueuedEvent, type QueueRow, rowsOf } from "./events.ts";
 
 /** The path a page counts as: lower case, without query, fragment or trailing slash ("/" for the root). */
 export function pagePath(url: string): string {
@@ -43,17 +43,16 @@ export interface IngestResult {
   addresses: (LeadRef & { ip: string })[];
 }
 
-export type { QueueRow } from "./events.ts";
+export type { QueuedBatch, QueueRow } from "./events.ts";
 
 const ENQUEUE = `
-  INSERT INTO "IngestEvent" ("accountId", "datasetId", "receivedAt", "event")
-  SELECT r."accountId", r."datasetId", r."receivedAt", r."event"
-  FROM jsonb_to_recordset($1::jsonb) AS r("accountId" text, "datasetId" text, "receivedAt" timestamptz, "event" jsonb)`;
+  INSERT INTO "IngestQueue" ("accountId", "datasetId", "receivedAt", "batch")
+  SELECT b->>'accountId', b->>'datasetId', (b->>'at')::timestamptz, b FROM jsonb_array_elements($1::jsonb) AS b`;
 
-/** Writes the collector's accepted events into the queue in one statement (on the driver directly when given `sql`: the collector's hot path). */
-export async function enqueue(db: Db, rows: readonly QueueRow[], sql?: Sql): Promise<void> {
-  if (!rows.length) return;
-  const values = [JSON.stringify(rows)];
+/** Writes the collector's accepted batches into the queue in one statement (on the driver directly when given `sql`: the collector's hot path). */
+export async function enqueue(db: Db, batches: readonly QueuedBatch[], sql?: Sql): Promise<void> {
+  if (!batches.length) return;
+  const values = [JSON.stringify(batches)];
   if (sql) await sql({ text: ENQUEUE, values });
   else await db.$executeRawUnsafe(ENQUEUE, ...values);
 }
@@ -141,12 +140,13 @@ function aggregate(events: readonly QueueRow[]): { leads: LeadRow[]; visitors: V
 
 const json = (value: unknown) => JSON.stringify(value);
 
-/** Claims up to `limit` queued events (deleting them: the transaction's rollback puts them back). */
-async function claim(tx: Tx, limit: number): Promise<QueueRow[]> {
-  return tx.$queryRaw<QueueRow[]>`
-    DELETE FROM "IngestEvent" WHERE id IN (
-      SELECT id FROM "IngestEvent" ORDER BY id LIMIT ${limit} FOR UPDATE SKIP LOCKED)
-    RETURNING "accountId", "datasetId", "receivedAt", "event"`;
+/** Claims up to `limit` queued batches (deleting them: the transaction's rollback puts them back). */
+async function claim(tx: Tx, limit: number): Promise<QueuedBatch[]> {
+  const rows = await tx.$queryRaw<{ batch: QueuedBatch }[]>`
+    DELETE FROM "IngestQueue" WHERE id IN (
+      SELECT id FROM "IngestQueue" ORDER BY id LIMIT ${limit} FOR UPDATE SKIP LOCKED)
+    RETURNING "batch"`;
+  return rows.map((r) => r.batch);
 }
 
 /**
@@ -300,14 +300,34 @@ export async function writeEvents(tx: Tx, claimed: readonly QueueRow[], hooks: W
 /** How long one batch's transaction may take. */
 export const BATCH_TRANSACTION_MS = 60_000;
 
-/** Writes one batch from the queue table; undefined when the queue was empty. */
-export async function writeBatch(db: Db, limit: number, hooks: WriterHooks = {}): Promise<IngestResult | undefined> {
+/** Log entries (queue rows, messages) assumed to carry at least this many events each: a request's batch. */
+const EVENTS_PER_ENTRY = 10;
+
+/**
+ * How many entries of a log (queue rows, JetStream messages) make about `events` events, from
+ * what the last ones taken carried: a request's batch, or more when collectors grouped requests.
+ */
+export function entrySizer() {
+  let eventsPerEntry = EVENTS_PER_ENTRY;
+  return {
+    entriesFor: (events: number) => Math.max(1, Math.floor(events / eventsPerEntry)),
+    observe(entries: number, events: number): void {
+      if (entries) eventsPerEntry = Math.max(EVENTS_PER_ENTRY, events / entries);
+    },
+  };
+}
+export type EntrySizer = ReturnType<typeof entrySizer>;
+
+/** Writes about `limit` queued events (whole batches) in one transaction; undefined when the queue was empty. */
+export async function writeBatch(db: Db, sizer: EntrySizer, limit: number, hooks: WriterHooks = {}): Promise<IngestResult | undefined> {
   return db.$transaction(
     async (tx) => {
       // before the claim: an erasure (which deletes queued events) holds the lock first or waits for this batch
       await holdForWriting(tx);
-      const events = await claim(tx, limit);
-      return events.length ? writeEvents(tx, events, hooks) : undefined;
+      const batches = await claim(tx, sizer.entriesFor(limit));
+      const rows = batches.flatMap(rowsOf);
+      sizer.observe(batches.length, rows.length);
+      return batches.length ? writeEvents(tx, rows, hooks) : undefined;
     },
     { timeout: BATCH_TRANSACTION_MS },
   );
@@ -316,8 +336,8 @@ export async function writeBatch(db: Db, limit: number, hooks: WriterHooks = {})
 /** Where accepted events wait until written: this queue table or a log engine (ingest-log.ts). */
 export interface IngestLog {
   readonly kind: "postgres" | "jetstream";
-  /** Stores the rows durably; resolves once the log acknowledged them, else throws (Unavailable: a 503). */
-  append(rows: readonly QueueRow[]): Promise<void>;
+  /** Stores the batches durably; resolves once the log acknowledged them, else throws (Unavailable: a 503). */
+  append(batches: readonly QueuedBatch[]): Promise<void>;
   /**
    * Writes up to about `limit` events in one transaction and only then acknowledges them to the
    * log; undefined when none was waiting. A batch written before is not written again.

@@ -32,7 +32,8 @@ import { connect, nanos, type NatsConnection } from "@nats-io/transport-node";
 import type { Db } from "../db/database.ts";
 import { Unavailable } from "../domain/errors.ts";
 import type { Logger } from "../logging.ts";
-import { BATCH_TRANSACTION_MS, type IngestLog, type IngestResult, type QueueRow, writeEvents, type WriterHooks } from "./ingest.ts";
+import { BATCH_TRANSACTION_MS, entrySizer, type IngestLog, type IngestResult, type QueueRow, writeEvents, type WriterHooks } from "./ingest.ts";
+import { rowsOfLogged } from "./events.ts";
 import type { IngestLogConfig } from "../config.ts";
 
 /** The wait a 503 announces: a NATS server's restart or a cluster's new leader is rarely quicker. */
@@ -41,8 +42,6 @@ export const LOG_RETRY_AFTER_SECONDS = 2;
 const DUPLICATE_WINDOW_MS = 2 * 60_000;
 /** The shortest pull the client library allows: how long a writer waits for redeliveries. */
 const FETCH_EXPIRES_MS = 1_000;
-/** Events per message assumed at least (a request's batch); a fetch shows when they carry more (collectors group requests under load). */
-const EVENTS_PER_MESSAGE = 10;
 /** How long a batch whose transaction failed waits before it is delivered again. */
 const NAK_DELAY_MS = 1_000;
 /** How often a writer prunes the message ids it no longer needs. */
@@ -90,9 +89,9 @@ async function ensureConsumer(jsm: JetStreamManager, config: IngestLogConfig): P
   }
 }
 
-/** A message's rows and id (the collector's Nats-Msg-Id; the stream sequence for a message without one). */
+/** A message's events and id (the collector's Nats-Msg-Id; the stream sequence for a message without one). */
 function readMessage(msg: JsMsg, stream: string): { id: string; rows: QueueRow[] } {
-  const rows = (msg.json<QueueRow[]>()).map((row) => ({ ...row, receivedAt: new Date(row.receivedAt) }));
+  const rows = rowsOfLogged(msg.json());
   return { id: msg.headers?.get("Nats-Msg-Id") || `${stream}:${msg.seq}`, rows };
 }
 
@@ -122,8 +121,8 @@ export async function openJetStreamLog(db: Db, config: IngestLogConfig, logger: 
   })();
   let consumer: Consumer | undefined;
   let prunedAt = 0;
-  // messages per transaction follow the events the last fetch's messages carried (at least EVENTS_PER_MESSAGE): about `limit` events each
-  let eventsPerMessage = EVENTS_PER_MESSAGE;
+  // messages per transaction: about `limit` events, as many as the last fetch's messages carried
+  const sizer = entrySizer();
 
   /** Up to `max` messages: what waits, or (when only delivered ones are unacknowledged) redeliveries within a second. */
   async function fetchMessages(max: number): Promise<JsMsg[]> {
@@ -149,18 +148,18 @@ export async function openJetStreamLog(db: Db, config: IngestLogConfig, logger: 
 
   return {
     kind: "jetstream",
-    async append(rows) {
-      if (!rows.length) return;
+    async append(batches) {
+      if (!batches.length) return;
       if (!connected) throw unavailable("not connected");
       try {
-        await js.publish(config.subject, JSON.stringify(rows), { msgID: randomUUID(), timeout: config.timeoutMs });
+        await js.publish(config.subject, JSON.stringify(batches), { msgID: randomUUID(), timeout: config.timeoutMs });
       } catch (error) {
         throw unavailable((error as Error).message);
       }
     },
 
     async writeBatch(limit: number, hooks: WriterHooks): Promise<IngestResult | undefined> {
-      const messages = await fetchMessages(Math.max(1, Math.floor(limit / eventsPerMessage)));
+      const messages = await fetchMessages(sizer.entriesFor(limit));
       if (!messages.length) return undefined;
       const byId = new Map<string, QueueRow[]>();
       const readable: { msg: JsMsg; id: string }[] = [];
@@ -174,7 +173,7 @@ export async function openJetStreamLog(db: Db, config: IngestLogConfig, logger: 
           msg.term("not a batch");
         }
       }
-      eventsPerMessage = Math.max(EVENTS_PER_MESSAGE, [...byId.values()].reduce((sum, rows) => sum + rows.length, 0) / Math.max(1, byId.size));
+      sizer.observe(byId.size, [...byId.values()].reduce((sum, rows) => sum + rows.length, 0));
       let result: IngestResult | undefined;
       try {
         result = await db.$transaction(
