@@ -190,18 +190,18 @@ async function startServer(backend: Backend, url: string, stream: string): Promi
   }
   const logEnv: Record<string, string> =
     backend === "jetstream" ? { INGEST_LOG_URL: natsUrl, INGEST_LOG_STREAM: stream, INGEST_LOG_SUBJECT: `bench.${stream}`, INGEST_LOG_REPLICAS: "1" } : {};
+  // production mode: what the service and the writer process require
+  const production = { DATABASE_URL: url, CTD_ENCRYPTION_KEY: randomBytes(32).toString("hex"), SMTP_URL: "smtp://127.0.0.1:2525", ...logEnv };
   const service = await startService(port, {
-    DATABASE_URL: url,
+    ...production,
     TRUST_PROXY: "loopback",
     REQUIRE_HTTPS: "false",
-    CTD_ENCRYPTION_KEY: randomBytes(32).toString("hex"),
     COLLECT_IP_REQUESTS_PER_MINUTE: "1000000000",
     COLLECT_DATASET_EVENTS_PER_MINUTE: "1000000000",
     INGEST_WRITER: separateWriter ? "off" : "on",
-    ...logEnv,
   });
   const writer: ChildProcess | undefined = separateWriter
-    ? startProcess("scripts/ingest.ts", { DATABASE_URL: url, NODE_ENV: "production", LOG_LEVEL: "warn", ...logEnv })
+    ? startProcess("scripts/ingest.ts", { ...production, NODE_ENV: "production", LOG_LEVEL: "warn" })
     : undefined;
   return {
     port,

@@ -130,6 +130,8 @@ export interface TrackingConfig {
     batchSize: number;
     /** How often an idle writer looks at the queue. */
     pollMs: number;
+    /** Batches the writer writes at once, each in its own transaction (on its own connection). */
+    transactions: number;
   };
 }
 
@@ -364,6 +366,7 @@ const environment = z
     INGEST_WRITER: flag,
     INGEST_BATCH_SIZE: integer(1000),
     INGEST_POLL_MS: integer(250),
+    INGEST_WRITER_TRANSACTIONS: integer(2),
     // webhooks
     WEBHOOK_RETRY_SCHEDULE_SECONDS: text,
     WEBHOOK_TIMEOUT_MS: positive(15_000),
@@ -541,7 +544,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       loopbackIp: e.TRACKING_LOOPBACK_IP,
       ipv6Geo: e.TRACKING_IPV6_GEO ?? false,
       reverseDns: reverseDns(e),
-      writer: { enabled: e.INGEST_WRITER ?? true, batchSize: e.INGEST_BATCH_SIZE, pollMs: e.INGEST_POLL_MS },
+      writer: { enabled: e.INGEST_WRITER ?? true, batchSize: e.INGEST_BATCH_SIZE, pollMs: e.INGEST_POLL_MS, transactions: e.INGEST_WRITER_TRANSACTIONS },
     },
     webhooks: webhooks(e, production),
     jobs: jobs(e),

@@ -7,7 +7,7 @@ import { Ajv2020 } from "ajv/dist/2020.js";
 import { parse } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ContactProfile } from "../server/contacts/profile.ts";
-import { ADDRESSES, BOT_UA, startTracking, type TrackingSuite } from "./support/tracking.ts";
+import { ADDRESSES, BOT_UA, ONLY_EVIDENCE, startTracking, type TrackingSuite, wiredWriter } from "./support/tracking.ts";
 import { as } from "./support/suite.ts";
 
 let t: TrackingSuite;
@@ -76,6 +76,32 @@ describe("collect", () => {
     expect(second!.leadsCreated).toEqual([]);
     expect(second!.leadsVisited).toHaveLength(1);
     expect(await t.leads(ds)).toMatchObject([{ organizationName: "Massachusetts Institute of Technology", organizationDomain: "mit.edu", visitCount: 2 }]);
+  });
+
+  it("when a writer has two transactions and a backlog of two organisations' visitors, then batches overlap on PostgreSQL and every visit is counted once", async () => {
+    const ds = await dataset("Lanes");
+    const requests = 12;
+    for (let i = 0; i < requests; i++) {
+      const from = i % 2 ? ADDRESSES.education : ADDRESSES.business;
+      await t.collect(ds, from, [t.pageView(newVisitor()), t.pageView(newVisitor(), "https://www.customer.example/about")]);
+    }
+    let open = 0;
+    let mostOpen = 0;
+    const writer = wiredWriter(t.api, {
+      ...ONLY_EVIDENCE,
+      batchSize: 2, // a request's batch per transaction
+      transactions: 2,
+      onIngested: async () => {
+        mostOpen = Math.max(mostOpen, ++open);
+        await new Promise((resolve) => setTimeout(resolve, 30));
+        open--;
+      },
+    });
+    const results = await writer.drain();
+    expect(results.reduce((n, r) => n + r.visits, 0)).toBe(requests * 2);
+    // the embedded database runs one transaction at a time (server/db/embedded-server.ts)
+    expect(mostOpen).toBe(t.api.db.kind === "postgres" ? 2 : 1);
+    expect((await t.leads(ds)).map((l) => l.visitCount)).toEqual([requests, requests]);
   });
 
   it("when the user agent is a bot, then nothing is written", async () => {

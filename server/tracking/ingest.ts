@@ -85,6 +85,12 @@ interface VisitorRow {
   lastSeenAt: string;
 }
 
+/**
+ * A map's rows in the order of their keys: concurrent batches (several writers, or several
+ * transactions of one) lock the rows of an upsert in the same order and never deadlock.
+ */
+const inKeyOrder = <T>(rows: Map<string, T>): T[] => [...rows.keys()].sort().map((k) => rows.get(k)!);
+
 /** Leads and visitors aggregated over the batch: an upsert may touch each row only once. */
 function aggregate(events: readonly QueueRow[]): { leads: LeadRow[]; visitors: VisitorRow[] } {
   const leads = new Map<string, LeadRow>();
@@ -135,7 +141,7 @@ function aggregate(events: readonly QueueRow[]): { leads: LeadRow[]; visitors: V
       });
     }
   }
-  return { leads: [...leads.values()], visitors: [...visitors.values()] };
+  return { leads: inKeyOrder(leads), visitors: inKeyOrder(visitors) };
 }
 
 const json = (value: unknown) => JSON.stringify(value);
@@ -149,29 +155,51 @@ async function claim(tx: Tx, limit: number): Promise<QueuedBatch[]> {
   return rows.map((r) => r.batch);
 }
 
+const LEAD_COLUMNS = Prisma.sql`r("accountId" text, "datasetId" text, "id" text, "organizationName" text, "organizationDomain" text,
+  "domainSource" text, "country" text, "city" text, "firstVisitAt" timestamptz, "lastVisitAt" timestamptz, "visitCount" int)`;
+
 /**
- * Visit counts add up; first and last visit widen; place follows the latest data. A curated domain
- * replaces whatever domain the lead had (it is the strongest evidence); without one the lead keeps its own.
+ * The batch's new leads, inserted with the batch's counts (the visits' foreign key needs them
+ * first); an existing lead is left alone here and updated last (updateVisitedLeads). Keys of the
+ * leads created.
  */
-async function upsertLeads(tx: Tx, leads: LeadRow[]): Promise<{ id: string; datasetId: string; accountId: string; created: boolean }[]> {
-  if (!leads.length) return [];
-  return tx.$queryRaw`
+async function insertNewLeads(tx: Tx, leads: LeadRow[]): Promise<Set<string>> {
+  if (!leads.length) return new Set();
+  const created = await tx.$queryRaw<{ datasetId: string; id: string }[]>`
     INSERT INTO "Lead" ("accountId", "datasetId", "id", "organizationName", "organizationDomain", "domainSource", "country", "city",
                         "firstVisitAt", "lastVisitAt", "visitCount")
     SELECT r."accountId", r."datasetId", r."id", r."organizationName", r."organizationDomain", r."domainSource"::"DomainSource",
            r."country", r."city", r."firstVisitAt", r."lastVisitAt", r."visitCount"
-    FROM jsonb_to_recordset(${json(leads)}::jsonb) AS r("accountId" text, "datasetId" text, "id" text,
-      "organizationName" text, "organizationDomain" text, "domainSource" text, "country" text, "city" text,
-      "firstVisitAt" timestamptz, "lastVisitAt" timestamptz, "visitCount" int)
-    ON CONFLICT ("datasetId", "id") DO UPDATE SET
-      "visitCount" = "Lead"."visitCount" + EXCLUDED."visitCount",
-      "firstVisitAt" = LEAST("Lead"."firstVisitAt", EXCLUDED."firstVisitAt"),
-      "lastVisitAt" = GREATEST("Lead"."lastVisitAt", EXCLUDED."lastVisitAt"),
-      "organizationDomain" = COALESCE(EXCLUDED."organizationDomain", "Lead"."organizationDomain"),
-      "domainSource" = CASE WHEN EXCLUDED."organizationDomain" IS NOT NULL THEN EXCLUDED."domainSource" ELSE "Lead"."domainSource" END,
-      "country" = COALESCE(EXCLUDED."country", "Lead"."country"),
-      "city" = COALESCE(EXCLUDED."city", "Lead"."city")
-    RETURNING "accountId", "datasetId", "id", (xmax = 0) AS created`;
+    FROM jsonb_to_recordset(${json(leads)}::jsonb) AS ${LEAD_COLUMNS}
+    ON CONFLICT ("datasetId", "id") DO NOTHING
+    RETURNING "datasetId", "id"`;
+  return new Set(created.map((r) => key(r.datasetId, r.id)));
+}
+
+/**
+ * The leads the batch visited that existed: visit counts add up; first and last visit widen; place
+ * follows the latest data. A curated domain replaces whatever domain the lead had (it is the
+ * strongest evidence); without one the lead keeps its own. The batch's last statement: the rows
+ * stay locked until its commit only, so that concurrent batches visiting the same organisation
+ * (every batch, under load) wait for each other briefly; locked in key order, they never deadlock.
+ */
+async function updateVisitedLeads(tx: Tx, leads: LeadRow[]): Promise<void> {
+  if (!leads.length) return;
+  const rows = json(leads);
+  await tx.$executeRaw`
+    SELECT 1 FROM "Lead" l JOIN jsonb_to_recordset(${rows}::jsonb) AS ${LEAD_COLUMNS} ON l."datasetId" = r."datasetId" AND l.id = r.id
+    ORDER BY l."datasetId", l.id FOR NO KEY UPDATE OF l`;
+  await tx.$executeRaw`
+    UPDATE "Lead" l SET
+      "visitCount" = l."visitCount" + r."visitCount",
+      "firstVisitAt" = LEAST(l."firstVisitAt", r."firstVisitAt"),
+      "lastVisitAt" = GREATEST(l."lastVisitAt", r."lastVisitAt"),
+      "organizationDomain" = COALESCE(r."organizationDomain", l."organizationDomain"),
+      "domainSource" = CASE WHEN r."organizationDomain" IS NOT NULL THEN r."domainSource"::"DomainSource" ELSE l."domainSource" END,
+      "country" = COALESCE(r."country", l."country"),
+      "city" = COALESCE(r."city", l."city")
+    FROM jsonb_to_recordset(${rows}::jsonb) AS ${LEAD_COLUMNS}
+    WHERE l."datasetId" = r."datasetId" AND l.id = r.id`;
 }
 
 /** A new e-mail address of a visitor starts its enrichment again; the same address does not. */
@@ -249,7 +277,7 @@ async function insertPages(tx: Tx, events: readonly QueueRow[]): Promise<void> {
   if (!pages.size) return;
   await tx.$executeRaw`
     INSERT INTO "LeadPage" ("datasetId", "leadId", "path")
-    SELECT * FROM jsonb_to_recordset(${json([...pages.values()])}::jsonb) AS r("datasetId" text, "leadId" text, "path" text)
+    SELECT * FROM jsonb_to_recordset(${json(inKeyOrder(pages))}::jsonb) AS r("datasetId" text, "leadId" text, "path" text)
     ON CONFLICT DO NOTHING`;
 }
 
@@ -276,18 +304,20 @@ export async function writeEvents(tx: Tx, claimed: readonly QueueRow[], hooks: W
   const events = await withoutErased(tx, claimed);
   if (!events.length) return { events: 0, visits: 0, forms: 0, leadsCreated: [], leadsVisited: [], visitorsIdentified: [], addresses: [] };
   const { leads, visitors } = aggregate(events);
-  const leadRows = await upsertLeads(tx, leads);
+  const created = await insertNewLeads(tx, leads);
+  const isNew = (lead: LeadRow) => created.has(key(lead.datasetId, lead.id));
   await upsertVisitors(tx, visitors);
   const visits = await insertVisits(tx, events);
   const forms = await insertForms(tx, events);
   await insertPages(tx, events);
-  const ref = (r: { accountId: string; datasetId: string; id: string }): LeadRef => ({ accountId: r.accountId, datasetId: r.datasetId, leadId: r.id });
+  await updateVisitedLeads(tx, leads.filter((lead) => !isNew(lead)));
+  const ref = (r: LeadRow): LeadRef => ({ accountId: r.accountId, datasetId: r.datasetId, leadId: r.id });
   const result: IngestResult = {
     events: events.length,
     visits,
     forms,
-    leadsCreated: leadRows.filter((r) => r.created).map(ref),
-    leadsVisited: leadRows.filter((r) => !r.created).map(ref),
+    leadsCreated: leads.filter(isNew).map(ref),
+    leadsVisited: leads.filter((lead) => !isNew(lead)).map(ref),
     visitorsIdentified: visitors
       .filter((v) => v.email)
       .map((v) => ({ accountId: v.accountId, datasetId: v.datasetId, leadId: v.leadId, visitorId: v.id })),

@@ -14,6 +14,12 @@ export interface WriterOptions extends WriterHooks {
   batchSize?: number;
   /** How often an idle writer looks at the queue. */
   pollMs?: number;
+  /**
+   * Batches written at once, each in its own transaction: the database's work for a batch runs on
+   * one of its cores, so more than one keeps up with collectors that use several (the queue's
+   * SKIP LOCKED and JetStream's consumer hand each a different batch; rows are locked in one order).
+   */
+  transactions?: number;
   /** Called after each batch's enrichment step with what it settled (contact.enriched events). */
   onEnriched?: (outcomes: EnrichmentOutcome[]) => Promise<void>;
   /** Organisation domains from each batch's evidence (e-mail domains, reverse DNS), after it commits. */
@@ -37,7 +43,7 @@ export interface IngestWriter {
 const MAX_BATCH_GROWTH = 8;
 
 export function createIngestWriter(db: Db, deps: EnrichmentDeps, logger: Logger, options: WriterOptions = {}): IngestWriter {
-  const { batchSize = 1000, pollMs = 250, onIngested, onEnriched, evidence, onCommitted, log = tableLog(db) } = options;
+  const { batchSize = 1000, pollMs = 250, transactions = 1, onIngested, onEnriched, evidence, onCommitted, log = tableLog(db) } = options;
   const enrich = enrichment(db, deps);
   let running: Promise<IngestResult[]> | undefined;
   let timer: NodeJS.Timeout | undefined;
@@ -67,8 +73,8 @@ export function createIngestWriter(db: Db, deps: EnrichmentDeps, logger: Logger,
     while (settling) await settling;
   }
 
-  async function writeUntilEmpty(): Promise<IngestResult[]> {
-    const results: IngestResult[] = [];
+  /** Writes batches until the log is empty; the first lane settles pending enrichments after each of its batches. */
+  async function writeLane(results: IngestResult[], enriches: boolean): Promise<void> {
     let limit = batchSize;
     for (;;) {
       const started = performance.now();
@@ -82,10 +88,18 @@ export function createIngestWriter(db: Db, deps: EnrichmentDeps, logger: Logger,
         onCommitted?.();
         settleLater(result);
       }
-      const outcomes = await enrich.enrichPending();
+      const outcomes = enriches ? await enrich.enrichPending() : [];
       if (outcomes.length) await onEnriched?.(outcomes);
-      if (!result && !outcomes.length) return results;
+      if (!result && !outcomes.length) return;
     }
+  }
+
+  async function writeUntilEmpty(): Promise<IngestResult[]> {
+    const results: IngestResult[] = [];
+    const lanes = await Promise.allSettled(Array.from({ length: transactions }, (_, lane) => writeLane(results, lane === 0)));
+    const failed = lanes.find((lane) => lane.status === "rejected");
+    if (failed) throw failed.reason;
+    return results;
   }
 
   /** One writer loop at a time in this process: a second caller waits for the one running, then writes again. */
