@@ -1,8 +1,8 @@
-// The ingest queue and its batch writer. The collector answers once its events are in the queue
-// table (one multi-row INSERT per request: durable); the writer drains the queue in batches, each
-// in one transaction that deletes the events it writes, so an event is written exactly once even
-// when a writer dies half-way (its transaction rolls back and the events stay queued) or several
-// writers run (FOR UPDATE SKIP LOCKED). Contact enrichment follows each batch (see enrichment.ts).
+// The ingest queue and its batch writer. The collector answers once its batch is in the queue
+// table (one row per request, grouped requests in one INSERT: durable); the writer drains the
+// queue in transactions that each delete the batches they write, so an event is written exactly
+// once even when a writer dies half-way (its transaction rolls back and the batches stay queued)
+// or several writers run (FOR UPDATE SKIP LOCKED). Contact enrichment follows each batch (see enrichment.ts).
 import { Prisma } from "../../generated/prisma/client.ts";
 import type { Db, Sql } from "../db/database.ts";
 import type { Logger } from "../logging.ts";
@@ -305,19 +305,20 @@ export async function writeEvents(tx: Tx, claimed: readonly QueueRow[], hooks: W
   if (!events.length) return { events: 0, visits: 0, forms: 0, leadsCreated: [], leadsVisited: [], visitorsIdentified: [], addresses: [] };
   const { leads, visitors } = aggregate(events);
   const created = await insertNewLeads(tx, leads);
-  const isNew = (lead: LeadRow) => created.has(key(lead.datasetId, lead.id));
   await upsertVisitors(tx, visitors);
   const visits = await insertVisits(tx, events);
   const forms = await insertForms(tx, events);
   await insertPages(tx, events);
-  await updateVisitedLeads(tx, leads.filter((lead) => !isNew(lead)));
+  const isNew = (lead: LeadRow) => created.has(key(lead.datasetId, lead.id));
+  const visited = leads.filter((lead) => !isNew(lead));
+  await updateVisitedLeads(tx, visited);
   const ref = (r: LeadRow): LeadRef => ({ accountId: r.accountId, datasetId: r.datasetId, leadId: r.id });
   const result: IngestResult = {
     events: events.length,
     visits,
     forms,
     leadsCreated: leads.filter(isNew).map(ref),
-    leadsVisited: leads.filter((lead) => !isNew(lead)).map(ref),
+    leadsVisited: visited.map(ref),
     visitorsIdentified: visitors
       .filter((v) => v.email)
       .map((v) => ({ accountId: v.accountId, datasetId: v.datasetId, leadId: v.leadId, visitorId: v.id })),
