@@ -8,8 +8,10 @@ import { routesOf } from "../../server/http/operations.ts";
 import { loadSpec } from "../../server/spec.ts";
 import { prepareEvidenceCache } from "../../server/tracking/resolver.ts";
 import { prepareMigratedTemplate } from "./database.ts";
+import { watchLeftoverProcesses } from "./leftover-processes.ts";
 
 export async function setup(): Promise<() => Promise<void>> {
+  const checkLeftovers = watchLeftoverProcesses(path.resolve(import.meta.dirname, "../.."));
   const dir = mkdtempSync(path.join(os.tmpdir(), "contract-report-"));
   process.env.CONTRACT_REPORT_DIR = dir;
   // the migrations run once here (or not at all when an earlier run's snapshot fits); each test
@@ -24,6 +26,7 @@ export async function setup(): Promise<() => Promise<void>> {
     } finally {
       rmSync(dir, { recursive: true, force: true });
       await dropTemplate();
+      await checkLeftovers();
     }
   };
 }
