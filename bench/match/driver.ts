@@ -24,7 +24,9 @@ async function sendSessions(client: ServiceClient, datasetId: string, sessions: 
     while (next < sessions.length) {
       const session = sessions[next++]!;
       for (const batch of session.batches) {
-        sent.queued += await client.collect(datasetId, batch, session.address, session.userAgent);
+        // awaited first: `sent.queued += await …` would read the total before the wait and lose the other workers' additions
+        const queued = await client.collect(datasetId, batch, session.address, session.userAgent);
+        sent.queued += queued;
         sent.requests += 1;
         sent.events += batch.length;
       }
