@@ -1,7 +1,7 @@
 // How well the service names the organisation behind each visit, in a simulated B2B traffic world
 // with ground truth, driven from outside (POST /collect and the partner API only):
 //   npm run bench:match [-- --seed 1 --orgs 200 --visits 15000 --days 30 --isps 4 --concurrency 4
-//                          --drain-seconds 180 --settle-seconds 5]
+//                          --drain-seconds 180 --settle-seconds 10]
 // The world (bench/match/world.ts): organisations on their own AS; small companies on static
 // lines in real ISPs' ranges (PTR names under their own domain, the ISP's generic names, or none;
 // a quarter of them declared by the partner, half before the traffic and half halfway); coworking
@@ -48,7 +48,7 @@ const { values } = parseArgs({
     isps: { type: "string", default: "4" },
     concurrency: { type: "string", default: "4" },
     "drain-seconds": { type: "string", default: "180" },
-    "settle-seconds": { type: "string", default: "5" },
+    "settle-seconds": { type: "string", default: "10" },
   },
 });
 const options = { seed: Number(values.seed), orgs: Number(values.orgs), visits: Number(values.visits), days: Number(values.days) };

@@ -1,11 +1,18 @@
 // bench:match's arithmetic and world, without a service: the ground truth of a small hand-made
 // world (what is business, knowable, known only later), the figures computed from leads read back,
 // the wrong counts that fail a run, and the invariants of a generated world.
+import { once } from "node:events";
+import { createServer, type IncomingMessage, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import { isbot } from "isbot";
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
+import { serviceClient, WrongAnswer } from "../bench/match/api.ts";
+import { drive, readBack, waitForDrain } from "../bench/match/driver.ts";
 import { evaluate, type LeadReadBack, namesOrganisation, verdicts } from "../bench/match/evaluate.ts";
-import { FREE_MAIL, isFreeMail, USER_AGENTS } from "../bench/match/names.ts";
+import { FREE_MAIL, isFreeMail, ownPtr, USER_AGENTS } from "../bench/match/names.ts";
 import { numberOf, type Network } from "../bench/match/networks.ts";
+import { createRandom } from "../bench/match/random.ts";
+import { domainOfPtr } from "../server/tracking/domain-evidence.ts";
 import { groundTruth } from "../bench/match/truth.ts";
 import { buildWorld, type Kind, type Organisation, type Person, type World } from "../bench/match/world.ts";
 
@@ -174,26 +181,28 @@ describe("namesOrganisation", () => {
   });
 });
 
+/** Made-up networks on unrouted-looking ranges: the world needs ranges and names, not the real data. */
+const network = (asn: number, role: Network["role"], name: string, domain: string, first: string, addresses: number): Network => ({
+  asn, role, name, domain, ranges: [[numberOf(first), numberOf(first) + addresses - 1]], addresses,
+});
+const worldNetworks = {
+  ownAs: [0, 1, 2, 3, 4].map((i) => ({ network: network(64500 + i, "business", `Corp ${i}`, `corp${i}.com`, `10.${i}.0.0`, 65_536), serviceName: `CORP ${i}`, serviceDomain: null })),
+  isps: [network(64600, "isp", "Big ISP", "bigisp.de", "20.0.0.0", 1 << 20), network(64601, "isp", "Other ISP", "otherisp.es", "30.0.0.0", 1 << 20)],
+  mobiles: [network(64700, "mobile", "Carrier", "carrier.com", "40.0.0.0", 1 << 16)],
+  clouds: [network(64800, "hosting", "Amazon Data Services", "amazon.com", "50.0.0.0", 1 << 16)],
+};
+
 describe("buildWorld", () => {
-  const network = (asn: number, role: Network["role"], name: string, domain: string, first: string, addresses: number): Network => ({
-    asn, role, name, domain, ranges: [[numberOf(first), numberOf(first) + addresses - 1]], addresses,
-  });
-  const networks = {
-    ownAs: [0, 1, 2, 3, 4].map((i) => ({ network: network(64500 + i, "business", `Corp ${i}`, `corp${i}.com`, `10.${i}.0.0`, 65_536), serviceName: `CORP ${i}`, serviceDomain: null })),
-    isps: [network(64600, "isp", "Big ISP", "bigisp.de", "20.0.0.0", 1 << 20), network(64601, "isp", "Other ISP", "otherisp.es", "30.0.0.0", 1 << 20)],
-    mobiles: [network(64700, "mobile", "Carrier", "carrier.com", "40.0.0.0", 1 << 16)],
-    clouds: [network(64800, "hosting", "Amazon Data Services", "amazon.com", "50.0.0.0", 1 << 16)],
-  };
   const options = { seed: 7, orgs: 40, visits: 3000, days: 20 };
 
   it("when built twice from one seed, then the worlds are the same; another seed builds another", () => {
     const json = (w: World) => JSON.stringify({ orgs: w.orgs, people: w.people, sessions: w.sessions, declarations: w.declarations, ptr: [...w.ptr] });
-    expect(json(buildWorld(options, networks))).toBe(json(buildWorld(options, networks)));
-    expect(json(buildWorld({ ...options, seed: 8 }, networks))).not.toBe(json(buildWorld(options, networks)));
+    expect(json(buildWorld(options, worldNetworks))).toBe(json(buildWorld(options, worldNetworks)));
+    expect(json(buildWorld({ ...options, seed: 8 }, worldNetworks))).not.toBe(json(buildWorld(options, worldNetworks)));
   });
 
   it("when built, then its page views are the asked number with unique ids, each sent in a session at its visitor's address, forms at rates of a few percent", () => {
-    const world = buildWorld(options, networks);
+    const world = buildWorld(options, worldNetworks);
     const sentIds = world.sessions.flatMap((s) => s.batches.flat().flatMap((e) => (e.type === "pageview" ? [new URL(e.url).searchParams.get("bv")!] : [])));
     expect(sentIds).toHaveLength(options.visits);
     expect(new Set(sentIds).size).toBe(options.visits);
@@ -205,7 +214,7 @@ describe("buildWorld", () => {
   });
 
   it("when built, then only an organisation's own lines carry PTR names under its domain, households never sit on a fixed line, and declarations cover their company's lines", () => {
-    const world = buildWorld(options, networks);
+    const world = buildWorld(options, worldNetworks);
     const domains = new Map(world.orgs.map((o) => [o.domain, o.id] as const));
     for (const [address, host] of world.ptr) {
       const owner = [...domains].find(([domain]) => host.endsWith(`.${domain}`));
@@ -228,6 +237,28 @@ describe("buildWorld", () => {
   });
 });
 
+describe("world PTR names", () => {
+  it("when the documented PTR rules read the world's names, then a company's own names give its domain and operators' generic and access-line names give none", () => {
+    const world = buildWorld({ seed: 3, orgs: 40, visits: 500, days: 10 }, worldNetworks);
+    const ownDomain = new Map(world.orgs.map((o) => [o.id, o.domain] as const));
+    let own = 0;
+    for (const [ip, host] of world.ptr) {
+      const line = world.fixedLines.get(ip);
+      if (line?.ptr === "own") {
+        own += 1;
+        expect(domainOfPtr(host, ip)).toBe(ownDomain.get(line.orgId!));
+      } else if (line?.ptr !== "operator") {
+        expect([host, domainOfPtr(host, ip)]).toEqual([host, null]);
+      }
+    }
+    expect(own).toBeGreaterThan(5);
+    // every label a company may use, not only those this world drew
+    const random = createRandom(1);
+    const names = new Set(Array.from({ length: 300 }, (_, i) => ownPtr("mueller-bau.de", i % 3, random)));
+    expect([...names].filter((host) => domainOfPtr(host, "203.0.113.9") !== "mueller-bau.de")).toEqual([]);
+  });
+});
+
 describe("world names", () => {
   it("when a visitor's browser or free-mail provider is drawn, then the service sees a browser and a free-mail domain", () => {
     expect([...USER_AGENTS.desktop, ...USER_AGENTS.mobile].filter((ua) => isbot(ua))).toEqual([]);
@@ -235,3 +266,100 @@ describe("world names", () => {
     expect(FREE_MAIL.every(isFreeMail)).toBe(true);
   });
 });
+
+/**
+ * A loopback stand-in for the service as MATCH-CONTRACT.md describes it (not the service): it
+ * attributes each page view from an address in `knownLines` to that organisation's lead (one per
+ * domain), drops the rest, takes declared networks or answers 404, and pages its lists by at most
+ * 7 items whatever the asked limit, so that the bench's paging is exercised.
+ */
+async function fakeService(knownLines: Map<string, { name: string; domain: string }>, opts: { declarations: boolean; collectStatus?: number }) {
+  const leads = new Map<string, { leadId: string; organizationName: string; organizationDomain: string; visits: { url: string }[] }>();
+  let declared = 0;
+  const body = async (req: IncomingMessage) => {
+    let text = "";
+    for await (const chunk of req) text += chunk;
+    return JSON.parse(text || "{}");
+  };
+  const page = <T>(items: T[], cursor: string | null) => {
+    const from = Number(cursor ?? 0);
+    return { data: items.slice(from, from + 7), nextCursor: from + 7 < items.length ? String(from + 7) : null };
+  };
+  const server: Server = createServer(async (req, res) => {
+    const url = new URL(req.url!, "http://fake");
+    const json = (status: number, value?: unknown) => res.writeHead(status, { "content-type": "application/json" }).end(value === undefined ? undefined : JSON.stringify(value));
+    if (req.method === "POST" && url.pathname === "/collect") {
+      const { events } = (await body(req)) as { events: { type: string; url: string }[] };
+      const org = knownLines.get(String(req.headers["x-forwarded-for"]));
+      const views = org ? events.filter((e) => e.type === "pageview") : [];
+      if (org) {
+        const lead = leads.get(org.domain) ?? { leadId: `lead_${leads.size}`, organizationName: org.name, organizationDomain: org.domain, visits: [] };
+        lead.visits.push(...views.map((v) => ({ url: v.url })));
+        leads.set(org.domain, lead);
+      }
+      return json(opts.collectStatus ?? 202, { received: events.length, queued: views.length });
+    }
+    if (req.method === "POST" && url.pathname === "/v1/declared-networks") {
+      await body(req);
+      return opts.declarations ? json(201, { id: `dnet_${++declared}` }) : json(404, { error: "not_found", message: "Not found" });
+    }
+    if (url.pathname === "/metrics") return res.writeHead(200).end("ingest_writer_lag_seconds 0\n");
+    if (url.pathname === "/v1/leads") {
+      const all = [...leads.values()].map(({ visits, ...l }) => ({ ...l, visitCount: visits.length }));
+      return json(200, page(all, url.searchParams.get("cursor")));
+    }
+    const visitsOf = /^\/v1\/leads\/([^/]+)\/visits$/.exec(url.pathname);
+    const lead = visitsOf && [...leads.values()].find((l) => l.leadId === visitsOf[1]);
+    if (lead) return json(200, page(lead.visits, url.searchParams.get("cursor")));
+    json(404, { error: "not_found", message: "Not found" });
+  });
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  return { server, base: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, declared: () => declared };
+}
+
+describe("drive, waitForDrain and readBack", () => {
+  let server: Server | undefined;
+  afterEach(async () => {
+    if (server) await new Promise((resolve) => server!.close(resolve));
+    server = undefined;
+  });
+  const world = buildWorld({ seed: 5, orgs: 40, visits: 600, days: 10 }, worldNetworks);
+  /** Every static line and coworking space of the world, as a perfect identifier of static lines would know them. */
+  const staticLines = new Map(
+    [...world.fixedLines.values()]
+      .filter((l) => l.kind === "static")
+      .map((l) => [l.address, world.orgs[l.orgId!]!] as const),
+  );
+
+  it("when the service takes declarations and attributes every static line, then the bench reads every visit back through the pages and counts them right", async () => {
+    const fake = await fakeService(staticLines, { declarations: true });
+    server = fake.server;
+    const client = serviceClient(fake.base, "key", "admin@bench.example");
+    const sent = await drive(client, world, "ds_fake", 3);
+    expect(sent).toMatchObject({ declarationsSupported: true, declared: world.declarations.length, events: world.sessions.reduce((n, s) => n + s.batches.flat().length, 0) });
+    expect(await waitForDrain(client, "ds_fake", 30, 1)).toBe(true);
+    const e = evaluate(groundTruth(world, { declarations: true }), world.orgs, await readBack(client, "ds_fake"));
+    expect(e.problems).toEqual([]);
+    const staticRows = (["declared", "static+own PTR", "static+form", "static+generic PTR", "static, no evidence"] as const).map((r) => e.rows[r]);
+    expect(staticRows.every((t) => t.right === t.visits)).toBe(true);
+    expect(e.figures.precision.numerator).toBe(e.figures.precision.denominator);
+    expect(e.figures.precision.denominator).toBe(staticRows.reduce((n, t) => n + t.visits, 0));
+    expect(e.figures.leak.numerator).toBe(0);
+    expect(sent.queued).toBe(e.figures.precision.denominator); // the answers' counts add up across concurrent visitors
+  });
+
+  it("when the service has no declared networks (404), then the bench goes on without them after asking once", async () => {
+    const fake = await fakeService(new Map(), { declarations: false });
+    server = fake.server;
+    const sent = await drive(serviceClient(fake.base, "key", "admin@bench.example"), world, "ds_fake", 3);
+    expect(sent).toMatchObject({ declarationsSupported: false, declared: 0, queued: 0 });
+  });
+
+  it("when the collector answers another status than 202, then the run stops with a wrong answer", async () => {
+    const fake = await fakeService(new Map(), { declarations: false, collectStatus: 200 });
+    server = fake.server;
+    await expect(drive(serviceClient(fake.base, "key", "admin@bench.example"), world, "ds_fake", 3)).rejects.toThrow(WrongAnswer);
+  });
+});
+

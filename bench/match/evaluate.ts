@@ -6,7 +6,8 @@ import { ROWS, type Row, type VisitTruth } from "./truth.ts";
 /** A lead as read back, with the URLs of its visits (every page of GET /v1/leads/{leadId}/visits). */
 export interface LeadReadBack {
   leadId: string;
-  organizationName: string;
+  /** A string in the contract; null tolerated, so that a service answering null is measured rather than crashing the run. */
+  organizationName: string | null;
   organizationDomain: string | null;
   visitUrls: string[];
 }
@@ -44,7 +45,7 @@ export interface Evaluation {
 export const TARGETS = { precision: 0.97, leak: 0.005, knowableMatch: 0.9 } as const;
 
 const emptyTally = (): Tally => ({ visits: 0, attributed: 0, right: 0, knowable: 0, knowableRight: 0, beforeEvidence: 0, beforeEvidenceRight: 0 });
-const normalName = (name: string) => name.trim().toLowerCase();
+const normalName = (name: string | null) => (name ?? "").trim().toLowerCase();
 const normalDomain = (domain: string) => domain.trim().toLowerCase().replace(/\.$/, "");
 
 /** Whether the lead names the organisation: one of its names, or one of its domains. */
