@@ -224,6 +224,8 @@ describe("buildWorld", () => {
       const kind = world.people[visit.personId]!.kind;
       expect(world.fixedLines.has(visit.address)).toBe(kind === "own_as" || kind === "static" || kind === "coworking");
     }
+    const staticSlash24s = new Set([...world.fixedLines.values()].filter((l) => l.kind === "static").map((l) => l.address.split(".").slice(0, 3).join(".")));
+    expect(staticSlash24s.size).toBeGreaterThan(worldNetworks.isps.length); // spread over each ISP's business /24s
     expect(world.declarations.length).toBeGreaterThan(0);
     for (const d of world.declarations) {
       const [base, bits] = d.cidr.split("/");

@@ -15,6 +15,7 @@ const fraction = (r: Ratio, digits = 1) => `${count(r.numerator)} / ${count(r.de
 export function describeWorld(world: World): string[] {
   const orgsOf = (kind: string) => world.orgs.filter((o) => o.kind === kind).length;
   const lines = [...world.fixedLines.values()].filter((l) => l.kind === "static");
+  const slash24s = new Set(lines.map((l) => l.address.slice(0, l.address.lastIndexOf(".")))).size;
   const ptrOf = (ptr: string) => new Set(lines.filter((l) => l.ptr === ptr).map((l) => l.orgId)).size;
   const people = new Map<string, number>();
   for (const p of world.people) people.set(p.kind, (people.get(p.kind) ?? 0) + 1);
@@ -23,7 +24,7 @@ export function describeWorld(world: World): string[] {
   const midway = world.declarations.filter((d) => d.when === "midway").length;
   return [
     `world: ${count(world.orgs.length)} organisations: ${orgsOf("own_as")} on their own AS, ${orgsOf("static")} on static lines of ISPs ` +
-      `(${ptrOf("own")} with PTR names under their own domain, ${ptrOf("generic")} generic ISP names, ${ptrOf("none")} none), ` +
+      `on ${slash24s} /24s (${ptrOf("own")} with PTR names under their own domain, ${ptrOf("generic")} generic ISP names, ${ptrOf("none")} none), ` +
       `${orgsOf("coworking_member")} in ${spaces} coworking spaces`,
     `       ${count(world.people.length)} people: ${[...people].map(([k, n]) => `${k.replace("_", " ")} ${count(n)}`).join(", ")}`,
     `       ${world.options.days} days, ${count(world.sessions.length)} sessions, ${count(world.visits.length)} page views, ` +

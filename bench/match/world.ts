@@ -154,14 +154,16 @@ interface StaticBlock {
   usable: string[];
 }
 
-/** Hands out static business addresses of an ISP's business /24s: whole /29s, or single addresses from shared /29s. */
-function staticAllocator(blocks: number[]) {
+/**
+ * Hands out static business addresses of an ISP's business /24s: whole /29s, or single addresses
+ * from shared /29s, each /29 drawn at random so that the companies spread over the /24s.
+ */
+function staticAllocator(blocks: number[], random: Random) {
   const slots = blocks.flatMap((block) => Array.from({ length: 32 }, (_, k) => block + 8 * k));
   let singles: number[] = [];
   const take = () => {
-    const slot = slots.shift();
-    if (slot === undefined) throw new Error("the ISP's business blocks are full: fewer organisations per ISP, or more ISPs");
-    return slot;
+    if (!slots.length) throw new Error("the ISP's business blocks are full: fewer organisations per ISP, or more ISPs");
+    return slots.splice(random.int(0, slots.length - 1), 1)[0]!;
   };
   return {
     block29(): StaticBlock {
@@ -184,16 +186,15 @@ interface Isp {
   pool: number[];
   cgnat: string[];
   statics: ReturnType<typeof staticAllocator>;
-  genericStyle: PtrStyle;
 }
 
 /** Every address of the blocks (hosts .1 to .254) named by `name` (or not, when it answers undefined). */
 function nameBlocks(ptr: Map<string, string>, blocks: number[], name: (ip: string) => string | undefined): void {
   for (const block of blocks) {
-    for (let host = 1; host <= 254; host++) {
-      const ip = ipOf(block + host);
-      const host_ = name(ip);
-      if (host_) ptr.set(ip, host_);
+    for (let offset = 1; offset <= 254; offset++) {
+      const ip = ipOf(block + offset);
+      const hostName = name(ip);
+      if (hostName) ptr.set(ip, hostName);
     }
   }
 }
@@ -221,7 +222,7 @@ export function buildWorld(options: WorldOptions, networks: SelectedNetworks): W
     nameBlocks(ptr, [...pool, ...cgnat], (ip) => accessLinePtr(ip, network.domain, accessStyle));
     nameBlocks(ptr, business, (ip) => staticGenericPtr(ip, network.domain, genericStyle));
     const cgnatAddresses = [1, 2, 3, 4].map(() => ipOf(cgnat[0]! + random.int(1, 254)));
-    return { network, pool, cgnat: [...new Set(cgnatAddresses)], statics: staticAllocator(business), genericStyle };
+    return { network, pool, cgnat: [...new Set(cgnatAddresses)], statics: staticAllocator(business, random) };
   });
   const carriers = networks.mobiles.map((network) => {
     const blocks = blocksIn(network, 2, random, taken);
