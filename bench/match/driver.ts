@@ -1,0 +1,106 @@
+// Drives the world through the service from outside: declares the partner's networks, sends the
+// sessions through POST /collect in time order (a few visitors at once, each visitor's batches one
+// after the other), waits for the writer to finish, and reads back every lead and its visits.
+import type { DeclaredNetwork, ServiceClient } from "./api.ts";
+import type { LeadReadBack } from "./evaluate.ts";
+import type { Declaration, Session, World } from "./world.ts";
+
+export interface Sent {
+  requests: number;
+  events: number;
+  queued: number;
+  /** Declared networks the service took. */
+  declared: number;
+  /** Whether the service has POST /v1/declared-networks (undefined: the world declared none). */
+  declarationsSupported: boolean | undefined;
+  /** The status that said the service has no declared networks (404 or 405). */
+  declarationStatus?: number;
+}
+
+/** Sends the sessions with at most `concurrency` in flight, started in time order. */
+async function sendSessions(client: ServiceClient, datasetId: string, sessions: readonly Session[], concurrency: number, sent: Sent): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < sessions.length) {
+      const session = sessions[next++]!;
+      for (const batch of session.batches) {
+        // awaited first: `sent.queued += await …` would read the total before the wait and lose the other workers' additions
+        const queued = await client.collect(datasetId, batch, session.address, session.userAgent);
+        sent.queued += queued;
+        sent.requests += 1;
+        sent.events += batch.length;
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, worker));
+}
+
+/** Declares the networks; the first answer tells whether the service has the operation at all. */
+async function declare(client: ServiceClient, declarations: readonly Declaration[], sent: Sent): Promise<void> {
+  for (const d of declarations) {
+    if (sent.declarationsSupported === false) return;
+    const network: DeclaredNetwork = { cidr: d.cidr, organizationName: d.organizationName, organizationDomain: d.organizationDomain };
+    const status = await client.declareNetwork(network, sent.declarationsSupported === undefined);
+    sent.declarationsSupported = status === 201;
+    if (status === 201) sent.declared += 1;
+    else sent.declarationStatus = status;
+  }
+}
+
+/** The world's traffic: declarations of the start, the first half of the days, those of the midway, the rest. */
+export async function drive(client: ServiceClient, world: World, datasetId: string, concurrency: number): Promise<Sent> {
+  const sent: Sent = { requests: 0, events: 0, queued: 0, declared: 0, declarationsSupported: undefined };
+  const midway = world.sessions.findIndex((s) => s.day >= world.options.days / 2);
+  const half = midway < 0 ? world.sessions.length : midway;
+  await declare(client, world.declarations.filter((d) => d.when === "start"), sent);
+  await sendSessions(client, datasetId, world.sessions.slice(0, half), concurrency, sent);
+  await declare(client, world.declarations.filter((d) => d.when === "midway"), sent);
+  await sendSessions(client, datasetId, world.sessions.slice(half), concurrency, sent);
+  return sent;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** What the leads listing says now: every lead's id, name, domain and visit count. */
+async function leadsFingerprint(client: ServiceClient, datasetId: string): Promise<string> {
+  const leads = await client.leads(datasetId);
+  return leads
+    .map((l) => `${l.leadId} ${l.visitCount} ${l.organizationName} ${l.organizationDomain ?? ""}`)
+    .sort()
+    .join("\n");
+}
+
+/**
+ * Waits until the writer has written everything (GET /metrics: lag 0) and then until the leads
+ * listing stays the same for `settleSeconds` (evidence and backfill settle after the writer);
+ * false when that did not happen within `boundSeconds`.
+ */
+export async function waitForDrain(client: ServiceClient, datasetId: string, boundSeconds: number, settleSeconds: number): Promise<boolean> {
+  const deadline = Date.now() + boundSeconds * 1000;
+  while ((await client.writerLag()) ?? 0) {
+    if (Date.now() > deadline) return false;
+    await sleep(250);
+  }
+  let last = await leadsFingerprint(client, datasetId);
+  let stableSince = Date.now();
+  while (Date.now() - stableSince < settleSeconds * 1000) {
+    if (Date.now() > deadline) return false;
+    await sleep(1000);
+    const now = await leadsFingerprint(client, datasetId);
+    const lag = (await client.writerLag()) ?? 0;
+    if (now !== last || lag) stableSince = Date.now();
+    last = now;
+  }
+  return true;
+}
+
+/** Every lead of the dataset with the URLs of all its visits. */
+export async function readBack(client: ServiceClient, datasetId: string): Promise<LeadReadBack[]> {
+  const leads = await client.leads(datasetId);
+  const read: LeadReadBack[] = [];
+  for (const lead of leads) {
+    const visits = await client.leadVisits(datasetId, lead.leadId);
+    read.push({ leadId: lead.leadId, organizationName: lead.organizationName, organizationDomain: lead.organizationDomain, visitUrls: visits.map((v) => v.url) });
+  }
+  return read;
+}
