@@ -16,7 +16,7 @@ beforeEach(() => {
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
 /** Resolves the key of `env`'s configuration; the log lines it wrote. */
-function resolve(env: Record<string, string>) {
+function resolve(env: Record<string, string | undefined>) {
   const lines: string[] = [];
   const key = resolveEncryptionKey(loadConfig(env).trackingDomains, createLogger("info", (line) => lines.push(line)));
   return { key, logged: lines.map((line) => JSON.parse(line) as { level: string; msg: string; file?: string; from?: string }) };
