@@ -2794,7 +2794,7 @@ export interface components {
          */
         WebhookDeliveryId: string;
         /**
-         * @description A type of event an endpoint can subscribe to (see the Webhooks tag).
+         * @description A type of event an endpoint can subscribe to (see the Webhooks tag): `lead.created` is a lead's first event, also for a lead an exclusion rule hid when it was first seen.
          * @example lead.created
          * @enum {string}
          */
