@@ -315,6 +315,12 @@ function parseCommandLine(name: string, argv: readonly string[]): Args {
   }
 }
 
+/** A database that cannot be opened (unreachable, missing): its first line, not the driver's stack. */
+function cannotOpen(error: unknown): never {
+  const message = error instanceof Error ? error.message.split("\n")[0] : String(error);
+  throw new CommandFailed(`the database cannot be opened: ${message}`);
+}
+
 /** Opens what a command asks for, once, and closes the database afterwards. */
 function lazyContext(): Context & { close(): Promise<void> } {
   let config: Promise<Config> | undefined;
@@ -326,8 +332,11 @@ function lazyContext(): Context & { close(): Promise<void> } {
       (database ??= (async () => {
         const [{ openDatabaseOrExit }, { database: settings }] = await Promise.all([import("../server/db/database.ts"), context.config()]);
         // a running service's embedded database is shared (it applied the migrations when it started)
-        const db = await openDatabaseOrExit(settings, { share: true, connections: 2 });
-        await db.migrate();
+        const db = await openDatabaseOrExit(settings, { share: true, connections: 2 }).catch(cannotOpen);
+        await db.migrate().catch(async (error: unknown) => {
+          await db.close().catch(() => {});
+          cannotOpen(error);
+        });
         return db;
       })()),
     services: async () => {
@@ -335,7 +344,8 @@ function lazyContext(): Context & { close(): Promise<void> } {
       return createServices(db.prisma, { config });
     },
     close: async () => {
-      if (database) await (await database).close();
+      const opened = await database?.catch(() => undefined);
+      await opened?.close();
     },
   };
   return context;

@@ -1,5 +1,6 @@
 // The operator CLI's command line (scripts/admin.ts): help, and mistakes named with the nearest
-// right word. None of these opens a database (test/operator-cli.test.ts runs commands on one).
+// right word, and a database that does not answer. None of these reaches a database
+// (test/operator-cli.test.ts runs commands on one).
 import { execFile } from "node:child_process";
 import path from "node:path";
 import { promisify } from "node:util";
@@ -94,6 +95,12 @@ describe("admin command line", () => {
     const { code, stderr } = await admin("credits", "set-limit", "--dataset", "ds_x");
     expect(code).toBe(2);
     expect(stderr).toBe("--limit is required\nusage: npm run admin -- credits set-limit --dataset ID --limit N [--json]\n");
+  }, slow);
+
+  it("when the database cannot be reached, then one line says so, no stack trace, exit 1", async () => {
+    const { code, stdout, stderr } = await admin("keys", "list", "--account", "acc_x");
+    expect({ code, stdout }).toEqual({ code: 1, stdout: "" });
+    expect(stderr).toMatch(/^the database cannot be opened: .*127\.0\.0\.1:1\b.*\n$/);
   }, slow);
 
   it("when an extra operand follows, then it is named, exit 2", async () => {
