@@ -37,10 +37,12 @@ export interface paths {
         /**
          * List the users of the account
          * @description Returns the members of the key's account, ordered by `userId`, one page at a time: each
-         *     with e-mail address, display name, role, invitation state and the datasets it is
-         *     associated with (`datasetIds`, oldest association first; an admin reaches every dataset
-         *     of the account whatever this list holds). This is where a partner learns the `userId`
-         *     of every member, including those without datasets. Pass the previous page's
+         *     with e-mail address, display name, role, invitation state and the datasets it can reach
+         *     (`datasetIds`): for an admin every dataset of the account, oldest first, with
+         *     `allDatasets: true` (an admin also reaches the datasets created later); for a member the
+         *     datasets it is associated with, oldest association first, with `allDatasets: false`.
+         *     This is where a partner learns the `userId` of every member, including those without
+         *     datasets. Pass the previous page's
          *     `nextCursor` as `cursor` to get the next page; `nextCursor` is `null` on the last page.
          *     - 400 `validation_failed`: also for a `cursor` that is not one this API returned.
          *     - 403 `forbidden`: the acting user (query `email`) is not a member, or not an admin.
@@ -1842,13 +1844,14 @@ export interface components {
             data: components["schemas"]["AccountUserDatasetDTO"][];
         };
         /**
-         * @description A member of the account.
+         * @description A member of the account, and the datasets it can reach.
          * @example {
          *       "userId": 1042,
          *       "email": "sam.lee@demo.example",
          *       "name": "Sam Lee",
          *       "role": "member",
          *       "invitationState": "invited",
+         *       "allDatasets": false,
          *       "datasetIds": [
          *         "ds_8f3k2m9q4w7x1z5c"
          *       ]
@@ -1870,7 +1873,9 @@ export interface components {
              * @enum {string}
              */
             invitationState: "invited" | "active";
-            /** @description Datasets the user is associated with (user-dataset associations), oldest first. An admin reaches every dataset of the account regardless. */
+            /** @description True for an admin: it reaches every dataset of the account, also those created later, whatever user-dataset associations it has. False for a member: it reaches only the datasets in `datasetIds`. */
+            allDatasets: boolean;
+            /** @description The datasets the user can reach: for an admin (`allDatasets: true`) every dataset of the account, oldest first; for a member its user-dataset associations, oldest association first (possibly none). */
             datasetIds: components["schemas"]["DatasetId"][];
         };
         GetAllResponseAccountUserDTO: {
@@ -2789,7 +2794,7 @@ export interface components {
          */
         WebhookDeliveryId: string;
         /**
-         * @description A type of event an endpoint can subscribe to (see the Webhooks tag).
+         * @description A type of event an endpoint can subscribe to (see the Webhooks tag): `lead.created` is a lead's first event, also for a lead an exclusion rule hid when it was first seen.
          * @example lead.created
          * @enum {string}
          */
@@ -3745,7 +3750,11 @@ export interface operations {
                      *           "name": "Alex Admin",
                      *           "role": "admin",
                      *           "invitationState": "active",
-                     *           "datasetIds": []
+                     *           "allDatasets": true,
+                     *           "datasetIds": [
+                     *             "ds_8f3k2m9q4w7x1z5c",
+                     *             "ds_3h8j1n6p2r9t4v7y"
+                     *           ]
                      *         },
                      *         {
                      *           "userId": 1042,
@@ -3753,6 +3762,7 @@ export interface operations {
                      *           "name": "Sam Lee",
                      *           "role": "member",
                      *           "invitationState": "invited",
+                     *           "allDatasets": false,
                      *           "datasetIds": [
                      *             "ds_8f3k2m9q4w7x1z5c"
                      *           ]

@@ -1,224 +1,392 @@
 // Operator commands: what the specification calls "account settings". `npm run admin -- --help`
-// lists them with their options (USAGE below); `npm run admin -- <command> --help` shows one.
+// lists them with their options; `npm run admin -- <command> --help` shows one.
 // An operator's network type for an AS (`networks set-type`) is in effect in every running
 // process within TRACKING_SETTINGS_TTL_SECONDS (60 s by default).
 // Add --json for machine-readable output. Works on DATABASE_URL or the embedded database: while
 // `npm start` runs on it, through the socket the running service's database process serves it on.
+//
+// Start time: this file imports nothing of the server at the top. Each command imports the
+// modules it uses when it runs, and opens the database only when it asks for it, so `--help`, a
+// mistake or `contacts generate` never load Prisma, the database or the service layer.
+// Exit codes: 2 for a mistake on the command line (the usage follows), 1 when the command ran and
+// failed (an unknown account, a file that cannot be read).
 import { parseArgs } from "node:util";
-import { loadOperatorConfig } from "../server/config.ts";
-import { openDatabaseOrExit } from "../server/db/database.ts";
+import { closestMatch } from "leven";
+import type { Config } from "../server/config.ts";
+import type { Database } from "../server/db/database.ts";
 import { DomainError } from "../server/domain/errors.ts";
-import { createServices, type Services } from "../server/services/index.ts";
-import { writeProfiles } from "../server/contacts/generate.ts";
-import { ImportFileError, importContacts, type ImportFormat } from "../server/contacts/import.ts";
+import type { Services } from "../server/services/index.ts";
 
 const DAY_MS = 86_400_000;
 
-/** Each command's options, for `--help` and for a mistake. */
-const USAGE: Record<string, string> = {
-  "account create": "--name N --admin-email E --admin-name A [--licence-days 365]",
-  "account licence": "--account ID --days N",
-  "keys create": "--account ID --label L [--expires-days N]",
-  "keys list": "--account ID",
-  "keys revoke": "--key ID",
-  "contacts import": "FILE [--format ndjson|csv] [--batch-size 1000] [--progress]",
-  "contacts generate": "--count N [--seed 1] --out FILE   (no database needed)",
-  "credits set-limit": "--dataset ID --limit N",
-  "networks set-type": "--asn N --type business|isp|hosting|mobile|education [--note TEXT]",
-  "networks list": "",
-  "networks remove": "--asn N",
+/** Every option a command may take; each command names the ones it accepts. */
+const OPTIONS = {
+  name: { type: "string" },
+  "admin-email": { type: "string" },
+  "admin-name": { type: "string" },
+  "licence-days": { type: "string", default: "365" },
+  days: { type: "string" },
+  account: { type: "string" },
+  label: { type: "string" },
+  "expires-days": { type: "string" },
+  key: { type: "string" },
+  format: { type: "string" },
+  "batch-size": { type: "string", default: "1000" },
+  progress: { type: "boolean", default: false },
+  count: { type: "string" },
+  seed: { type: "string", default: "1" },
+  out: { type: "string" },
+  dataset: { type: "string" },
+  limit: { type: "string" },
+  asn: { type: "string" },
+  type: { type: "string" },
+  note: { type: "string" },
+  json: { type: "boolean", default: false },
+  help: { type: "boolean", short: "h", default: false },
+} as const;
+type OptionName = keyof typeof OPTIONS;
+/** What every command accepts besides its own options. */
+const COMMON: readonly OptionName[] = ["json", "help"];
+
+/** A mistake on the command line: its message, then the usage, exit 2. */
+class UsageError extends Error {
+  constructor(message: string, readonly command?: string) {
+    super(message);
+  }
+}
+/** The command ran and could not do what was asked: one line, exit 1. */
+class CommandFailed extends Error {}
+
+/** A command's options and operands as parsed, read through the checks every command shares. */
+class Args {
+  constructor(
+    private readonly values: Partial<Record<OptionName, string | boolean>>,
+    /** The operands after the command's two words (`contacts import FILE`). */
+    readonly operands: readonly string[],
+  ) {}
+
+  optional(name: OptionName): string | undefined {
+    const value = this.values[name];
+    return typeof value === "string" ? value : undefined;
+  }
+
+  flag(name: OptionName): boolean {
+    return this.values[name] === true;
+  }
+
+  required(name: OptionName): string {
+    const value = this.optional(name);
+    if (!value) throw new UsageError(`--${name} is required`);
+    return value;
+  }
+
+  days(name: OptionName): number {
+    const n = Number(this.required(name));
+    if (!Number.isFinite(n) || n <= 0) throw new UsageError(`--${name} must be a positive number of days`);
+    return n;
+  }
+
+  whole(name: OptionName, min = 0): number {
+    const n = Number(this.required(name));
+    if (!Number.isSafeInteger(n) || n < min) throw new UsageError(`--${name} must be a whole number of at least ${min}`);
+    return n;
+  }
+
+  /** Prints `data` as JSON with --json, else as the human text. */
+  out(data: unknown, text: string): void {
+    console.log(this.flag("json") ? JSON.stringify(data, null, 2) : text);
+  }
+}
+
+/** What a command may ask for; each is made on first use (and the database closed at the end). */
+interface Context {
+  config(): Promise<Config>;
+  /** The database, migrated (or the running service's embedded one, which it migrated). */
+  database(): Promise<Database>;
+  /** Every service as the server builds them: imports the whole service layer, so prefer a service's own module. */
+  services(): Promise<Services>;
+}
+
+interface Command {
+  /** Operands and options, as the usage shows them. */
+  usage: string;
+  /** The options it accepts besides --json and --help. */
+  options: readonly OptionName[];
+  /** How many operands it takes after its two words (default none). */
+  operands?: number;
+  run(args: Args, context: Context): Promise<void>;
+}
+
+/** The commands, by their two words. */
+const commands: Record<string, Command> = {
+  "account create": {
+    usage: "--name N --admin-email E --admin-name A [--licence-days 365]",
+    options: ["name", "admin-email", "admin-name", "licence-days"],
+    async run(args, context) {
+      const [name, adminEmail, licenceDays] = [args.required("name"), args.required("admin-email"), args.days("licence-days")];
+      const accounts = await accountService(context);
+      const result = await accounts.createAccount({ name, licenceDays, admin: { email: adminEmail, name: args.optional("admin-name") ?? adminEmail } });
+      args.out(result, `account ${result.accountId} created; admin user id ${result.adminUserId}`);
+    },
+  },
+  "account licence": {
+    usage: "--account ID --days N",
+    options: ["account", "days"],
+    async run(args, context) {
+      const [accountId, validUntil] = [args.required("account"), new Date(Date.now() + args.days("days") * DAY_MS)];
+      await (await accountService(context)).setLicence(accountId, validUntil);
+      args.out({ accountId, licenceValidUntil: validUntil }, `licence valid until ${validUntil.toISOString()}`);
+    },
+  },
+  "keys create": {
+    usage: "--account ID --label L [--expires-days N]",
+    options: ["account", "label", "expires-days"],
+    async run(args, context) {
+      const [accountId, label] = [args.required("account"), args.required("label")];
+      const expiresAt = args.optional("expires-days") ? new Date(Date.now() + args.days("expires-days") * DAY_MS) : undefined;
+      const { key, info } = await (await accountService(context)).createApiKey(accountId, label, expiresAt);
+      args.out({ ...info, key }, `key ${info.id} (${info.label}) created. Copy it now, it is not shown again:\n${key}`);
+    },
+  },
+  "keys list": {
+    usage: "--account ID",
+    options: ["account"],
+    async run(args, context) {
+      const accountId = args.required("account");
+      const keys = await (await accountService(context)).listApiKeys(accountId);
+      const state = (k: (typeof keys)[number]) =>
+        k.revokedAt ? "revoked" : k.expiresAt && k.expiresAt <= new Date() ? "expired" : "active";
+      const text = keys
+        .map((k) => `${k.id}  ${state(k).padEnd(7)}  ${k.label}  created ${k.createdAt.toISOString()}  last used ${k.lastUsedAt?.toISOString() ?? "never"}`)
+        .join("\n");
+      args.out(keys, text || "no keys");
+    },
+  },
+  "keys revoke": {
+    usage: "--key ID",
+    options: ["key"],
+    async run(args, context) {
+      const keyId = args.required("key");
+      if (!(await (await accountService(context)).revokeApiKey(keyId))) throw new CommandFailed(`no key ${keyId}`);
+      args.out({ id: keyId, revoked: true }, `key ${keyId} revoked`);
+    },
+  },
+  "contacts import": {
+    usage: "FILE [--format ndjson|csv] [--batch-size 1000] [--progress]",
+    options: ["format", "batch-size", "progress"],
+    operands: 1,
+    async run(args, context) {
+      const file = args.operands[0];
+      if (!file) throw new UsageError("name the file: contacts import FILE");
+      const format = args.optional("format");
+      if (format !== undefined && format !== "ndjson" && format !== "csv") throw new UsageError("--format must be ndjson or csv");
+      const batchSize = args.whole("batch-size", 1);
+      const [{ importContacts, ImportFileError }, { contactService }] = await Promise.all([
+        import("../server/contacts/import.ts"),
+        import("../server/services/contacts.ts"),
+      ]);
+      const store = contactService((await context.database()).prisma);
+      const summary = await importContacts({ file, format, store, batchSize, progress: args.flag("progress") || !!process.stderr.isTTY }).catch(
+        (error: unknown) => {
+          throw error instanceof ImportFileError ? new CommandFailed(error.message) : error;
+        },
+      );
+      const { records, inserted, updated, unchanged, superseded, rejected, seconds } = summary;
+      args.out(summary, `${records} records in ${seconds.toFixed(1)} s: ${inserted} inserted, ${updated} updated, ${unchanged} unchanged, ` +
+        `${superseded} superseded by a later line, ${rejected} rejected`);
+    },
+  },
+  "contacts generate": {
+    usage: "--count N [--seed 1] --out FILE   (no database needed)",
+    options: ["count", "seed", "out"],
+    async run(args) {
+      const [count, seed, out] = [args.whole("count", 1), args.whole("seed"), args.required("out")];
+      const { writeProfiles } = await import("../server/contacts/generate.ts");
+      await writeProfiles(out, seed, count);
+      console.error(`wrote ${count} profiles (seed ${seed}) to ${out}`);
+    },
+  },
+  "credits set-limit": {
+    usage: "--dataset ID --limit N",
+    options: ["dataset", "limit"],
+    async run(args, context) {
+      const [datasetId, limit] = [args.required("dataset"), args.whole("limit")];
+      const { creditService } = await import("../server/services/credits.ts");
+      const db = await context.database();
+      if (!(await creditService(db.prisma, db.sql).setMonthlyLimit(datasetId, limit))) throw new CommandFailed(`no dataset ${datasetId}`);
+      args.out({ datasetId, monthlyCreditLimit: limit }, `dataset ${datasetId}: ${limit} credits per calendar month (UTC)`);
+    },
+  },
+  "networks set-type": {
+    usage: "--asn N --type business|isp|hosting|mobile|education [--note TEXT]",
+    options: ["asn", "type", "note"],
+    async run(args, context) {
+      const [asn, type] = [args.whole("asn", 1), args.required("type")];
+      const saved = await (await networkService(context)).setType(asn, type, args.optional("note"));
+      args.out(saved, `AS${saved.asn}: ${saved.type} (in effect everywhere within the tracking settings' cache time)`);
+    },
+  },
+  "networks list": {
+    usage: "",
+    options: [],
+    async run(args, context) {
+      const overrides = await (await networkService(context)).list();
+      const text = overrides.map((o) => `AS${o.asn}  ${o.type.padEnd(9)}  set ${o.updatedAt.toISOString()}${o.note ? `  ${o.note}` : ""}`).join("\n");
+      args.out(overrides, text || "no overrides");
+    },
+  },
+  "networks remove": {
+    usage: "--asn N",
+    options: ["asn"],
+    async run(args, context) {
+      const asn = args.whole("asn", 1);
+      if (!(await (await networkService(context)).remove(asn))) throw new CommandFailed(`no override for AS${asn}`);
+      args.out({ asn, removed: true }, `AS${asn}: override removed (the curated lists and the rule apply again)`);
+    },
+  },
 };
 
+async function accountService(context: Context) {
+  const [{ accountService }, db] = await Promise.all([import("../server/services/accounts.ts"), context.database()]);
+  return accountService(db.prisma, db.sql);
+}
+
+async function networkService(context: Context) {
+  const [{ networkService }, db, config] = await Promise.all([import("../server/services/networks.ts"), context.database(), context.config()]);
+  return networkService(db.prisma, { ttlSeconds: config.tracking.settingsTtlSeconds, now: () => new Date() });
+}
+
 function usage(command?: string): string {
-  if (command && command in USAGE) return `usage: npm run admin -- ${command} ${USAGE[command]} [--json]`.replace(/ {2,}/g, " ");
+  if (command && commands[command]) return `usage: npm run admin -- ${command} ${commands[command].usage} [--json]`.replace(/ {2,}/g, " ");
   return [
     "usage: npm run admin -- <command> [options] [--json]",
     "commands:",
-    ...Object.entries(USAGE).map(([name, options]) => `  ${name} ${options}`.trimEnd()),
+    ...Object.entries(commands).map(([name, { usage }]) => `  ${name} ${usage}`.trimEnd()),
     "`npm run admin -- <command> --help` shows one command's options.",
   ].join("\n");
 }
 
-/** The arguments; an unknown or malformed option is one line and the usage, not a stack trace. */
-function parseArguments() {
+/** " did you mean 'x'?" for the candidate nearest to a mistyped word, or nothing when none is near. */
+function suggestion(word: string, candidates: readonly string[]): string {
+  const prefixed = candidates.filter((c) => c.startsWith(word));
+  const nearest = word && prefixed.length === 1 ? prefixed[0] : closestMatch(word, candidates, { maxDistance: Math.max(2, Math.floor(word.length / 3)) });
+  return nearest ? `; did you mean '${nearest}'?` : "";
+}
+
+/** The command named by the first two words of `argv`. */
+function findCommand(argv: readonly string[]): string {
+  const [group = "", sub] = argv;
+  const groups = [...new Set(Object.keys(commands).map((name) => name.split(" ")[0]!))];
+  if (!group || group.startsWith("-")) throw new UsageError("name a command");
+  if (!groups.includes(group)) throw new UsageError(`unknown command '${group}'${suggestion(group, groups)}`);
+  const subs = Object.keys(commands).filter((name) => name.startsWith(`${group} `)).map((name) => name.slice(group.length + 1));
+  if (!sub || sub.startsWith("-")) throw new UsageError(`'${group}' needs a sub-command: ${subs.join(", ")}`);
+  if (!subs.includes(sub)) {
+    const nearest = suggestion(sub, subs);
+    throw new UsageError(`unknown command '${group} ${sub}'${nearest && nearest.replace(/'([^']*)'\?$/, `'${group} $1'?`)}`);
+  }
+  return `${group} ${sub}`;
+}
+
+/** The command's own options and operands; an option it does not take is named with the nearest it does. */
+function parseCommandLine(name: string, argv: readonly string[]): Args {
+  const command = commands[name]!;
+  const accepted = [...command.options, ...COMMON];
+  const options = Object.fromEntries(accepted.map((option) => [option, OPTIONS[option]]));
+  // first without strictness, to name an unknown option together with the nearest known one
+  const { tokens } = parseArgs({ args: [...argv], options, allowPositionals: true, strict: false, tokens: true });
+  const unknown = tokens.find((token) => token.kind === "option" && !accepted.includes(token.name as OptionName));
+  if (unknown?.kind === "option") {
+    const known = accepted.map((option) => `--${option}`);
+    throw new UsageError(`unknown option '${unknown.rawName}' for '${name}'${suggestion(`--${unknown.name}`, known)}`, name);
+  }
+  const valueless = tokens.find((token) => token.kind === "option" && OPTIONS[token.name as OptionName].type === "string" && token.value === undefined);
+  if (valueless?.kind === "option") throw new UsageError(`option '${valueless.rawName}' needs a value`, name);
   try {
-    return parseArgs({ allowPositionals: true, options: OPTIONS });
+    const { values, positionals } = parseArgs({ args: [...argv], options, allowPositionals: true, strict: true });
+    if (!values.help && positionals.length > (command.operands ?? 0)) {
+      throw new UsageError(`unexpected argument '${positionals[command.operands ?? 0]}' for '${name}'`, name);
+    }
+    return new Args(values as Partial<Record<OptionName, string | boolean>>, positionals);
   } catch (error) {
-    console.error(`${(error as Error).message}\n${usage()}`);
-    process.exit(2);
+    if (error instanceof UsageError) throw error;
+    // node's own words for a missing value ("Option '--account <value>' argument missing")
+    throw new UsageError((error as Error).message, name);
   }
 }
 
-const OPTIONS = {
-    name: { type: "string" },
-    "admin-email": { type: "string" },
-    "admin-name": { type: "string" },
-    "licence-days": { type: "string", default: "365" },
-    days: { type: "string" },
-    account: { type: "string" },
-    label: { type: "string" },
-    "expires-days": { type: "string" },
-    key: { type: "string" },
-    format: { type: "string" },
-    "batch-size": { type: "string", default: "1000" },
-    progress: { type: "boolean", default: false },
-    count: { type: "string" },
-    seed: { type: "string", default: "1" },
-    out: { type: "string" },
-    dataset: { type: "string" },
-    limit: { type: "string" },
-    asn: { type: "string" },
-    type: { type: "string" },
-    note: { type: "string" },
-    json: { type: "boolean", default: false },
-    help: { type: "boolean", short: "h", default: false },
-} as const;
-
-const { positionals, values } = parseArguments();
-
-class UsageError extends Error {}
-
-function required(name: keyof typeof values): string {
-  const value = values[name];
-  if (typeof value !== "string" || !value) throw new UsageError(`--${name} is required`);
-  return value;
+/** A database that cannot be opened (unreachable, missing): its first line, not the driver's stack. */
+function cannotOpen(error: unknown): never {
+  const message = error instanceof Error ? error.message.split("\n")[0] : String(error);
+  throw new CommandFailed(`the database cannot be opened: ${message}`);
 }
 
-function days(name: keyof typeof values): number {
-  const n = Number(required(name));
-  if (!Number.isFinite(n) || n <= 0) throw new UsageError(`--${name} must be a positive number of days`);
-  return n;
+/** Opens what a command asks for, once, and closes the database afterwards. */
+function lazyContext(): Context & { close(): Promise<void> } {
+  let config: Promise<Config> | undefined;
+  let database: Promise<Database> | undefined;
+  const context = {
+    config: () =>
+      (config ??= import("../server/config.ts").then(({ loadOperatorConfig }) => loadOperatorConfig(process.env))),
+    database: () =>
+      (database ??= (async () => {
+        const [{ openDatabaseOrExit }, { database: settings }] = await Promise.all([import("../server/db/database.ts"), context.config()]);
+        // a running service's embedded database is shared (it applied the migrations when it started)
+        const db = await openDatabaseOrExit(settings, { share: true, connections: 2 }).catch(cannotOpen);
+        await db.migrate().catch(async (error: unknown) => {
+          await db.close().catch(() => {});
+          cannotOpen(error);
+        });
+        return db;
+      })()),
+    services: async () => {
+      const [{ createServices }, db, config] = await Promise.all([import("../server/services/index.ts"), context.database(), context.config()]);
+      return createServices(db.prisma, { config });
+    },
+    close: async () => {
+      const opened = await database?.catch(() => undefined);
+      await opened?.close();
+    },
+  };
+  return context;
 }
 
-function whole(name: keyof typeof values, min = 0): number {
-  const n = Number(required(name));
-  if (!Number.isSafeInteger(n) || n < min) throw new UsageError(`--${name} must be a whole number of at least ${min}`);
-  return n;
-}
-
-/** Prints `data` as JSON with --json, else as the human text. */
-function out(data: unknown, text: string): void {
-  console.log(values.json ? JSON.stringify(data, null, 2) : text);
-}
-
-/** Commands that need no database (the embedded one may stay open in `npm start`). */
-const offline: Record<string, () => Promise<void>> = {
-  async "contacts generate"() {
-    const [count, seed, out] = [whole("count", 1), whole("seed"), required("out")];
-    await writeProfiles(out, seed, count);
-    console.error(`wrote ${count} profiles (seed ${seed}) to ${out}`);
-  },
-};
-
-const commands: Record<string, (s: Services) => Promise<void>> = {
-  async "account create"(s) {
-    const adminEmail = required("admin-email");
-    const result = await s.accounts.createAccount({
-      name: required("name"),
-      licenceDays: days("licence-days"),
-      admin: { email: adminEmail, name: values["admin-name"] ?? adminEmail },
-    });
-    out(result, `account ${result.accountId} created; admin user id ${result.adminUserId}`);
-  },
-  async "account licence"(s) {
-    const validUntil = new Date(Date.now() + days("days") * DAY_MS);
-    await s.accounts.setLicence(required("account"), validUntil);
-    out({ accountId: values.account, licenceValidUntil: validUntil }, `licence valid until ${validUntil.toISOString()}`);
-  },
-  async "keys create"(s) {
-    const expiresAt = values["expires-days"] ? new Date(Date.now() + days("expires-days") * DAY_MS) : undefined;
-    const { key, info } = await s.accounts.createApiKey(required("account"), required("label"), expiresAt);
-    out({ ...info, key }, `key ${info.id} (${info.label}) created. Copy it now, it is not shown again:\n${key}`);
-  },
-  async "keys list"(s) {
-    const keys = await s.accounts.listApiKeys(required("account"));
-    const state = (k: (typeof keys)[number]) =>
-      k.revokedAt ? "revoked" : k.expiresAt && k.expiresAt <= new Date() ? "expired" : "active";
-    const text = keys
-      .map((k) => `${k.id}  ${state(k).padEnd(7)}  ${k.label}  created ${k.createdAt.toISOString()}  last used ${k.lastUsedAt?.toISOString() ?? "never"}`)
-      .join("\n");
-    out(keys, text || "no keys");
-  },
-  async "keys revoke"(s) {
-    const keyId = required("key");
-    if (!(await s.accounts.revokeApiKey(keyId))) throw new UsageError(`no key ${keyId}`);
-    out({ id: keyId, revoked: true }, `key ${keyId} revoked`);
-  },
-  async "contacts import"(s) {
-    const file = positionals[2];
-    if (!file) throw new UsageError("name the file: contacts import FILE");
-    const format = values.format as ImportFormat | undefined;
-    if (format && format !== "ndjson" && format !== "csv") throw new UsageError("--format must be ndjson or csv");
-    const summary = await importContacts({
-      file,
-      format,
-      store: s.contacts,
-      batchSize: whole("batch-size", 1),
-      progress: values.progress || !!process.stderr.isTTY,
-    });
-    const { records, inserted, updated, unchanged, superseded, rejected, seconds } = summary;
-    out(summary, `${records} records in ${seconds.toFixed(1)} s: ${inserted} inserted, ${updated} updated, ${unchanged} unchanged, ` +
-      `${superseded} superseded by a later line, ${rejected} rejected`);
-  },
-  async "credits set-limit"(s) {
-    const [datasetId, limit] = [required("dataset"), whole("limit")];
-    if (!(await s.credits.setMonthlyLimit(datasetId, limit))) throw new UsageError(`no dataset ${datasetId}`);
-    out({ datasetId, monthlyCreditLimit: limit }, `dataset ${datasetId}: ${limit} credits per calendar month (UTC)`);
-  },
-  async "networks set-type"(s) {
-    const saved = await s.networks.setType(whole("asn", 1), required("type"), values.note);
-    out(saved, `AS${saved.asn}: ${saved.type} (in effect everywhere within the tracking settings' cache time)`);
-  },
-  async "networks list"(s) {
-    const overrides = await s.networks.list();
-    const text = overrides.map((o) => `AS${o.asn}  ${o.type.padEnd(9)}  set ${o.updatedAt.toISOString()}${o.note ? `  ${o.note}` : ""}`).join("\n");
-    out(overrides, text || "no overrides");
-  },
-  async "networks remove"(s) {
-    const asn = whole("asn", 1);
-    if (!(await s.networks.remove(asn))) throw new UsageError(`no override for AS${asn}`);
-    out({ asn, removed: true }, `AS${asn}: override removed (the curated lists and the rule apply again)`);
-  },
-};
-
-async function main(): Promise<number> {
-  const name = positionals.slice(0, 2).join(" ");
-  const command = commands[name];
-  if (values.help) {
+async function main(argv: readonly string[]): Promise<number> {
+  if (argv.length === 0 || argv[0] === "--help" || argv[0] === "-h") {
+    (argv.length === 0 ? console.error : console.log)(usage());
+    return argv.length === 0 ? 2 : 0;
+  }
+  let name: string | undefined;
+  let args: Args;
+  try {
+    name = findCommand(argv);
+    args = parseCommandLine(name, argv.slice(2));
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error;
+    console.error(`${error.message}\n${usage(error.command)}`);
+    return 2;
+  }
+  if (args.flag("help")) {
     console.log(usage(name));
     return 0;
   }
-  if (!command && !offline[name]) {
-    console.error(usage());
-    return 2;
-  }
+  const context = lazyContext();
   try {
-    if (offline[name]) await offline[name]();
-    else await withDatabase(command!);
+    await commands[name]!.run(args, context);
     return 0;
   } catch (error) {
-    if (error instanceof UsageError || error instanceof ImportFileError) {
-      console.error(error.message);
+    if (error instanceof UsageError) {
+      console.error(`${error.message}\n${usage(name)}`);
       return 2;
     }
-    if (error instanceof DomainError) {
+    if (error instanceof CommandFailed || error instanceof DomainError) {
       console.error(error.message); // an unknown account or dataset: one line, not a stack
       return 1;
     }
     throw error;
-  }
-}
-
-async function withDatabase(command: (s: Services) => Promise<void>): Promise<void> {
-  // a running service's embedded database is shared (it applied the migrations when it started)
-  const config = loadOperatorConfig(process.env);
-  const db = await openDatabaseOrExit(config.database, { share: true, connections: 2 });
-  try {
-    await db.migrate();
-    await command(createServices(db.prisma, { config }));
   } finally {
-    await db.close();
+    await context.close();
   }
 }
 
-process.exitCode = await main();
+process.exitCode = await main(process.argv.slice(2));

@@ -50,6 +50,8 @@ export interface AppOptions {
   services: Services;
   /** The tracking collector (server/tracking): its settings, and whom to tell that events were queued. */
   tracking?: { config?: TrackingConfig; log?: IngestLog; onQueued?: () => void; now?: () => Date };
+  /** The demo website's dataset, which `/` links (outside production; server/demo.ts `demoWebsiteDataset`). Default: no link. */
+  demoDataset?: () => Promise<string | undefined>;
 }
 
 const defaults = loadConfig({});
@@ -65,6 +67,7 @@ export function createApp({
   trustProxy = false,
   services,
   tracking = {},
+  demoDataset,
 }: AppOptions) {
   const contract = loadContract();
   const check = validateResponses ? responseChecker(contract) : undefined;
@@ -109,7 +112,7 @@ export function createApp({
   const others = express.Router();
   others.use(operatorRoutes(db));
   others.use(docsRoutes()); // the API reference and the contract documents, without a key
-  others.get("/", serviceIndex); // where to start, instead of 401
+  others.get("/", serviceIndex({ demoDataset })); // where to start, instead of 401
   others.use(context);
   // The certificate authority fetches HTTP-01 challenges over plain HTTP and without a key.
   others.get(ACME_CHALLENGE_PATH, acmeChallenge(services));

@@ -176,8 +176,14 @@ export interface TrackingDomainConfig {
   addWaitMs: number;
   /** AES-256 key (CTD_ENCRYPTION_KEY) for private keys and webhook secrets at rest; required in production. */
   encryptionKey?: Buffer;
-  /** Outside production, without CTD_ENCRYPTION_KEY: the development key's file (`${DATA_DIR}.dev-encryption.key`), made on first use. */
+  /**
+   * Outside production, without CTD_ENCRYPTION_KEY: the development key's file, made on first use:
+   * beside the embedded database (`${DATA_DIR}.dev-encryption.key`), or on PostgreSQL, where
+   * DATA_DIR holds no database, `dev-encryption.key` in DATA_DIR's parent (default `.data/`).
+   */
   devKeyFile: string;
+  /** On PostgreSQL: where earlier releases kept the development key (its key is copied from there, so what it sealed still opens). */
+  formerDevKeyFile?: string;
   /** Test-only: let ACME traffic reach loopback and private addresses. Refused in production. */
   allowPrivateAddresses: boolean;
   /** The queue's `certificate` kind. */
@@ -468,7 +474,9 @@ function trackingDomains(e: Environment, dataDir: string): TrackingDomainConfig 
     dns: { servers: e.CTD_DNS_SERVERS, timeoutMs: e.CTD_DNS_TIMEOUT_MS, tries: 2 },
     addWaitMs: e.CTD_ADD_WAIT_SECONDS * 1000,
     encryptionKey: e.CTD_ENCRYPTION_KEY,
-    devKeyFile: `${dataDir}.dev-encryption.key`,
+    ...(e.DATABASE_URL
+      ? { devKeyFile: path.join(path.dirname(dataDir), "dev-encryption.key"), formerDevKeyFile: `${dataDir}.dev-encryption.key` }
+      : { devKeyFile: `${dataDir}.dev-encryption.key` }),
     allowPrivateAddresses: e.CTD_ALLOW_PRIVATE_ADDRESSES ?? false,
     jobs: {
       leaseMs: e.CTD_JOB_LEASE_SECONDS * 1000,

@@ -40,6 +40,13 @@ export async function ensureDemo(services: Services): Promise<Demo> {
   return { accountId, adminEmail: DEMO_ADMIN_EMAIL, key, datasetIds, contactEmail: contact.email, contactLastName };
 }
 
+/** The demo website's dataset once the demo is completely seeded (the page `/` links its /demo), else undefined. */
+export async function demoWebsiteDataset(services: Pick<Services, "accounts" | "datasets">): Promise<string | undefined> {
+  const accountId = await services.accounts.accountAdministeredBy(DEMO_ADMIN_EMAIL);
+  if (!accountId || (await services.accounts.nameOf(accountId)) !== DEMO_NAME) return undefined;
+  return (await services.datasets.list(accountId))[0]?.id;
+}
+
 const DEMO_NAME = "Demo Company";
 /** The demo account's name until its last seed step is done: the mark of a seed that did not finish. */
 const DEMO_NAME_SEEDING = "Demo Company (seeding)";

@@ -6,7 +6,7 @@ import { createApp } from "./app.ts";
 import { clusterRole, startWorkers } from "./cluster.ts";
 import { loadConfig } from "./config.ts";
 import { openDatabaseOrExit } from "./db/database.ts";
-import { ensureDemo } from "./demo.ts";
+import { demoWebsiteDataset, ensureDemo } from "./demo.ts";
 import { listen } from "./listen.ts";
 import { createLogger } from "./logging.ts";
 import { createRateLimiter } from "./rate-limiter.ts";
@@ -122,6 +122,7 @@ const app = createApp({
   requireHttps: config.requireHttps,
   trustProxy: config.trustProxy,
   tracking: { config: tracking, log: ingestLog, onQueued: ingest?.wake },
+  demoDataset: config.seedDemo && !config.production ? () => demoWebsiteDataset(services) : undefined,
 });
 const running = await listen(app, config, logger);
 if (!config.notify.publicUrl) publicUrl = baseUrl(running.port, running.protocol);

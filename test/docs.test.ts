@@ -7,6 +7,8 @@ import path from "node:path";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
+import supertest from "supertest";
+import { DEMO_ADMIN_EMAIL, demoWebsiteDataset, ensureDemo } from "../server/demo.ts";
 import { startTestApi, type TestApi } from "./support/api.ts";
 import { chromiumMissing, launchChromium, staysLocal } from "./support/browser.ts";
 
@@ -35,6 +37,8 @@ afterAll(async () => {
   await api?.close();
 });
 
+const BROWSER_ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8";
+
 describe("GET /", () => {
   it("when called without a key, then 200 with a pointer to /docs (not 401)", async () => {
     const res = await api.request().get("/");
@@ -42,12 +46,28 @@ describe("GET /", () => {
     expect(res.body).toMatchObject({ docs: "/docs", openapi: "/openapi.yaml", version: specOf("openapi").info.version });
   });
 
-  it("when a browser asks for HTML, then a small page links the reference and the demo", async () => {
-    const res = await api.request().get("/").set("accept", "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8");
+  it("when a browser asks for HTML and there is no demo, then a small page links the reference and says nothing of a demo", async () => {
+    const res = await api.request().get("/").set("accept", BROWSER_ACCEPT);
     expect(res.status).toBe(200);
     expect(res.headers["content-type"]).toMatch(/^text\/html/);
     expect(res.text).toContain('<a href="/docs">');
-    expect(res.text).toContain("/demo?dataset=");
+    expect(res.text).not.toContain("/demo");
+  });
+
+  it("when a demo dataset exists, then the page and the JSON link its demo website, which answers", async () => {
+    const demo = await ensureDemo(api.services);
+    const app = api.appWith({ demoDataset: () => demoWebsiteDataset(api.services) });
+    const link = `/demo?dataset=${demo.datasetIds[0]}`;
+    const page = await supertest(app).get("/").set("accept", BROWSER_ACCEPT);
+    expect(page.text).toContain(`<a href="${link}">The demo website</a>`);
+    expect((await supertest(app).get("/")).body).toMatchObject({ docs: "/docs", demo: link });
+    expect((await supertest(app).get(link)).text).toContain("<h1>Demo website: page 1</h1>");
+  });
+
+  it("when the demo is still being seeded, then nothing links it", async () => {
+    const seeding = await api.services.accounts.createAccount({ name: "Demo Company (seeding)", licenceDays: 1, admin: { email: DEMO_ADMIN_EMAIL, name: "A" } });
+    const services = { ...api.services, accounts: { ...api.services.accounts, accountAdministeredBy: async () => seeding.accountId } };
+    expect(await demoWebsiteDataset(services)).toBeUndefined();
   });
 
   it("when curl asks with */*, then JSON", async () => {

@@ -29,7 +29,7 @@ async function allUsers(limit: number) {
 }
 
 describe("listUsers", () => {
-  it("when an admin lists, then every member appears with id, e-mail, name, role, invitation state and datasets", async () => {
+  it("when an admin lists, then every member appears with id, e-mail, name, role, invitation state and the datasets it reaches (an admin: all)", async () => {
     const res = await listUsers(tenant.admin.email);
     expect(res.status).toBe(200);
     expect(res.body).toEqual({
@@ -40,7 +40,8 @@ describe("listUsers", () => {
           name: "Ada Admin",
           role: "admin",
           invitationState: "active",
-          datasetIds: [],
+          allDatasets: true,
+          datasetIds: tenant.datasets,
         },
         {
           userId: tenant.member.id,
@@ -48,6 +49,7 @@ describe("listUsers", () => {
           name: "Max Member",
           role: "member",
           invitationState: "invited",
+          allDatasets: false,
           datasetIds: [tenant.datasets[0]],
         },
       ],
@@ -60,7 +62,7 @@ describe("listUsers", () => {
     const added = await api.request().post(`/v1/users?email=${tenant.admin.email}`).set(as(tenant.key)).send({ email, name: "Noa Nodata" });
     expect(added.status).toBe(204);
     const listed = (await listUsers(tenant.admin.email)).body.data.find((u: { email: string }) => u.email === email.toLowerCase());
-    expect(listed).toMatchObject({ name: "Noa Nodata", role: "member", invitationState: "invited", datasetIds: [] });
+    expect(listed).toMatchObject({ name: "Noa Nodata", role: "member", invitationState: "invited", allDatasets: false, datasetIds: [] });
 
     const granted = await api.request().post("/v1/user-datasets").set(as(tenant.key)).send({ userId: listed.userId, datasetId: tenant.datasets[1] });
     expect(granted.status).toBe(204);
@@ -68,6 +70,20 @@ describe("listUsers", () => {
     expect(renamed.status).toBe(204);
     const after = (await listUsers(tenant.admin.email)).body.data.find((u: { userId: number }) => u.userId === listed.userId);
     expect(after).toMatchObject({ name: "Noa Data", datasetIds: [tenant.datasets[1]] });
+  });
+
+  it("when a dataset is created, then every admin reaches it at once, a member only once associated", async () => {
+    const created = await api.request().post(`/v1/datasets?email=${tenant.admin.email}`).set(as(tenant.key)).send({ name: "Later dataset" });
+    expect(created.status).toBe(200);
+    const datasetId = created.body.id as string;
+    const users = (await listUsers(tenant.admin.email)).body.data as { userId: number; allDatasets: boolean; datasetIds: string[] }[];
+    const admin = users.find((u) => u.userId === tenant.admin.id)!;
+    expect(admin).toMatchObject({ allDatasets: true, datasetIds: expect.arrayContaining([...tenant.datasets, datasetId]) });
+    expect(admin.datasetIds.at(-1)).toBe(datasetId); // oldest first
+    expect(users.find((u) => u.userId === tenant.member.id)).toMatchObject({ allDatasets: false, datasetIds: [tenant.datasets[0]] });
+    // what the listing says an admin reaches is what getUserDatasets answers for it
+    const reached = await api.request().get("/v1/user-datasets").query({ accountId: tenant.accountId, email: tenant.admin.email }).set(as(tenant.key));
+    expect(reached.body.data.map((d: { datasetId: string }) => d.datasetId)).toEqual(admin.datasetIds);
   });
 
   it("when paged one user at a time, then the pages hold every member once, in id order, and end with a null cursor", async () => {

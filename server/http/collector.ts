@@ -292,11 +292,18 @@ export function collectorRoutes(deps: CollectorDeps): Router {
   router.all("/collect", methodNotAllowed("GET, HEAD, POST, OPTIONS"));
   router.all("/t.js", methodNotAllowed("GET, HEAD"));
 
-  // POST: the demo form's submission lands on page 2 (the script has sent the form's fields).
+  // POST: the demo form's submission lands on page 2, which confirms it (the script has sent the form's fields).
   router.all("/demo", async (req, res) => {
     const dataset = await datasetOf(req);
     const page = req.query.page === "2" ? 2 : 1;
-    res.type("html").send(demoPage(dataset.datasetId, page, { consentRequired: dataset.consentMode === "required", asBot: isBot(req.get("user-agent") ?? "") }));
+    res.type("html").send(
+      demoPage(dataset.datasetId, page, {
+        consentRequired: dataset.consentMode === "required",
+        asBot: isBot(req.get("user-agent") ?? ""),
+        formTracking: dataset.formTracking,
+        formSent: req.method === "POST",
+      }),
+    );
   });
 
   return router;

@@ -136,27 +136,54 @@ const FAVICON = Buffer.from(
   "base64",
 );
 
-/** GET /: where to start, without a key (every partner operation needs one): a page for a browser, JSON otherwise. */
-export const serviceIndex: RequestHandler = (_req, res) => {
-  const info = (documentOf("openapi")?.parsed.info ?? {}) as { title?: string; version?: string };
-  const message = "The API reference is at /docs. Partner operations (/v1/..., /api/...) need an API key in the x-api-key header.";
-  // JSON first: what curl's */* and a request without Accept get; a browser asks for HTML by name
-  res.format({
-    json: () => res.json({ name: info.title, version: info.version, docs: "/docs", openapi: "/openapi.yaml", message }),
-    html: () => {
-      const title = escapeHtml(`${info.title ?? "API"} ${info.version ?? ""}`.trim());
-      res.send(`<!doctype html>
+export interface ServiceIndexOptions {
+  /** The demo website's dataset, when there is one to link (outside production; server/demo.ts). */
+  demoDataset?: () => Promise<string | undefined>;
+}
+
+/** How long `/` reuses the demo's dataset look-up (an anonymous page must not cost a query each time). */
+const DEMO_LOOKUP_MS = 10_000;
+
+/** `lookUp`'s answer, asked again once it is `ms` old; a failure counts as no answer. */
+function reusedFor<T>(ms: number, lookUp: () => Promise<T | undefined>): () => Promise<T | undefined> {
+  let last: { at: number; answer: Promise<T | undefined> } | undefined;
+  return () => {
+    if (!last || performance.now() - last.at >= ms) last = { at: performance.now(), answer: lookUp().catch(() => undefined) };
+    return last.answer;
+  };
+}
+
+/**
+ * GET /: where to start, without a key (every partner operation needs one): a page for a browser,
+ * JSON otherwise. It links the demo website when there is one.
+ */
+export function serviceIndex({ demoDataset }: ServiceIndexOptions = {}): RequestHandler {
+  const demo = demoDataset ? reusedFor(DEMO_LOOKUP_MS, demoDataset) : async () => undefined;
+  return async (_req, res) => {
+    const info = (documentOf("openapi")?.parsed.info ?? {}) as { title?: string; version?: string };
+    const message = "The API reference is at /docs. Partner operations (/v1/..., /api/...) need an API key in the x-api-key header.";
+    const datasetId = await demo();
+    const demoUrl = datasetId && `/demo?dataset=${encodeURIComponent(datasetId)}`;
+    // JSON first: what curl's */* and a request without Accept get; a browser asks for HTML by name
+    res.format({
+      json: () => res.json({ name: info.title, version: info.version, docs: "/docs", openapi: "/openapi.yaml", ...(demoUrl && { demo: demoUrl }), message }),
+      html: () => {
+        const title = escapeHtml(`${info.title ?? "API"} ${info.version ?? ""}`.trim());
+        const demoItem = demoUrl
+          ? `  <li><a href="${escapeHtml(demoUrl)}">The demo website</a> (two pages and a form with the tracking script; its visits become leads of the demo dataset)</li>\n`
+          : "";
+        res.send(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>${title}</title></head>
 <body>
 <h1>${title}</h1>
 <ul>
   <li><a href="/docs">API reference</a> (every operation, with a curl command for each; no key needed)</li>
   <li><a href="/docs/operator">Operator endpoints</a> (health, readiness, metrics)</li>
-  <li>The demo website: <code>/demo?dataset=…</code>, with the dataset id <code>npm start</code> printed</li>
-  <li>The contract: <a href="/openapi.yaml">openapi.yaml</a>, <a href="/openapi.json">openapi.json</a></li>
+${demoItem}  <li>The contract: <a href="/openapi.yaml">openapi.yaml</a>, <a href="/openapi.json">openapi.json</a></li>
 </ul>
 <p>Partner operations (<code>/v1/…</code>, <code>/api/…</code>) need an API key in the <code>x-api-key</code> header.</p>
 </body></html>`);
-    },
-  });
-};
+      },
+    });
+  };
+}

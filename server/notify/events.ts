@@ -2,6 +2,9 @@
 // delivery row per enabled endpoint of the account subscribed to the event's type and one
 // `webhook` job per delivery: the event exists if and only if the caller's write commits.
 // The hooks below turn what tracking wrote into events; server/main.ts composes them.
+// lead.created is a lead's first event: a lead an exclusion rule hid when it was first seen owes
+// it (Lead.createdEventPending), and it is published just before the first event of that lead
+// published once no rule hides it.
 import { type Lead as PrismaLead, Prisma } from "../../generated/prisma/client.ts";
 import type { Db } from "../db/database.ts";
 import { newId } from "../ids.ts";
@@ -106,6 +109,30 @@ async function leadsOf(tx: Client, refs: { datasetId: string; leadId: string }[]
 }
 
 const leadKey = (datasetId: string, leadId: string) => `${datasetId}/${leadId}`;
+const keysOf = (refs: readonly { datasetId: string; leadId: string }[]) => Prisma.join(refs.map((r) => Prisma.sql`(${r.datasetId}, ${r.leadId})`));
+
+/**
+ * Of the leads a batch created, those an exclusion rule hides: no lead.created now, so it is owed
+ * (`createdEventPending`), whether or not an endpoint exists yet (one may be added while it hides).
+ */
+async function oweCreatedEventOfHidden(tx: Client, created: readonly { datasetId: string; leadId: string }[]): Promise<void> {
+  if (!created.length) return;
+  await tx.$executeRaw(
+    Prisma.sql`UPDATE "Lead" l SET "createdEventPending" = true WHERE (l."datasetId", l."id") IN (${keysOf(created)}) AND NOT (${notExcluded})`,
+  );
+}
+
+/**
+ * Of these leads, those whose lead.created is owed and that no rule hides any longer: settled in
+ * one statement, so that of two transactions publishing events of one lead only one sends it.
+ */
+async function settleOwedCreatedEvents(tx: Client, refs: readonly { datasetId: string; leadId: string }[]): Promise<{ datasetId: string; leadId: string }[]> {
+  if (!refs.length) return [];
+  return tx.$queryRaw<{ datasetId: string; leadId: string }[]>(Prisma.sql`
+    UPDATE "Lead" l SET "createdEventPending" = false
+    WHERE (l."datasetId", l."id") IN (${keysOf(refs)}) AND l."createdEventPending" AND ${notExcluded}
+    RETURNING l."datasetId", l."id" AS "leadId"`);
+}
 
 export interface WebhookEventsOptions {
   now?: () => Date;
@@ -138,24 +165,46 @@ export function webhookEvents(db: Db, jobs: Enqueue, { now = () => new Date(), w
     return subscribed.length;
   }
 
+  type Endpoints = Awaited<ReturnType<typeof endpointsOf>>;
+
+  /**
+   * The lead.created owed for these leads (an exclusion rule hid them when first seen and hides them
+   * no longer), published before the events of them that the caller publishes next. Only where the
+   * account has endpoints: without one, the debt waits for the first event that is published.
+   */
+  async function publishOwedCreatedEvents(tx: Client, endpoints: Endpoints, refs: readonly { accountId: string; datasetId: string; leadId: string }[], at: Date): Promise<void> {
+    const owed = await settleOwedCreatedEvents(tx, refs.filter((r) => endpoints.has(r.accountId)));
+    if (!owed.length) return;
+    const { leads } = await leadsOf(tx, owed);
+    for (const ref of owed) {
+      const lead = leads.get(leadKey(ref.datasetId, ref.leadId));
+      if (lead) await fanOut(tx, endpoints.get(lead.accountId)!, { accountId: lead.accountId, type: "lead.created", data: leadData(lead) }, at);
+    }
+  }
+
   /** Fans the event out to the account's enabled endpoints subscribed to its type, in `tx`; how many deliveries. */
   async function publishEvent(tx: Client, event: WebhookEvent): Promise<number> {
     const endpoints = (await endpointsOf(tx, [event.accountId])).get(event.accountId) ?? [];
     return fanOut(tx, endpoints, event, now());
   }
 
-  /** lead.created and lead.visited of one ingest batch, inside the batch's transaction. */
+  /**
+   * lead.created and lead.visited of one ingest batch, inside the batch's transaction: a visited
+   * lead whose lead.created is owed gets it first.
+   */
   async function onIngested(result: IngestResult, tx: Tx): Promise<void> {
+    await oweCreatedEventOfHidden(tx, result.leadsCreated);
     const refs = [
       ...result.leadsCreated.map((r) => ({ ...r, type: "lead.created" as const })),
       ...result.leadsVisited.map((r) => ({ ...r, type: "lead.visited" as const })),
     ];
     if (!refs.length) return;
     const endpoints = await endpointsOf(tx, refs.map((r) => r.accountId));
+    const at = now();
+    await publishOwedCreatedEvents(tx, endpoints, result.leadsVisited, at);
     const wanted = refs.filter((r) => endpoints.get(r.accountId)?.some((e) => e.eventTypes.includes(r.type)));
     if (!wanted.length) return;
     const { leads } = await leadsOf(tx, wanted);
-    const at = now();
     for (const ref of wanted) {
       const lead = leads.get(leadKey(ref.datasetId, ref.leadId));
       if (!lead) continue;
@@ -172,9 +221,11 @@ export function webhookEvents(db: Db, jobs: Enqueue, { now = () => new Date(), w
     if (!enriched.length) return;
     await db.$transaction(async (tx) => {
       const endpoints = await endpointsOf(tx, enriched.map((o) => o.accountId));
+      const at = now();
+      const ofLeads = (list: EnrichmentOutcome[]) => list.flatMap((o) => (o.leadId ? [{ accountId: o.accountId, datasetId: o.datasetId, leadId: o.leadId }] : []));
       const subscribed = enriched.filter((o) => endpoints.get(o.accountId)?.some((e) => e.eventTypes.includes("contact.enriched")));
-      const ofLeads = subscribed.flatMap((o) => (o.leadId ? [{ datasetId: o.datasetId, leadId: o.leadId }] : []));
-      const { hidden } = await leadsOf(tx, ofLeads);
+      await publishOwedCreatedEvents(tx, endpoints, ofLeads(subscribed), at);
+      const { hidden } = await leadsOf(tx, ofLeads(subscribed));
       const wanted = subscribed.filter((o) => !o.leadId || !hidden.has(leadKey(o.datasetId, o.leadId)));
       if (!wanted.length) return;
       const visitors = await tx.visitor.findMany({
@@ -185,7 +236,6 @@ export function webhookEvents(db: Db, jobs: Enqueue, { now = () => new Date(), w
       const contacts = emails.length ? await tx.contact.findMany({ where: { email: { in: emails } } }) : [];
       const contactOf = new Map(contacts.map((c) => [c.email, c]));
       const visitorOf = new Map(visitors.map((v) => [`${v.datasetId}/${v.id}`, v]));
-      const at = now();
       for (const o of wanted) {
         const email = visitorOf.get(`${o.datasetId}/${o.visitorId}`)?.email ?? null;
         const contact = email ? contactOf.get(email) : undefined;
@@ -205,14 +255,18 @@ export function webhookEvents(db: Db, jobs: Enqueue, { now = () => new Date(), w
     wake?.();
   }
 
-  /** segment.lead_entered for each entry, inside the transaction that recorded the entries. */
+  /**
+   * segment.lead_entered for each entry, inside the transaction that recorded the entries; a lead
+   * whose lead.created is owed gets it first.
+   */
   async function onSegmentEntered(entries: readonly SegmentEntry[], tx: Client): Promise<void> {
     if (!entries.length) return;
     const endpoints = await endpointsOf(tx, entries.map((e) => e.accountId));
+    const at = now();
+    await publishOwedCreatedEvents(tx, endpoints, entries, at);
     const wanted = entries.filter((e) => endpoints.get(e.accountId)?.some((x) => x.eventTypes.includes("segment.lead_entered")));
     if (!wanted.length) return;
     const { leads, hidden } = await leadsOf(tx, wanted);
-    const at = now();
     for (const entry of wanted) {
       const key = leadKey(entry.datasetId, entry.leadId);
       if (hidden.has(key)) continue;

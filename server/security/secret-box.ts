@@ -2,7 +2,7 @@
 // belongs to (its "context", e.g. the domain) as additional authenticated data, so a ciphertext
 // copied onto another row does not decrypt.
 import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, linkSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { parseEncryptionKey } from "../config.ts";
 import type { Logger } from "../logging.ts";
@@ -22,21 +22,44 @@ export function newEncryptionKey(): Buffer {
 
 /**
  * The configured key (CTD_ENCRYPTION_KEY, which production requires: server/config.ts), or a
- * development key generated once into `devKeyFile` (beside DATA_DIR), with a warning: values
- * sealed with it are only as safe as that file.
+ * development key generated once into `devKeyFile` (server/config.ts says where), with a warning
+ * that names that file: values sealed with it are only as safe as the file. On PostgreSQL, a key
+ * an earlier release kept in `formerDevKeyFile` (named after the embedded database's directory)
+ * is copied, so that what it sealed still opens.
  */
-export function resolveEncryptionKey(config: { encryptionKey?: Buffer; devKeyFile: string }, logger: Logger): Buffer {
+export function resolveEncryptionKey(config: { encryptionKey?: Buffer; devKeyFile: string; formerDevKeyFile?: string }, logger: Logger): Buffer {
   if (config.encryptionKey) return config.encryptionKey;
   const file = config.devKeyFile;
-  if (!existsSync(file)) {
-    mkdirSync(path.dirname(file), { recursive: true });
-    writeFileSync(file, newEncryptionKey().toString("hex"), { mode: 0o600 });
-    chmodSync(file, 0o600);
+  const former = config.formerDevKeyFile && existsSync(config.formerDevKeyFile) ? config.formerDevKeyFile : undefined;
+  if (createOnce(file, former ? readFileSync(former, "utf8") : newEncryptionKey().toString("hex")) && former) {
+    logger.info("development encryption key copied to its new file", { from: former, file });
   }
-  logger.warn("CTD_ENCRYPTION_KEY is not set: private keys are encrypted with a development key", { file });
+  logger.warn("CTD_ENCRYPTION_KEY is not set: certificate private keys and webhook secrets are sealed with a development key kept in a file", { file });
   const key = parseEncryptionKey(readFileSync(file, "utf8"));
   if (!key) throw new Error(`the development key in ${file} is not 32 bytes (64 hex characters); delete the file to make a new one`);
   return key;
+}
+
+/**
+ * Writes `content` to `file` unless it exists; true when this call wrote it. The whole file appears
+ * at once (a hard link of a finished temporary file), so of processes starting together one writes
+ * the key and the others read that complete key.
+ */
+function createOnce(file: string, content: string): boolean {
+  if (existsSync(file)) return false;
+  mkdirSync(path.dirname(file), { recursive: true });
+  const temporary = `${file}.${process.pid}.tmp`;
+  writeFileSync(temporary, content, { mode: 0o600 });
+  chmodSync(temporary, 0o600);
+  try {
+    linkSync(temporary, file);
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "EEXIST") return false;
+    throw error;
+  } finally {
+    unlinkSync(temporary);
+  }
 }
 
 /** `key` may be given lazily: it is asked for on first use (a development key is made on demand). */

@@ -96,16 +96,17 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
   const events = webhookEvents(db, jobs, { now, wake: () => jobs.wake() });
   segmentEntries.onSegmentEntered(events.onSegmentEntered);
   /**
-   * What every ingest writer (in the service, `npm run ingest`, tests) is wired with: segment
-   * entries, then lead.created / lead.visited, inside each batch's transaction; contact.enriched
-   * after enrichment; then the batch's organisation domains from evidence.
+   * What every ingest writer (in the service, `npm run ingest`, tests) is wired with:
+   * lead.created / lead.visited, then segment entries (so a lead's lead.created is queued before
+   * its segment.lead_entered), inside each batch's transaction; contact.enriched after
+   * enrichment; then the batch's organisation domains from evidence.
    */
   const ingestWiring: { deps: EnrichmentDeps; hooks: Pick<WriterOptions, "onIngested" | "onEnriched" | "evidence" | "onCommitted"> } = {
     deps: { contacts, credits, now },
     hooks: {
       onIngested: async (result, tx) => {
-        await segmentEntries.onIngested(result, tx);
         await events.onIngested(result, tx);
+        await segmentEntries.onIngested(result, tx);
       },
       onEnriched: events.onEnriched,
       evidence,

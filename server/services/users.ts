@@ -36,7 +36,10 @@ export function userService(db: Db, access: AccessService, invitations: Invitati
   }
 
   return {
-    /** One page of the account's members by user id, with their dataset associations; admins only. */
+    /**
+     * One page of the account's members by user id, with the datasets each reaches: an admin all
+     * of the account's (whatever its own associations), a member its associations; admins only.
+     */
     async list(accountId: string, actorEmail: string, query: Pick<QueryOf<"listUsers">, "cursor" | "limit">): Promise<Schemas["GetAllResponseAccountUserDTO"]> {
       const after = decodeCursor(query.cursor, readAfterId);
       await access.admin(accountId, actorEmail);
@@ -54,13 +57,17 @@ export function userService(db: Db, access: AccessService, invitations: Invitati
           datasets: { select: { datasetId: true }, orderBy: [{ createdAt: "asc" }, { datasetId: "asc" }] },
         },
       });
+      const everyDataset = rows.some((row) => row.role === "admin")
+        ? (await db.dataset.findMany({ where: { accountId }, orderBy: [{ createdAt: "asc" }, { id: "asc" }], select: { id: true } })).map((d) => d.id)
+        : [];
       const users = rows.map((row) => ({
         userId: Number(row.userId),
         email: row.user.email,
         name: row.name,
         role: row.role,
         invitationState: row.state,
-        datasetIds: row.datasets.map((d) => d.datasetId),
+        allDatasets: row.role === "admin",
+        datasetIds: row.role === "admin" ? everyDataset : row.datasets.map((d) => d.datasetId),
       }));
       return toPage(users, limit, (last) => ({ after: last.userId }));
     },

@@ -32,11 +32,30 @@ const consentDialog = `<div id="consent" role="dialog" aria-label="Consent" hidd
   <button type="button" id="consent-yes">Accept</button> <button type="button" id="consent-no">Decline</button>
 </div>`;
 
-/**
- * `consentRequired`: the dataset asks for consent (a banner); `asBot`: the page is answered to a
- * user agent that the collector counts as a bot (it says so).
- */
-export function demoPage(datasetId: string, page: 1 | 2, { consentRequired = false, asBot = false } = {}): string {
+/** What happened to a sent form, shown on the page the form lands on (the script sent it as the form left). */
+function sentNotice({ asBot, formTracking, consentRequired }: { asBot: boolean; formTracking: boolean; consentRequired: boolean }): string {
+  const text = asBot
+    ? "Not recorded: this browser counts as a bot, so the script's send of the form was dropped."
+    : !formTracking
+      ? "Not sent: form tracking is off for this dataset (an admin turns it on with updateFormTracking)."
+      : consentRequired
+        ? "Sent, if you accepted the banner: it reaches the leads in a few seconds."
+        : "Sent: it reaches the leads in a few seconds.";
+  return `<p id="sent" role="status"><strong>${text}</strong></p>\n`;
+}
+
+export interface DemoPageOptions {
+  /** The dataset asks for consent (a banner). */
+  consentRequired?: boolean;
+  /** The page is answered to a user agent that the collector counts as a bot (it says so). */
+  asBot?: boolean;
+  /** The dataset records forms (otherwise the script sends none). */
+  formTracking?: boolean;
+  /** The page is where the form was sent to: it confirms the send. */
+  formSent?: boolean;
+}
+
+export function demoPage(datasetId: string, page: 1 | 2, { consentRequired = false, asBot = false, formTracking = true, formSent = false }: DemoPageOptions = {}): string {
   const ds = encodeURIComponent(datasetId);
   const other = page === 1 ? 2 : 1;
   return `<!doctype html>
@@ -48,7 +67,7 @@ ${consentRequired ? consentBanner : ""}<script src="/t.js?dataset=${ds}" async><
 Go to <a href="/demo?dataset=${ds}&amp;page=${other}">page ${other}</a>, then list the leads with the curl the service printed.</p>
 <p id="bots">Headless and automated browsers (a user agent such as <code>HeadlessChrome</code>) count as
 bots: their visits are dropped and record nothing. Open this page in an ordinary browser.</p>
-${asBot ? `<p id="bot-warning"><strong>This browser's user agent is a bot's: the collector records nothing of this visit.</strong></p>\n` : ""}<form method="post" action="/demo?dataset=${ds}&amp;page=2">
+${asBot ? `<p id="bot-warning"><strong>This browser's user agent is a bot's: the collector records nothing of this visit.</strong></p>\n` : ""}${formSent ? sentNotice({ asBot, formTracking, consentRequired }) : ""}<form method="post" action="/demo?dataset=${ds}&amp;page=2">
   <label>E-mail <input type="email" name="email" autocomplete="email"></label>
   <label>Company <input name="company"></label>
   <button type="submit">Send</button>
