@@ -1219,8 +1219,8 @@ export interface paths {
         put?: never;
         /**
          * Erase everything held about a visitor or a person
-         * @description Erases, in one transaction, everything held about one data subject within one dataset
-         *     (`datasetId`) or every dataset of the account (no `datasetId`):
+         * @description Erases everything held about one data subject within one dataset (`datasetId`) or every
+         *     dataset of the account (no `datasetId`):
          *     - a **visitor** (`visitorId`): the visitor, its visits and form submissions, its queued
          *       (not yet written) events, and the webhook deliveries whose payload names it;
          *     - a **person** (`subjectEmail`): every visitor known by that address (as above), every
@@ -1231,12 +1231,25 @@ export interface paths {
          *     visit is removed. The contact store (the operator's professional profiles, used for
          *     enrichment) is not the account's data and is not touched.
          *
+         *     Once the answer is given, nothing of the subject that the service received before the
+         *     erasure is written any more, from either ingest log (events waiting in a NATS JetStream
+         *     stream included). Erasures do not stop the tracking of page views: the erasure first
+         *     records tombstones (keyed hashes, never the data) that make the ingest writers drop the
+         *     subject's waiting events, then erases in short steps; the writers wait only for the
+         *     brief step that removes the subject's visitors and adjusts the leads. Erasures of
+         *     different subjects may run at once.
+         *
          *     Idempotent: erasing again finds nothing and answers counts of zero. Each request leaves
          *     an audit record (`GET /v1/privacy/erasures`) with the acting admin, the time and the
-         *     counts, never the visitor id or the address.
+         *     counts, never the visitor id or the address; the record is made once the erasure is
+         *     complete. An erasure that fails half-way (500 or 503) keeps what it did, and its
+         *     tombstones keep the subject's waiting events from being written: repeat it to finish.
          *     - 400 `validation_failed`: neither or both of `visitorId` and `subjectEmail`.
          *     - 403 `forbidden`: the acting user (query `email`) is not a member, or not an admin.
          *     - 404 `not_found`: `datasetId` is not a dataset of the account.
+         *     - 503 `service_unavailable`: the database did not answer in time, or the ingest
+         *       writer's batches in hand did not finish within about 10 seconds; repeat after
+         *       `Retry-After`.
          */
         post: operations["eraseDataSubject"];
         delete?: never;
@@ -3137,9 +3150,9 @@ export interface components {
             /** @description Accepted events not yet written that waited in the PostgreSQL queue table. Events still in a NATS JetStream ingest log are not counted here: the erasure leaves a short-lived tombstone and the ingest writer drops them when it reaches them. */
             queuedEvents: number;
             webhookDeliveries: number;
-            /** @description Leads whose visit count and visit times were recomputed. */
+            /** @description Leads whose visit count and visit times were recomputed and that keep visits. Each lead the erasure touched is counted once: here or in `leadsRemoved`. */
             leadsAdjusted: number;
-            /** @description Leads left without any visit, removed. */
+            /** @description Leads left without any visit, removed (not counted in `leadsAdjusted`). */
             leadsRemoved: number;
         };
         /**
