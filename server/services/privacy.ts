@@ -8,7 +8,10 @@ import { Invalid } from "../domain/errors.ts";
 import type { QueryOf, Schemas } from "../domain/types.ts";
 import { newId, normaliseEmail } from "../ids.ts";
 import { toProfile } from "./contacts.ts";
+import type { IngestLogConfig } from "../config.ts";
 import { eraseSubject } from "../tracking/erase-subject.ts";
+import type { QueueRow } from "../tracking/events.ts";
+import { type VisitorsByDataset, waitingEventsOf } from "../tracking/waiting-events.ts";
 import { carries, deliveriesOf, jsonList, type Subject, visitorIdsOf } from "../tracking/erasure.ts";
 import type { AccessService } from "./access.ts";
 import { decodeCursor, toPage } from "./paging.ts";
@@ -53,7 +56,25 @@ const settingsDto = (d: { id: string; consentMode: PrivacySettings["consentMode"
   retentionDays: d.retentionDays,
 });
 
-export function privacyService(db: Db, { access, now }: { access: AccessService; now: () => Date }) {
+/** An event waiting in the ingest log, as received. */
+function queuedEventDto({ datasetId, receivedAt, event }: QueueRow): Schemas["ExportedQueuedEvent"] {
+  const { network } = event;
+  return {
+    datasetId,
+    visitorId: event.visitorId,
+    type: event.type,
+    receivedAt: receivedAt.toISOString(),
+    url: event.url,
+    leadId: network.leadId,
+    ip: network.ip,
+    country: network.country,
+    city: network.city,
+    ...(event.type === "pageview" ? { referrer: event.referrer ?? null, title: event.title ?? null } : { partial: event.partial ?? false, fields: event.fields }),
+  };
+}
+
+/** `ingestLog`: the JetStream stream the collectors append to, when the service uses one (its waiting events are exported too). */
+export function privacyService(db: Db, { access, now, ingestLog }: { access: AccessService; now: () => Date; ingestLog?: IngestLogConfig }) {
   /** The datasets an operation reaches: the one named (404 when not the account's), else all of the account's. */
   async function datasetsOf(accountId: string, datasetId: string | undefined): Promise<string[]> {
     if (datasetId !== undefined) return [(await access.dataset(accountId, datasetId)).id];
@@ -61,8 +82,7 @@ export function privacyService(db: Db, { access, now }: { access: AccessService;
     return all.map((d) => d.id);
   }
 
-  async function exportInDataset(accountId: string, datasetId: string, subject: Subject) {
-    const ids = await visitorIdsOf(db, datasetId, subject);
+  async function exportInDataset(accountId: string, datasetId: string, subject: Subject, ids: string[]) {
     const visitors = await db.visitor.findMany({ where: { datasetId, id: { in: ids } }, orderBy: { id: "asc" } });
     const exported = [];
     for (const v of visitors) {
@@ -121,8 +141,12 @@ export function privacyService(db: Db, { access, now }: { access: AccessService;
     async exportSubject(accountId: string, actorEmail: string, input: Schemas["DataSubject"]): Promise<Schemas["DataSubjectExport"]> {
       await access.admin(accountId, actorEmail);
       const subject = subjectOf(input);
+      const visitorIds: VisitorsByDataset = new Map();
+      for (const datasetId of await datasetsOf(accountId, input.datasetId)) visitorIds.set(datasetId, new Set(await visitorIdsOf(db, datasetId, subject)));
+      // the log before the tables: an event written meanwhile is then listed twice at worst, never missed
+      const waiting = await waitingEventsOf(db, ingestLog, accountId, visitorIds, subject, EXPORT_LIMIT);
       const parts = [];
-      for (const datasetId of await datasetsOf(accountId, input.datasetId)) parts.push(await exportInDataset(accountId, datasetId, subject));
+      for (const [datasetId, ids] of visitorIds) parts.push(await exportInDataset(accountId, datasetId, subject, [...ids]));
       const visitors = parts.flatMap((p) => p.visitors);
       const enriched = [...new Set(visitors.filter((v) => v.enrichment === "enriched" && v.email).map((v) => v.email!))];
       const contacts = enriched.length ? await db.contact.findMany({ where: { email: { in: enriched } }, orderBy: { email: "asc" } }) : [];
@@ -132,6 +156,8 @@ export function privacyService(db: Db, { access, now }: { access: AccessService;
         otherFormSubmissions: parts.flatMap((p) => p.others),
         contacts: contacts.map(toProfile),
         webhookDeliveries: parts.flatMap((p) => p.deliveries).map((d) => ({ deliveryId: d.id, eventType: d.eventType, createdAt: d.createdAt.toISOString(), payload: d.payload })),
+        queuedEvents: waiting.rows.map(queuedEventDto),
+        queuedEventsTruncated: !waiting.complete,
       };
     },
 
