@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Tx } from "../server/tracking/ingest.ts";
 import type { IngestWriter } from "../server/tracking/writer.ts";
 import { eventually } from "./support/eventually.ts";
+import { sharedResolver } from "../server/tracking/resolver.ts";
 import { as } from "./support/suite.ts";
 import { testConfig } from "./support/config.ts";
 import { ADDRESSES, ONLY_EVIDENCE, startTracking, startWiredWriter, type TrackingSuite } from "./support/tracking.ts";
@@ -23,6 +24,7 @@ const newAddress = () => `Person.${randomBytes(4).toString("hex")}@Subject.examp
 beforeAll(async () => {
   t = await startTracking({}, { webhooks: testConfig({ WEBHOOK_ALLOW_PRIVATE_ADDRESSES: "1" }).webhooks });
   for (const ds of t.tenant.datasets) await t.settings(ds, { formTracking: true });
+  sharedResolver(); // the IP data loads within the hook's time, not the first test's
   const endpoint = await t.api.request().post("/v1/webhooks/endpoints").set(as(t.tenant.key)).send({ url: "http://127.0.0.1:9/hooks", eventTypes: ["contact.enriched"] });
   expect(endpoint.status, JSON.stringify(endpoint.body)).toBe(201);
   await seedBallast(endpoint.body.endpointId ?? endpoint.body.id);

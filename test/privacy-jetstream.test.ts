@@ -14,6 +14,7 @@ import { eventually } from "./support/eventually.ts";
 import { dumpOfEveryTable } from "./support/dump.ts";
 import { deleteStream, logConfigOf, messagesLeft, NATS_URL, reachable, uniqueLogEnv } from "./support/jetstream.ts";
 import { testConfig } from "./support/config.ts";
+import { sharedResolver } from "../server/tracking/resolver.ts";
 import { as } from "./support/suite.ts";
 import { ADDRESSES, BROWSER_UA, ONLY_EVIDENCE, startTracking, testTrackingConfig, type TrackingSuite, wiredWriter } from "./support/tracking.ts";
 
@@ -34,6 +35,7 @@ describe.skipIf(!available)("erasure and export of events still in the JetStream
     // the services know the stream too: an export reads what waits there
     t = await startTracking({}, { config: testConfig(logEnv) });
     log = await openIngestLog(t.api.db.prisma, logConfigOf(logEnv), createLogger("silent"));
+    sharedResolver(); // the IP data loads within the hook's time, not the first test's
   }, 120_000);
   afterAll(async () => {
     await log?.close();

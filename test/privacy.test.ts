@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ContactProfile } from "../server/contacts/profile.ts";
 import { createServices } from "../server/services/index.ts";
 import { type IngestWriter } from "../server/tracking/writer.ts";
+import { sharedResolver } from "../server/tracking/resolver.ts";
 import { as } from "./support/suite.ts";
 import { ADDRESSES, BROWSER_UA, startTracking, type TrackingSuite, wiredWriter } from "./support/tracking.ts";
 import { testConfig } from "./support/config.ts";
@@ -25,6 +26,7 @@ const newAddress = () => `Person.${randomBytes(4).toString("hex")}@Subject.examp
 beforeAll(async () => {
   t = await startTracking({}, { webhooks: testConfig({ WEBHOOK_ALLOW_PRIVATE_ADDRESSES: "1" }).webhooks, tracking: { now: collectorNow } });
   writer = wiredWriter(t.api);
+  sharedResolver(); // the IP data loads within the hook's time, not the first test's
   // an endpoint that never answers: its deliveries stay pending, payload and all
   const endpoint = await t.api.request().post("/v1/webhooks/endpoints").set(as(t.tenant.key)).send({ url: "http://127.0.0.1:9/hooks", eventTypes: ["contact.enriched", "lead.created"] });
   expect(endpoint.status, JSON.stringify(endpoint.body)).toBe(201);
