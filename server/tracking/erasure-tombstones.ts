@@ -28,7 +28,7 @@ type Tx = Prisma.TransactionClient;
 type Client = Pick<Tx, "$queryRaw" | "$executeRaw">;
 
 /** The advisory lock (one 64-bit key) of erasures (exclusive) and writer batches (shared). */
-const ERASURE_LOCK = 0x6572617375726531n; // "erasure1"
+export const ERASURE_LOCK = 0x6572617375726531n; // "erasure1"
 
 export type TombstoneKind = "visitor" | "email";
 
