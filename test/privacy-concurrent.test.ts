@@ -23,9 +23,13 @@ const onServer = Boolean(process.env.TEST_DATABASE_URL);
  * scans for its subject take a while (PostgreSQL scans them several times faster than PGlite).
  */
 const BALLAST = onServer ? 100_000 : 20_000;
-const BALLAST_SLICE = 10_000;
-/** The longest a page view may wait between its 202 and its commit by the writer (a busy 2-core machine). */
-const MAX_WRITE_DELAY_MS = 8_000;
+const BALLAST_SLICE = 2_000;
+/**
+ * The longest a page view may wait between its request and its commit by the writer: generous, for
+ * a 2-core machine running other test files too (0.3-3 s is usual there, 8 s seen under a load
+ * average of 30); the writer failing a batch is checked apart.
+ */
+const MAX_WRITE_DELAY_MS = 15_000;
 
 let t: TrackingSuite;
 const newVisitor = () => `vid${randomBytes(8).toString("hex")}`;
@@ -39,7 +43,7 @@ beforeAll(async () => {
   const endpoint = await t.api.request().post("/v1/webhooks/endpoints").set(as(t.tenant.key)).send({ url: "http://127.0.0.1:9/hooks", eventTypes: ["contact.enriched"] });
   expect(endpoint.status, JSON.stringify(endpoint.body)).toBe(201);
   await seedBallast(endpoint.body.endpointId ?? endpoint.body.id);
-}, 120_000);
+}, 300_000); // an embedded database process and 40,000 rows: minutes on a busy 2-core machine
 afterAll(async () => {
   await t?.close();
 });
@@ -145,6 +149,7 @@ describe("eraseDataSubject, concurrently", () => {
     const delays = [...accepted].map(([url, at]) => written.get(url)! - at);
     console.log(`six erasures took ${erasureMs} ms; ${accepted.size} page views written after ${Math.min(...delays)}-${Math.max(...delays)} ms`);
     expect(Math.max(...delays)).toBeLessThan(MAX_WRITE_DELAY_MS);
+    expect(t.api.logs.filter((l) => l.includes("ingest writer failed"))).toEqual([]);
     expect(await t.api.db.prisma.visit.count({ where: { datasetId: first, visitorId: bystander } })).toBe(accepted.size);
     // the queue drained: nothing of the subjects was written after their erasure either
     for (const s of subjects) expect(await heldOf(s.datasetId, s.visitorId), `subject ${s.visitorId} once the queue drained`).toBe(0);

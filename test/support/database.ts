@@ -29,7 +29,7 @@ export async function createTestDatabase({ embedded = process.env.TEST_EMBEDDED 
   const serverUrl = process.env.TEST_DATABASE_URL;
   if (!serverUrl && embedded === "process") {
     const dir = mkdtempSync(path.join(os.tmpdir(), "test-embedded-"));
-    const db = await openDatabase({ dataDir: path.join(dir, "db") });
+    const db = await openDatabase({ dataDir: await migratedDataDir(path.join(dir, "db")) });
     await db.migrate();
     return { ...db, close: () => db.close().finally(() => rmSync(dir, { recursive: true, force: true })) };
   }
