@@ -1221,8 +1221,8 @@ export interface paths {
         put?: never;
         /**
          * Erase everything held about a visitor or a person
-         * @description Erases, in one transaction, everything held about one data subject within one dataset
-         *     (`datasetId`) or every dataset of the account (no `datasetId`):
+         * @description Erases everything held about one data subject within one dataset (`datasetId`) or every
+         *     dataset of the account (no `datasetId`):
          *     - a **visitor** (`visitorId`): the visitor, its visits and form submissions, its queued
          *       (not yet written) events, and the webhook deliveries whose payload names it;
          *     - a **person** (`subjectEmail`): every visitor known by that address (as above), every
@@ -1233,12 +1233,25 @@ export interface paths {
          *     visit is removed. The contact store (the operator's professional profiles, used for
          *     enrichment) is not the account's data and is not touched.
          *
+         *     Once the answer is given, nothing of the subject that the service received before the
+         *     erasure is written any more, from either ingest log (events waiting in a NATS JetStream
+         *     stream included). Erasures do not stop the tracking of page views: the erasure first
+         *     records tombstones (keyed hashes, never the data) that make the ingest writers drop the
+         *     subject's waiting events, then erases in short steps; the writers wait only for the
+         *     brief step that removes the subject's visitors and adjusts the leads. Erasures of
+         *     different subjects may run at once.
+         *
          *     Idempotent: erasing again finds nothing and answers counts of zero. Each request leaves
          *     an audit record (`GET /v1/privacy/erasures`) with the acting admin, the time and the
-         *     counts, never the visitor id or the address.
+         *     counts, never the visitor id or the address; the record is made once the erasure is
+         *     complete. An erasure that fails half-way (500 or 503) keeps what it did, and its
+         *     tombstones keep the subject's waiting events from being written: repeat it to finish.
          *     - 400 `validation_failed`: neither or both of `visitorId` and `subjectEmail`.
          *     - 403 `forbidden`: the acting user (query `email`) is not a member, or not an admin.
          *     - 404 `not_found`: `datasetId` is not a dataset of the account.
+         *     - 503 `service_unavailable`: the database did not answer in time, or the ingest
+         *       writer's batches in hand did not finish within about 10 seconds; repeat after
+         *       `Retry-After`.
          */
         post: operations["eraseDataSubject"];
         delete?: never;
@@ -1260,12 +1273,22 @@ export interface paths {
          * Export everything held about a visitor or a person
          * @description Everything the erasure of the same subject would erase, as JSON (the right of access):
          *     the visitors with their visits and form submissions, the contact profile the
-         *     account's enrichment paid for, and the webhook deliveries whose payload names the
-         *     subject. At most 10,000 visits and 10,000 form submissions per visitor (`truncated`
-         *     says when more exist). A POST, so that the address never appears in a URL.
+         *     account's enrichment paid for, the webhook deliveries whose payload names the
+         *     subject, and the subject's events that the collector accepted and that still wait in
+         *     the ingest log to be written (`queuedEvents`: the PostgreSQL queue table, or the NATS
+         *     JetStream stream when the service uses one). A waiting event is listed once, as
+         *     received: it is not yet part of any visitor, visit, form submission or lead, and once
+         *     written it appears there instead. Reading the log takes nothing from it: the events are
+         *     still written as usual. At most 10,000 visits and 10,000 form submissions per visitor
+         *     (`truncated` says when more exist), and 10,000 waiting events (`queuedEventsTruncated`
+         *     says when more may wait, also when a JetStream stream could not be read whole within
+         *     10 seconds: export again once the writers have caught up). A POST, so that the address
+         *     never appears in a URL.
          *     - 400 `validation_failed`: neither or both of `visitorId` and `subjectEmail`.
          *     - 403 `forbidden`: the acting user (query `email`) is not a member, or not an admin.
          *     - 404 `not_found`: `datasetId` is not a dataset of the account.
+         *     - 503 `service_unavailable`: the database, or the JetStream ingest log, did not answer
+         *       in time; repeat after `Retry-After`.
          */
         post: operations["exportDataSubject"];
         delete?: never;
@@ -3142,9 +3165,9 @@ export interface components {
             /** @description Accepted events not yet written that waited in the PostgreSQL queue table. Events still in a NATS JetStream ingest log are not counted here: the erasure leaves a short-lived tombstone and the ingest writer drops them when it reaches them. */
             queuedEvents: number;
             webhookDeliveries: number;
-            /** @description Leads whose visit count and visit times were recomputed. */
+            /** @description Leads whose visit count and visit times were recomputed and that keep visits. Each lead the erasure touched is counted once: here or in `leadsRemoved`. */
             leadsAdjusted: number;
-            /** @description Leads left without any visit, removed. */
+            /** @description Leads left without any visit, removed (not counted in `leadsAdjusted`). */
             leadsRemoved: number;
         };
         /**
@@ -3224,13 +3247,60 @@ export interface components {
             /** @description More visits or form submissions exist than were listed. */
             truncated: boolean;
         };
+        /** @description An event accepted by the collector that waits in the ingest log, as received (not yet processed): a page view (`referrer`, `title`) or a form (`partial`, `fields`). */
+        ExportedQueuedEvent: {
+            datasetId: components["schemas"]["DatasetId"];
+            visitorId: string;
+            /** @enum {string} */
+            type: "pageview" | "form";
+            /**
+             * Format: date-time
+             * @description When the collector accepted it.
+             */
+            receivedAt: string;
+            url: string;
+            /** @description Page views only. */
+            referrer?: string | null;
+            /** @description Page views only. */
+            title?: string | null;
+            /** @description The organisation lead it will count for once written. */
+            leadId: string;
+            /** @description The address as received (masked when the dataset masks addresses). */
+            ip: string;
+            country: string | null;
+            city: string | null;
+            /** @description Forms only; true for a form filled in and left without submitting. */
+            partial?: boolean;
+            /** @description Forms only; the kept fields. */
+            fields?: {
+                [key: string]: string;
+            };
+        };
         /**
          * @example {
          *       "exportedAt": "2026-11-25T10:00:00.000Z",
          *       "visitors": [],
          *       "otherFormSubmissions": [],
          *       "contacts": [],
-         *       "webhookDeliveries": []
+         *       "webhookDeliveries": [],
+         *       "queuedEvents": [
+         *         {
+         *           "datasetId": "ds_8f3k2m9q4w7x1z5c",
+         *           "visitorId": "vid_3k9x2m7q1w5z8f4c",
+         *           "type": "form",
+         *           "receivedAt": "2026-11-25T09:59:58.120Z",
+         *           "url": "https://www.customer.example/contact",
+         *           "leadId": "org_5c1f0e8a2b9d4c7e6f3a",
+         *           "ip": "17.253.144.0",
+         *           "country": "US",
+         *           "city": "Cupertino",
+         *           "partial": false,
+         *           "fields": {
+         *             "email": "jane.doe@customer.example"
+         *           }
+         *         }
+         *       ],
+         *       "queuedEventsTruncated": false
          *     }
          */
         DataSubjectExport: {
@@ -3241,6 +3311,10 @@ export interface components {
             otherFormSubmissions: components["schemas"]["ExportedFormSubmission"][];
             /** @description Contact profiles the account's enrichment paid for, by address. */
             contacts: components["schemas"]["ContactProfile"][];
+            /** @description The subject's events that the collector accepted and that wait in the ingest log, not yet processed (oldest first): not part of `visitors` until a writer has written them. Events an erasure already reached are not listed: they are never written. */
+            queuedEvents: components["schemas"]["ExportedQueuedEvent"][];
+            /** @description More waiting events may exist than were listed: over 10,000, or a JetStream stream that could not be read whole within 10 seconds. */
+            queuedEventsTruncated: boolean;
             webhookDeliveries: {
                 deliveryId: string;
                 eventType: string;

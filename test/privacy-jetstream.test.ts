@@ -1,7 +1,8 @@
-// Erasure and the JetStream ingest log (test/support/jetstream.ts: a real NATS server): events
-// accepted into the stream while no writer runs, then erased, are not written once a writer
+// Erasure, export and the JetStream ingest log (test/support/jetstream.ts: a real NATS server):
+// events accepted into the stream while no writer runs, then erased, are not written once a writer
 // starts (nor kept when written before the writer learnt whose they were); what is received
-// after the erasure is new data and is written.
+// after the erasure is new data and is written. An export lists what waits in the stream without
+// taking it from there.
 import { randomBytes } from "node:crypto";
 import pg from "pg";
 import supertest from "supertest";
@@ -11,7 +12,9 @@ import { type IngestLog, openIngestLog } from "../server/tracking/ingest-log.ts"
 import { type WriterOptions } from "../server/tracking/writer.ts";
 import { eventually } from "./support/eventually.ts";
 import { dumpOfEveryTable } from "./support/dump.ts";
-import { deleteStream, logConfigOf, NATS_URL, reachable, uniqueLogEnv } from "./support/jetstream.ts";
+import { deleteStream, logConfigOf, messagesLeft, NATS_URL, reachable, uniqueLogEnv } from "./support/jetstream.ts";
+import { testConfig } from "./support/config.ts";
+import { sharedResolver } from "../server/tracking/resolver.ts";
 import { as } from "./support/suite.ts";
 import { ADDRESSES, BROWSER_UA, ONLY_EVIDENCE, startTracking, testTrackingConfig, type TrackingSuite, wiredWriter } from "./support/tracking.ts";
 
@@ -23,14 +26,16 @@ const newVisitor = () => `vid${randomBytes(8).toString("hex")}`;
 const onServer = Boolean(process.env.TEST_DATABASE_URL);
 const newAddress = () => `Person.${randomBytes(4).toString("hex")}@Subject.example`;
 
-describe.skipIf(!available)("erasure of events still in the JetStream ingest log", () => {
+describe.skipIf(!available)("erasure and export of events still in the JetStream ingest log", () => {
   let t: TrackingSuite;
   let log: IngestLog;
   const logEnv = uniqueLogEnv(NATS_URL, 1);
 
   beforeAll(async () => {
-    t = await startTracking();
+    // the services know the stream too: an export reads what waits there
+    t = await startTracking({}, { config: testConfig(logEnv) });
     log = await openIngestLog(t.api.db.prisma, logConfigOf(logEnv), createLogger("silent"));
+    sharedResolver(); // the IP data loads within the hook's time, not the first test's
   }, 120_000);
   afterAll(async () => {
     await log?.close();
@@ -48,6 +53,7 @@ describe.skipIf(!available)("erasure of events still in the JetStream ingest log
   }
 
   const erase = (body: object) => t.api.request().post("/v1/privacy/erasures").query({ email: t.tenant.admin.email }).set(as(t.tenant.key)).send(body);
+  const exportOf = (body: object) => t.api.request().post("/v1/privacy/exports").query({ email: t.tenant.admin.email }).set(as(t.tenant.key)).send(body);
 
   /** A writer on the stream (one collector request per batch: `batchSize` 10), drained until the stream is empty. */
   async function drainStream(options: WriterOptions = {}) {
@@ -136,5 +142,49 @@ describe.skipIf(!available)("erasure of events still in the JetStream ingest log
     expect((await erasing)?.status).toBe(200);
     expect(await t.api.db.prisma.visit.count({ where: { visitorId: vid } })).toBe(0);
     expect(await visitorsOf(ds)).not.toContain(vid);
+  });
+
+  it("when a person's page view and form wait in the stream, then the export lists them as queued events and leaves them there; a writer then writes them all and the export lists them under the visitor", async () => {
+    const ds = t.tenant.datasets[1]!;
+    await t.settings(ds, { formTracking: true });
+    const [subject, bystander] = [newVisitor(), newVisitor()];
+    const address = newAddress();
+    // the page view comes before the form that names its visitor
+    await collect(ds, [t.pageView(subject)]);
+    await collect(ds, [t.pageView(bystander)]);
+    await collect(ds, [t.form(subject, { email: address })]);
+    const waiting = await messagesLeft(logEnv);
+    expect(waiting).toBeGreaterThanOrEqual(3);
+
+    const res = await exportOf({ subjectEmail: address.toUpperCase() });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body).toMatchObject({ visitors: [], queuedEventsTruncated: false });
+    expect(res.body.queuedEvents).toEqual([
+      expect.objectContaining({ datasetId: ds, visitorId: subject, type: "pageview", url: "https://www.customer.example/pricing?utm_source=newsletter", ip: ADDRESSES.business }),
+      expect.objectContaining({ datasetId: ds, visitorId: subject, type: "form", fields: { email: address }, partial: false }),
+    ]);
+    expect((await exportOf({ visitorId: subject, datasetId: ds })).body.queuedEvents).toHaveLength(2);
+    expect(await messagesLeft(logEnv)).toBe(waiting); // read, not consumed
+
+    await drainStream();
+    expect(await visitorsOf(ds)).toEqual(expect.arrayContaining([subject, bystander]));
+    const written = await exportOf({ subjectEmail: address });
+    expect(written.body.queuedEvents).toEqual([]);
+    expect(written.body.visitors).toEqual([expect.objectContaining({ visitorId: subject, email: address.toLowerCase() })]);
+    expect(written.body.visitors[0].visits).toHaveLength(1);
+  });
+
+  it("when a visitor is erased while its events wait in the stream, then the export lists none of them though the stream still holds them", async () => {
+    const ds = t.tenant.datasets[1]!;
+    const vid = newVisitor();
+    await collect(ds, [t.pageView(vid)]);
+    expect((await exportOf({ visitorId: vid })).body.queuedEvents).toHaveLength(1);
+    expect((await erase({ visitorId: vid })).status).toBe(200);
+    expect(await messagesLeft(logEnv)).toBeGreaterThan(0);
+    const res = await exportOf({ visitorId: vid });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ visitors: [], queuedEvents: [], queuedEventsTruncated: false });
+    await drainStream();
+    expect(await t.api.db.prisma.visit.count({ where: { visitorId: vid } })).toBe(0);
   });
 });

@@ -2,9 +2,12 @@
 // through the collector and the ingest writer as a real visit would be. The erasure test searches
 // a dump of every table for the subject's address and visitor id.
 import { randomBytes } from "node:crypto";
+import supertest from "supertest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ContactProfile } from "../server/contacts/profile.ts";
+import { createServices } from "../server/services/index.ts";
 import { type IngestWriter } from "../server/tracking/writer.ts";
+import { sharedResolver } from "../server/tracking/resolver.ts";
 import { as } from "./support/suite.ts";
 import { ADDRESSES, BROWSER_UA, startTracking, type TrackingSuite, wiredWriter } from "./support/tracking.ts";
 import { testConfig } from "./support/config.ts";
@@ -23,6 +26,7 @@ const newAddress = () => `Person.${randomBytes(4).toString("hex")}@Subject.examp
 beforeAll(async () => {
   t = await startTracking({}, { webhooks: testConfig({ WEBHOOK_ALLOW_PRIVATE_ADDRESSES: "1" }).webhooks, tracking: { now: collectorNow } });
   writer = wiredWriter(t.api);
+  sharedResolver(); // the IP data loads within the hook's time, not the first test's
   // an endpoint that never answers: its deliveries stay pending, payload and all
   const endpoint = await t.api.request().post("/v1/webhooks/endpoints").set(as(t.tenant.key)).send({ url: "http://127.0.0.1:9/hooks", eventTypes: ["contact.enriched", "lead.created"] });
   expect(endpoint.status, JSON.stringify(endpoint.body)).toBe(201);
@@ -88,7 +92,7 @@ describe("eraseDataSubject", () => {
     expect(await t.api.services.contacts.find(address.toLowerCase())).toBeDefined();
   });
 
-  it("when a visitor is erased, then its lead's visit count drops, a lead left without visits is removed and other visitors stay", async () => {
+  it("when a visitor is erased, then its lead's visit count drops, a lead left without visits is removed, other visitors stay, and the receipt counts each lead once", async () => {
     const ds = t.tenant.datasets[1];
     await t.settings(ds, { formTracking: true });
     const [gone, stays] = [newVisitor(), newVisitor()];
@@ -100,7 +104,7 @@ describe("eraseDataSubject", () => {
 
     const res = await erase({ visitorId: gone, datasetId: ds });
     expect(res.status, JSON.stringify(res.body)).toBe(200);
-    expect(res.body.counts).toEqual({ visitors: 1, visits: 3, formSubmissions: 0, queuedEvents: 0, webhookDeliveries: 0, leadsAdjusted: 2, leadsRemoved: 1 });
+    expect(res.body.counts).toEqual({ visitors: 1, visits: 3, formSubmissions: 0, queuedEvents: 0, webhookDeliveries: 0, leadsAdjusted: 1, leadsRemoved: 1 });
     const after = await t.leads(ds);
     expect(after).toHaveLength(1);
     expect(after[0]).toMatchObject({ organizationName: before.find((l) => l.visitCount === 3)!.organizationName, visitCount: 1 });
@@ -188,6 +192,45 @@ describe("exportDataSubject", () => {
     await erase({ subjectEmail: address, datasetId: ds });
     const after = await exportOf({ subjectEmail: address, datasetId: ds });
     expect(after.body).toMatchObject({ visitors: [], otherFormSubmissions: [], contacts: [], webhookDeliveries: [] });
+  });
+
+  it("when the subject's events still wait in the queue (no writer ran), then they are listed as queued events, as received; once written, under the visitor instead", async () => {
+    const ds = t.tenant.datasets[0];
+    await t.settings(ds, { formTracking: true });
+    const [subject, bystander] = [newVisitor(), newVisitor()];
+    const address = newAddress();
+    await t.collect(ds, ADDRESSES.business, [t.pageView(subject), t.pageView(bystander)]);
+    await t.collect(ds, ADDRESSES.business, [t.form(subject, { email: address, company: "Apple" })]);
+    const queued = [
+      {
+        datasetId: ds, visitorId: subject, type: "pageview", receivedAt: expect.any(String), url: "https://www.customer.example/pricing?utm_source=newsletter",
+        referrer: "https://www.google.com/", title: "Pricing", leadId: expect.stringMatching(/^org_/), ip: ADDRESSES.business, country: "US", city: expect.any(String),
+      },
+      {
+        datasetId: ds, visitorId: subject, type: "form", receivedAt: expect.any(String), url: "https://www.customer.example/contact",
+        partial: false, fields: { email: address, company: "Apple" }, leadId: expect.stringMatching(/^org_/), ip: ADDRESSES.business, country: "US", city: expect.any(String),
+      },
+    ];
+    // by address: the queued form names the visitor, so its page view is the person's too
+    const byAddress = await exportOf({ subjectEmail: address });
+    expect(byAddress.status, JSON.stringify(byAddress.body)).toBe(200);
+    expect(byAddress.body).toMatchObject({ visitors: [], queuedEvents: queued, queuedEventsTruncated: false });
+    expect((await exportOf({ visitorId: subject, datasetId: ds })).body.queuedEvents).toEqual(queued);
+    expect((await exportOf({ visitorId: subject, datasetId: t.tenant.datasets[1] })).body.queuedEvents).toEqual([]);
+
+    await writer.drain();
+    const written = await exportOf({ subjectEmail: address });
+    expect(written.body.queuedEvents).toEqual([]);
+    expect(written.body.visitors).toEqual([expect.objectContaining({ visitorId: subject, email: address.toLowerCase() })]);
+    expect(written.body.visitors[0].visits).toHaveLength(1);
+  });
+
+  it("when the service's JetStream ingest log does not answer, then the export answers 503 with Retry-After", async () => {
+    const services = createServices(t.api.db.prisma, { config: testConfig({ INGEST_LOG_URL: "nats://127.0.0.1:9" }), logger: t.api.logger });
+    const res = await supertest(t.api.appWith({ services })).post("/v1/privacy/exports").query(admin()).set(as(t.tenant.key)).send({ visitorId: newVisitor() });
+    expect(res.status, JSON.stringify(res.body)).toBe(503);
+    expect(res.body.error).toBe("service_unavailable");
+    expect(res.headers["retry-after"]).toBe("2");
   });
 
   it("when another visitor's form carries the address, then it is listed under otherFormSubmissions", async () => {

@@ -37,7 +37,7 @@ import { webhookService } from "./webhooks.ts";
 import { privacyService } from "./privacy.ts";
 
 /** The parts of the configuration the services are built from. */
-export type ServiceConfig = Pick<Config, "trackingDomains" | "tracking" | "webhooks" | "jobs" | "mail" | "notify" | "retention">;
+export type ServiceConfig = Pick<Config, "trackingDomains" | "tracking" | "webhooks" | "jobs" | "mail" | "notify" | "retention" | "ingestLog">;
 
 export interface ServiceOptions {
   /** The configuration's values (server/config.ts `loadConfig`); tests start from test/support/config.ts. */
@@ -143,7 +143,7 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
     networks,
     domainEvidence: evidence,
     // consent and retention settings, export and erasure of a data subject
-    privacy: privacyService(db, { access, now }),
+    privacy: privacyService(db, { access, now, ingestLog: config.ingestLog }),
     // the daily `retention` job (server/main.ts schedules it)
     retention: registerRetentionJobs(db, jobs, retention, logger, now),
   };

@@ -1,14 +1,18 @@
 // Privacy: a dataset's consent and retention settings, and the data subject operations (export
 // and erasure of everything held about one visitor id or one person's e-mail address). An erasure
-// runs in one transaction and leaves an audit record with who, when and how much, never the data.
+// (tracking/erase-subject.ts: tombstones first, then short steps that never hold the ingest writer
+// for long) leaves an audit record with who, when and how much, never the data.
 import { Prisma } from "../../generated/prisma/client.ts";
 import type { Db } from "../db/database.ts";
 import { Invalid } from "../domain/errors.ts";
 import type { QueryOf, Schemas } from "../domain/types.ts";
 import { newId, normaliseEmail } from "../ids.ts";
 import { toProfile } from "./contacts.ts";
-import { holdForErasure, recordTombstones } from "../tracking/erasure-tombstones.ts";
-import { carries, deliveriesOf, eraseInDataset, jsonList, type Subject, visitorIdsOf, zero } from "../tracking/erasure.ts";
+import type { IngestLogConfig } from "../config.ts";
+import { eraseSubject } from "../tracking/erase-subject.ts";
+import type { QueueRow } from "../tracking/events.ts";
+import { type VisitorsByDataset, waitingEventsOf } from "../tracking/waiting-events.ts";
+import { carries, deliveriesOf, jsonList, type Subject, visitorIdsOf } from "../tracking/erasure.ts";
 import type { AccessService } from "./access.ts";
 import { decodeCursor, toPage } from "./paging.ts";
 
@@ -52,16 +56,33 @@ const settingsDto = (d: { id: string; consentMode: PrivacySettings["consentMode"
   retentionDays: d.retentionDays,
 });
 
-export function privacyService(db: Db, { access, now }: { access: AccessService; now: () => Date }) {
+/** An event waiting in the ingest log, as received. */
+function queuedEventDto({ datasetId, receivedAt, event }: QueueRow): Schemas["ExportedQueuedEvent"] {
+  const { network } = event;
+  return {
+    datasetId,
+    visitorId: event.visitorId,
+    type: event.type,
+    receivedAt: receivedAt.toISOString(),
+    url: event.url,
+    leadId: network.leadId,
+    ip: network.ip,
+    country: network.country,
+    city: network.city,
+    ...(event.type === "pageview" ? { referrer: event.referrer ?? null, title: event.title ?? null } : { partial: event.partial ?? false, fields: event.fields }),
+  };
+}
+
+/** `ingestLog`: the JetStream stream the collectors append to, when the service uses one (its waiting events are exported too). */
+export function privacyService(db: Db, { access, now, ingestLog }: { access: AccessService; now: () => Date; ingestLog?: IngestLogConfig }) {
   /** The datasets an operation reaches: the one named (404 when not the account's), else all of the account's. */
-  async function scope(accountId: string, datasetId: string | undefined): Promise<string[]> {
+  async function datasetsOf(accountId: string, datasetId: string | undefined): Promise<string[]> {
     if (datasetId !== undefined) return [(await access.dataset(accountId, datasetId)).id];
     const all = await db.dataset.findMany({ where: { accountId }, select: { id: true }, orderBy: { id: "asc" } });
     return all.map((d) => d.id);
   }
 
-  async function exportInDataset(accountId: string, datasetId: string, subject: Subject) {
-    const ids = await visitorIdsOf(db, datasetId, subject);
+  async function exportInDataset(accountId: string, datasetId: string, subject: Subject, ids: string[]) {
     const visitors = await db.visitor.findMany({ where: { datasetId, id: { in: ids } }, orderBy: { id: "asc" } });
     const exported = [];
     for (const v of visitors) {
@@ -104,30 +125,15 @@ export function privacyService(db: Db, { access, now }: { access: AccessService;
       return settingsDto(updated);
     },
 
-    /** Erases the subject in every dataset of the scope, in one transaction; the receipt (also the audit record). */
+    /** Erases the subject in every dataset of the scope; the receipt (also the audit record). */
     async erase(accountId: string, actorEmail: string, input: Schemas["DataSubject"]): Promise<ErasureRecord> {
       const actor = await access.admin(accountId, actorEmail);
       const subject = subjectOf(input);
-      const datasets = await scope(accountId, input.datasetId);
-      const record = await db.$transaction(
-        async (tx) => {
-          await holdForErasure(tx);
-          const erasedAt = now();
-          const counts = zero();
-          for (const datasetId of datasets) {
-            const visitorIds = await eraseInDataset(tx, accountId, datasetId, subject, counts);
-            // a person's visitors: their events still in the ingest log are not written either
-            if (subject.type === "person") await recordTombstones(tx, { accountId, datasetId, erasedAt }, "visitor", visitorIds);
-          }
-          // what is still in the ingest log (JetStream) is dropped by the writer (tracking/erasure-tombstones.ts)
-          const tombstone = subject.type === "visitor" ? (["visitor", subject.visitorId] as const) : (["email", subject.email] as const);
-          await recordTombstones(tx, { accountId, datasetId: input.datasetId ?? null, erasedAt }, tombstone[0], [tombstone[1]]);
-          return tx.privacyErasure.create({
-            data: { id: newId("era"), accountId, datasetId: input.datasetId ?? null, subjectType: subject.type, actorUserId: actor.userId, requestedAt: erasedAt, counts: { ...counts } },
-          });
-        },
-        { timeout: 60_000 },
-      );
+      const scope = { accountId, datasetIds: await datasetsOf(accountId, input.datasetId), datasetId: input.datasetId ?? null, erasedAt: now() };
+      const counts = await eraseSubject(db, scope, subject);
+      const record = await db.privacyErasure.create({
+        data: { id: newId("era"), accountId, datasetId: scope.datasetId, subjectType: subject.type, actorUserId: actor.userId, requestedAt: scope.erasedAt, counts: { ...counts } },
+      });
       return recordDto(record);
     },
 
@@ -135,8 +141,12 @@ export function privacyService(db: Db, { access, now }: { access: AccessService;
     async exportSubject(accountId: string, actorEmail: string, input: Schemas["DataSubject"]): Promise<Schemas["DataSubjectExport"]> {
       await access.admin(accountId, actorEmail);
       const subject = subjectOf(input);
+      const visitorIds: VisitorsByDataset = new Map();
+      for (const datasetId of await datasetsOf(accountId, input.datasetId)) visitorIds.set(datasetId, new Set(await visitorIdsOf(db, datasetId, subject)));
+      // the log before the tables: an event written meanwhile is then listed twice at worst, never missed
+      const waiting = await waitingEventsOf(db, ingestLog, accountId, visitorIds, subject, EXPORT_LIMIT);
       const parts = [];
-      for (const datasetId of await scope(accountId, input.datasetId)) parts.push(await exportInDataset(accountId, datasetId, subject));
+      for (const [datasetId, ids] of visitorIds) parts.push(await exportInDataset(accountId, datasetId, subject, [...ids]));
       const visitors = parts.flatMap((p) => p.visitors);
       const enriched = [...new Set(visitors.filter((v) => v.enrichment === "enriched" && v.email).map((v) => v.email!))];
       const contacts = enriched.length ? await db.contact.findMany({ where: { email: { in: enriched } }, orderBy: { email: "asc" } }) : [];
@@ -146,6 +156,8 @@ export function privacyService(db: Db, { access, now }: { access: AccessService;
         otherFormSubmissions: parts.flatMap((p) => p.others),
         contacts: contacts.map(toProfile),
         webhookDeliveries: parts.flatMap((p) => p.deliveries).map((d) => ({ deliveryId: d.id, eventType: d.eventType, createdAt: d.createdAt.toISOString(), payload: d.payload })),
+        queuedEvents: waiting.rows.map(queuedEventDto),
+        queuedEventsTruncated: !waiting.complete,
       };
     },
 

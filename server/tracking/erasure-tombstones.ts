@@ -9,19 +9,26 @@
 //   carries the address), so its other events in the log are dropped too and what earlier
 //   batches wrote of it is erased (tracking/erasure.ts).
 // The hashes are HMAC-SHA256 with the deployment's ErasureKey (one row, made on first use): the
-// tombstone never holds the data it erases. A lock orders erasures and writer batches: an erasure
-// waits for the batches in hand (their rows are then erased with the rest) and a batch begun
-// during an erasure waits for its tombstones. The retention job purges tombstones after the log's
-// max age (INGEST_LOG_MAX_AGE_HOURS): no message older than that is left to write.
+// tombstone never holds the data it erases. An advisory lock orders erasures and writer batches
+// without holding the writers up: an erasure commits its tombstones first (batches begun after
+// that drop the subject's events), then takes the lock exclusively for one short transaction,
+// which waits for the batches in hand (what they wrote is erased in it) while new batches wait
+// for that transaction only. The retention job purges tombstones after the log's max age
+// (INGEST_LOG_MAX_AGE_HOURS): no message older than that is left to write.
 import { createHmac, randomBytes } from "node:crypto";
 import type { Prisma } from "../../generated/prisma/client.ts";
+import type { Db } from "../db/database.ts";
+import { databaseFault } from "../db/errors.ts";
+import { Unavailable } from "../domain/errors.ts";
 import { eraseWrittenVisitors } from "./erasure.ts";
 import type { QueueRow } from "./events.ts";
 
 type Tx = Prisma.TransactionClient;
+/** A transaction or the client itself (statements committed one by one). */
+type Client = Pick<Tx, "$queryRaw" | "$executeRaw">;
 
 /** The advisory lock (one 64-bit key) of erasures (exclusive) and writer batches (shared). */
-const ERASURE_LOCK = 0x6572617375726531n; // "erasure1"
+export const ERASURE_LOCK = 0x6572617375726531n; // "erasure1"
 
 export type TombstoneKind = "visitor" | "email";
 
@@ -34,9 +41,46 @@ export interface Tombstone {
   erasedAt: Date;
 }
 
-/** An erasure's exclusive hold: batches in hand commit first, batches begun after wait for its commit. */
-export async function holdForErasure(tx: Tx): Promise<void> {
-  await tx.$executeRaw`SELECT pg_advisory_xact_lock(${ERASURE_LOCK})`;
+/** How long one try of an erasure's hold waits for the batches in hand (server-side: lock_timeout). */
+const HOLD_WAIT_MS = 2_000;
+/** Tries of the hold before the erasure gives up with a 503 (a writer batch longer than all of them). */
+const HOLD_TRIES = 5;
+/** How long the hold's transaction may wait for a connection (the embedded database runs one transaction at a time). */
+const HOLD_MAX_WAIT_MS = 30_000;
+
+/** The hold each database client's erasures last asked for in this process (settled or not). */
+const lastHold = new WeakMap<Db, Promise<unknown>>();
+
+/**
+ * Runs `work` in a short transaction that holds the erasure lock exclusively: the writer batches in
+ * hand commit first, and batches begun meanwhile wait for this commit. The wait is bounded per try
+ * (`lock_timeout`: queued behind the erasure, new batches wait no longer than that either) and
+ * tried again, so that a long batch delays an erasure rather than failing it. This process's
+ * erasures take the hold one after the other: a writer's batch waits for one of them at most,
+ * not for every erasure queued at the lock.
+ */
+export function withErasureHold<T>(db: Db, work: (tx: Tx) => Promise<T>): Promise<T> {
+  const turn = (lastHold.get(db) ?? Promise.resolve()).catch(() => {}).then(() => hold(db, work));
+  lastHold.set(db, turn);
+  return turn;
+}
+
+async function hold<T>(db: Db, work: (tx: Tx) => Promise<T>): Promise<T> {
+  for (let tries = 1; ; tries++) {
+    try {
+      return await db.$transaction(
+        async (tx) => {
+          await tx.$executeRawUnsafe(`SET LOCAL lock_timeout = ${HOLD_WAIT_MS}`);
+          await tx.$executeRaw`SELECT pg_advisory_xact_lock(${ERASURE_LOCK})`;
+          return work(tx);
+        },
+        { maxWait: HOLD_MAX_WAIT_MS, timeout: HOLD_MAX_WAIT_MS },
+      );
+    } catch (error) {
+      if (databaseFault(error)?.sqlState !== "55P03") throw error;
+      if (tries === HOLD_TRIES) throw new Unavailable("The erasure waited too long for the ingest writer: what it did is kept; repeat it after the Retry-After seconds", 2);
+    }
+  }
 }
 
 /** A writer batch's shared hold (any number of writers at once); taken before the batch touches anything. */
@@ -45,10 +89,15 @@ export async function holdForWriting(tx: Tx): Promise<void> {
 }
 
 /** The deployment's hash key: the first caller makes it. */
-async function keyOf(tx: Tx): Promise<string> {
-  await tx.$executeRaw`INSERT INTO "ErasureKey" (id, key) VALUES (1, ${randomBytes(32).toString("hex")}) ON CONFLICT (id) DO NOTHING`;
-  const [row] = await tx.$queryRaw<{ key: string }[]>`SELECT key FROM "ErasureKey" WHERE id = 1`;
-  return row!.key;
+async function keyOf(db: Client): Promise<string> {
+  await db.$executeRaw`INSERT INTO "ErasureKey" (id, key) VALUES (1, ${randomBytes(32).toString("hex")}) ON CONFLICT (id) DO NOTHING`;
+  return (await existingKey(db))!;
+}
+
+/** The key when one was made (always, once a tombstone exists). */
+async function existingKey(db: Client): Promise<string | undefined> {
+  const [row] = await db.$queryRaw<{ key: string }[]>`SELECT key FROM "ErasureKey" WHERE id = 1`;
+  return row?.key;
 }
 
 /** The keyed hash of a visitor id, or of a value compared as an address (trimmed, lower case). */
@@ -57,9 +106,9 @@ function hasher(key: string) {
   return { visitor: (visitorId: string) => hash(`visitor\n${visitorId}`), email: (value: string) => hash(`email\n${value.trim().toLowerCase()}`) };
 }
 
-/** Records tombstones of `values` (visitor ids or addresses) in the erasure's transaction. */
+/** Records tombstones of `values` (visitor ids or addresses). */
 export async function recordTombstones(
-  tx: Tx,
+  tx: Client,
   scope: { accountId: string; datasetId: string | null; erasedAt: Date },
   kind: TombstoneKind,
   values: readonly string[],
@@ -69,7 +118,7 @@ export async function recordTombstones(
   await insertTombstones(tx, values.map((value) => ({ ...scope, kind, hash: hash(value) })));
 }
 
-async function insertTombstones(tx: Tx, tombstones: readonly Tombstone[]): Promise<void> {
+async function insertTombstones(tx: Client, tombstones: readonly Tombstone[]): Promise<void> {
   if (!tombstones.length) return;
   await tx.$executeRaw`
     INSERT INTO "ErasureTombstone" ("accountId", "datasetId", kind, hash, "erasedAt")
@@ -80,20 +129,22 @@ async function insertTombstones(tx: Tx, tombstones: readonly Tombstone[]): Promi
 const reaches = (t: Tombstone, row: QueueRow) =>
   t.accountId === row.accountId && (t.datasetId === null || t.datasetId === row.datasetId) && row.receivedAt.getTime() < t.erasedAt.getTime();
 
-/**
- * The batch without the events an erasure reached (in the writer's transaction, which holds the
- * lock). Without tombstones newer than the batch's oldest event, one query and nothing else.
- */
-export async function withoutErased(tx: Tx, events: readonly QueueRow[]): Promise<readonly QueueRow[]> {
-  if (!events.length) return events;
-  await holdForWriting(tx);
+/** The tombstones that may reach `events` (of their accounts, newer than the oldest), with the hash they were made with. */
+async function tombstonesFor(db: Client, events: readonly QueueRow[]) {
   const accounts = JSON.stringify([...new Set(events.map((e) => e.accountId))]);
   const oldest = new Date(Math.min(...events.map((e) => e.receivedAt.getTime())));
-  const tombstones = await tx.$queryRaw<Tombstone[]>`
+  const tombstones = await db.$queryRaw<Tombstone[]>`
     SELECT "accountId", "datasetId", kind, hash, "erasedAt" FROM "ErasureTombstone"
     WHERE "accountId" IN (SELECT jsonb_array_elements_text(${accounts}::jsonb)) AND "erasedAt" > ${oldest}`;
-  if (!tombstones.length) return events;
-  const hash = hasher(await keyOf(tx));
+  const key = tombstones.length ? await existingKey(db) : undefined;
+  return key ? { tombstones, hash: hasher(key) } : undefined;
+}
+
+/**
+ * Sorts `events` by the tombstones: those kept, and the visitors that joined an erasure through a
+ * form carrying an erased address (with the tombstone each gets).
+ */
+function sortOut(events: readonly QueueRow[], tombstones: readonly Tombstone[], hash: ReturnType<typeof hasher>) {
   const emails = tombstones.filter((t) => t.kind === "email");
   const visitors = tombstones.filter((t) => t.kind === "visitor");
   const erased = (row: QueueRow, visitor = hash.visitor(row.event.visitorId)) => visitors.some((t) => t.hash === visitor && reaches(t, row));
@@ -108,10 +159,30 @@ export async function withoutErased(tx: Tx, events: readonly QueueRow[]): Promis
     visitors.push(tombstone);
     joined.set(`${row.datasetId}\n${row.event.visitorId}`, { row, tombstone });
   }
-  await insertTombstones(tx, [...joined.values()].map((j) => j.tombstone));
+  return { kept: events.filter((row) => !erased(row)), joined: [...joined.values()] };
+}
+
+/**
+ * The batch without the events an erasure reached (in the writer's transaction, which holds the
+ * lock). Without tombstones newer than the batch's oldest event, one query and nothing else.
+ */
+export async function withoutErased(tx: Tx, events: readonly QueueRow[]): Promise<readonly QueueRow[]> {
+  if (!events.length) return events;
+  await holdForWriting(tx);
+  const found = await tombstonesFor(tx, events);
+  if (!found) return events;
+  const { kept, joined } = sortOut(events, found.tombstones, found.hash);
+  await insertTombstones(tx, joined.map((j) => j.tombstone));
   // what earlier batches wrote of them (an earlier page view, say) goes as the erasure would have taken it
-  for (const { row } of joined.values()) await eraseWrittenVisitors(tx, row.accountId, row.datasetId, [row.event.visitorId]);
-  return events.filter((row) => !erased(row));
+  for (const { row } of joined) await eraseWrittenVisitors(tx, row.accountId, row.datasetId, [row.event.visitorId]);
+  return kept;
+}
+
+/** The events a writer would write: those no erasure reached (read only: for an export of what waits in the log). */
+export async function notErased(db: Client, events: readonly QueueRow[]): Promise<readonly QueueRow[]> {
+  if (!events.length) return events;
+  const found = await tombstonesFor(db, events);
+  return found ? sortOut(events, found.tombstones, found.hash).kept : events;
 }
 
 /** Deletes the tombstones erased before `before` (no event they could reach is left in the log); how many. */

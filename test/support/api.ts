@@ -30,6 +30,12 @@ export interface TestApiOptions extends TestAppOptions {
   /** Reverse DNS of visitor addresses (a loopback DNS server: test/support/dns-server.ts); off when absent. */
   reverseDns?: ReverseDnsConfig;
   retention?: RetentionConfig;
+  /**
+   * `process`: without TEST_DATABASE_URL, the embedded database in its own process over the
+   * PostgreSQL protocol, as `npm start` runs it, instead of PGlite in the test's process (where
+   * WebAssembly statements run on the test's own event loop).
+   */
+  embedded?: "process";
 }
 
 export interface TestApi {
@@ -65,8 +71,8 @@ export function recordLogLine(line: string): void {
  * The rate limit of the in-process test app is on (every response carries the RateLimit headers)
  * but high enough never to throttle a test file; test/rate-limit.test.ts passes its own limiter.
  */
-export async function startTestApi({ config: base = testConfig(), trackingDomains, now, mail, notify, webhooks, reverseDns, retention, ...options }: TestApiOptions = {}): Promise<TestApi> {
-  const db = await createTestDatabase();
+export async function startTestApi({ config: base = testConfig(), trackingDomains, now, mail, notify, webhooks, reverseDns, retention, embedded, ...options }: TestApiOptions = {}): Promise<TestApi> {
+  const db = await createTestDatabase({ embedded });
   const logs: string[] = [];
   const logger = createLogger("info", (line) => {
     logs.push(line);

@@ -24,11 +24,12 @@ export interface TestDatabase extends Database {
 const SNAPSHOT_ENV = "TEST_DB_SNAPSHOT";
 const TEMPLATE_ENV = "TEST_DB_TEMPLATE";
 
-export async function createTestDatabase(): Promise<TestDatabase> {
+/** `embedded: "process"`: without TEST_DATABASE_URL, the embedded data directory in its own process, whatever TEST_EMBEDDED says. */
+export async function createTestDatabase({ embedded = process.env.TEST_EMBEDDED }: { embedded?: string } = {}): Promise<TestDatabase> {
   const serverUrl = process.env.TEST_DATABASE_URL;
-  if (!serverUrl && process.env.TEST_EMBEDDED === "process") {
+  if (!serverUrl && embedded === "process") {
     const dir = mkdtempSync(path.join(os.tmpdir(), "test-embedded-"));
-    const db = await openDatabase({ dataDir: path.join(dir, "db") });
+    const db = await openDatabase({ dataDir: await migratedDataDir(path.join(dir, "db")) });
     await db.migrate();
     return { ...db, close: () => db.close().finally(() => rmSync(dir, { recursive: true, force: true })) };
   }
