@@ -89,15 +89,25 @@
     var text = words(name);
     return SECRET.test(text) || SECRET.test(text.replace(/ /g, ""));
   }
-  function cardNumber(value) {
-    var digits = value.replace(/\D/g, ""), sum = 0;
-    if (/[A-Za-z\u00C0-\u024F]/.test(value) || !/^\d{13,19}$/.test(digits)) return false;
-    for (var i = 0; i < digits.length; i++) {
+  // a card number however decorated: server/tracking/form-fields.ts, looksLikeCardNumber (here on
+  // Latin letters, where old browsers parse no \p{L}; the collector applies the full rule again)
+  var L = "A-Za-z\u00C0-\u024F";
+  var WORD = new RegExp("[" + L + "]{2,}"), LETTER = new RegExp("[" + L + "]", "g");
+  var END_LETTER = new RegExp("^[^0-9" + L + "]*[" + L + "][0-9]|[0-9][" + L + "][^0-9" + L + "]*$");
+  function luhn(digits) {
+    for (var i = 0, sum = 0; i < digits.length; i++) {
       var n = Number(digits.charAt(digits.length - 1 - i));
       if (i % 2 === 1) n = n * 2 > 9 ? n * 2 - 9 : n * 2;
       sum += n;
     }
     return sum % 10 === 0;
+  }
+  function cardNumber(value) {
+    return value.normalize("NFKC").split(WORD).some(function (stretch) {
+      var digits = stretch.replace(/\D/g, ""), letters = (stretch.match(LETTER) || []).length;
+      if (digits.length >= 13 && digits.length <= 19 && luhn(digits)) return true;
+      return letters === 1 && END_LETTER.test(stretch) && digits.length >= 12 && digits.length <= 18;
+    });
   }
   function keyOf(el) {
     return (cfg.formInputAttribute && el.getAttribute(cfg.formInputAttribute)) || el.name || "";
