@@ -136,7 +136,10 @@
 
   // Forms filled in and not sent. They are delivered when the visitor leaves the page in any way:
   // a link or another form (sent at once, while the page is alive), history navigation (also a
-  // single-page app's), hiding the tab, or unloading. Each state of a form is sent once.
+  // single-page app's), hiding the tab, or leaving it (address bar, script, reload, back/forward
+  // into the page cache, closing the tab: visibilitychange to hidden and pagehide, whichever comes
+  // first; sendBeacon outlives the page). Each state of a form is sent once; a form once
+  // submitted is not sent as partial (unless it is filled in again).
   var touched = [], sentState = [];
   function flushPartial() {
     if (!cfg.partialFormTracking) return;
@@ -154,18 +157,35 @@
     if (i >= 0) { touched.splice(i, 1); sentState.splice(i, 1); }
   }
 
-  d.addEventListener("submit", function (e) {
-    var form = e.target;
+  // a page that checks a form on its submit event and then calls form.submit() submits it once
+  var submittedState = typeof WeakMap === "function" ? new WeakMap() : undefined;
+  function submitted(form) {
     forget(form);
     flushPartial(); // the other forms on the page are being left
-    send([{ type: "form", visitorId: vid, url: location.href.slice(0, 2048), fields: fieldsOf(form) }]);
-  }, true);
+    var fields = fieldsOf(form), state = JSON.stringify(fields);
+    if (submittedState && submittedState.get(form) === state) return;
+    if (submittedState) submittedState.set(form, state);
+    send([{ type: "form", visitorId: vid, url: location.href.slice(0, 2048), fields: fields }]);
+  }
+  d.addEventListener("submit", function (e) { submitted(e.target); }, true);
+  // form.submit() from the page's own script fires no submit event: a submission all the same
+  var formProto = w.HTMLFormElement && w.HTMLFormElement.prototype;
+  var nativeSubmit = formProto && formProto.submit;
+  if (typeof nativeSubmit === "function") {
+    formProto.submit = function () {
+      submitted(this);
+      return nativeSubmit.apply(this, arguments);
+    };
+  }
 
   if (!cfg.partialFormTracking) return;
-  d.addEventListener("input", function (e) {
+  // typing (input), and values set by pickers, autofill or selects (change)
+  function touch(e) {
     var form = e.target && e.target.form;
     if (form && touched.indexOf(form) < 0) { touched.push(form); sentState.push(""); }
-  }, true);
+  }
+  d.addEventListener("input", touch, true);
+  d.addEventListener("change", touch, true);
   d.addEventListener("click", function (e) {
     var link = e.target && e.target.closest && e.target.closest("a[href]");
     if (link && !/^(#|javascript:)/i.test(link.getAttribute("href") || "")) flushPartial();
