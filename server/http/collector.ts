@@ -41,7 +41,10 @@ export interface CollectorDeps {
   now?: () => Date;
 }
 
-const scriptSource = readFileSync(new URL("../tracking/script.js", import.meta.url), "utf8");
+/** The script without its header and whole-line comments: they are for its readers here, not for every page's download. */
+const scriptSource = readFileSync(new URL("../tracking/script.js", import.meta.url), "utf8")
+  .replace(/^\/\*[\s\S]*?\*\/\n/, "")
+  .replace(/^[ \t]*\/\/.*\n/gm, "");
 const PIXEL = Buffer.from("R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7", "base64");
 
 /** The script with the dataset's settings in it: a settings change reaches pages within the cache time. */
