@@ -116,7 +116,10 @@ describe("the packed client", () => {
     );
     writeFileSync(path.join(project, "tsconfig.json"), JSON.stringify({ ...tsconfig, files: ["main.ts"] }));
     writeFileSync(path.join(project, "main.ts"), program);
-    await run(process.execPath, [tsc, "-p", "tsconfig.json"], { cwd: project, timeout: 60_000 });
+    // tsc reports on stdout: a failure shows it
+    await run(process.execPath, [tsc, "-p", "tsconfig.json"], { cwd: project, timeout: 60_000 }).catch((error: { stdout?: string; message: string }) => {
+      throw new Error(`${error.message}\n${error.stdout ?? ""}`);
+    });
 
     const { stdout } = await run(process.execPath, ["out/main.js", baseUrl, tenant.key, tenant.admin.email], { cwd: project, timeout: 30_000 });
     expect(JSON.parse(stdout)).toEqual({
