@@ -8,7 +8,6 @@
 import createClient, {
   type Client,
   type ClientOptions,
-  type ClientPathsWithMethod,
   type MaybeOptionalInit,
   type Middleware,
   type ParseAsResponse,
@@ -42,13 +41,16 @@ type RequiredKeys<T> = { [K in keyof T]-?: {} extends Pick<T, K> ? never : K }[k
 /** As openapi-fetch's: the options are optional when none of them is required. */
 type InitParam<Init> = RequiredKeys<Init> extends never ? [(Init & { [key: string]: unknown })?] : [Init & { [key: string]: unknown }];
 
-type PartnerMethod<Method extends HttpMethod> = <Path extends ClientPathsWithMethod<Client<paths>, Method>, Init extends MaybeOptionalInit<paths[Path], Method>>(
+/** The paths that have `Method` (the generated types mark the others `?: never`). */
+type PathsWith<Method extends HttpMethod> = { [Path in keyof paths]: paths[Path] extends { [M in Method]: unknown } ? Path : never }[keyof paths];
+
+type PartnerMethod<Method extends HttpMethod> = <Path extends PathsWith<Method>, Init extends MaybeOptionalInit<paths[Path], Method>>(
   url: Path,
   ...init: InitParam<Init>
 ) => Promise<PartnerResult<paths[Path][Method], Init>>;
 
 /** openapi-fetch's client whose calls also answer `status` (PartnerResult). */
-export type PartnerClient = Omit<Client<paths>, Uppercase<HttpMethod> | "request"> & { [Method in HttpMethod as Uppercase<Method>]: PartnerMethod<Method> };
+export type PartnerClient = Pick<Client<paths>, "use" | "eject"> & { [Method in HttpMethod as Uppercase<Method>]: PartnerMethod<Method> };
 
 export interface RetryOptions {
   /** Attempts in all, the first included (default 3; 1 turns retries off). */
