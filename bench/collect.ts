@@ -35,6 +35,7 @@ import { type LoadResult, percentile, type Request, runLoad } from "./closed-loo
 import { type OpenLoopResult, runOpenLoop } from "./open-loop.ts";
 import { freePort, startProcess, startService, stopService } from "./service.ts";
 import { loadConfig } from "../server/config.ts";
+import { HERMETIC_DNS_ENV } from "../test/support/config.ts";
 
 const MAX_SECONDS = 60;
 const TARGETS = { floorRatio: 0.5, p99Ratio: 2, drainSeconds: 2, achievedShare: 0.95, microsPerAddress: 5, resolutionMb: 150 };
@@ -120,7 +121,7 @@ async function prepareDatabase(url: string): Promise<string> {
   const db = await openDatabase({ url });
   try {
     await db.migrate();
-    const services = createServices(db.prisma, { config: loadConfig({}) });
+    const services = createServices(db.prisma, { config: loadConfig(HERMETIC_DNS_ENV) });
     const email = "bench@bench.example";
     const { accountId } = await services.accounts.createAccount({ name: "Bench", licenceDays: 1, admin: { email, name: "Bench" } });
     return await services.datasets.create(accountId, email, { name: "Bench site" });

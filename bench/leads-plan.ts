@@ -11,13 +11,14 @@ import type { SegmentFilter } from "../server/services/lead-filter.ts";
 import { createServices } from "../server/services/index.ts";
 import { type LeadPosition, leadListingSql } from "../server/services/leads.ts";
 import { loadConfig } from "../server/config.ts";
+import { HERMETIC_DNS_ENV } from "../test/support/config.ts";
 
 const LEADS = Number(process.env.LEADS ?? 100_000);
 const PAGE = 50;
 
 const db = await openDatabase({ url: process.env.DATABASE_URL });
 await db.migrate();
-const services = createServices(db.prisma, { config: loadConfig({}) });
+const services = createServices(db.prisma, { config: loadConfig(HERMETIC_DNS_ENV) });
 const adminEmail = `bench-${Date.now()}@bench.example`;
 const { accountId } = await services.accounts.createAccount({ name: "Bench", licenceDays: 1, admin: { email: adminEmail, name: "Bench" } });
 const datasetId = await services.datasets.create(accountId, adminEmail, { name: "Bench website" });

@@ -31,6 +31,7 @@ import { generateProfile, generateProfiles } from "../server/contacts/generate.t
 import { BatchWriter } from "../server/contacts/import.ts";
 import { createProgress } from "../server/contacts/progress.ts";
 import { type DatabaseConfig, loadConfig } from "../server/config.ts";
+import { HERMETIC_DNS_ENV, hermeticEnv } from "../test/support/config.ts";
 import { openDatabaseOrExit, type Database } from "../server/db/database.ts";
 import { createServices } from "../server/services/index.ts";
 import { type LoadResult, percentile, runLoad, treeCpuSeconds } from "./closed-loop.ts";
@@ -104,7 +105,7 @@ const databaseOf = (kind: Kind): DatabaseConfig => (kind === "postgres" ? { url:
 
 /** Loads profiles 0..count-1 unless the last of them is there already. */
 async function loadProfiles(db: Database): Promise<void> {
-  const services = createServices(db.prisma, { config: loadConfig({}) });
+  const services = createServices(db.prisma, { config: loadConfig(HERMETIC_DNS_ENV) });
   if (await services.contacts.find(generateProfile(SEED, count - 1).email)) {
     console.log(`profiles: ${count.toLocaleString("en")} already loaded (${db.kind})`);
     return;
@@ -130,7 +131,7 @@ interface BenchAccount {
 
 /** An account whose datasets cannot run out of credit during the run. */
 async function benchAccount(db: Database, datasets: number): Promise<BenchAccount> {
-  const services = createServices(db.prisma, { config: loadConfig({}) });
+  const services = createServices(db.prisma, { config: loadConfig(HERMETIC_DNS_ENV) });
   const email = `bench-${randomBytes(6).toString("hex")}@bench.example`;
   const { accountId } = await services.accounts.createAccount({ name: "Bench", licenceDays: 1, admin: { email, name: "Bench" } });
   const datasetIds: string[] = [];
@@ -197,7 +198,7 @@ async function start(target: Target): Promise<Running> {
   const profile = target.program === "service" && process.env.BENCH_CPU_PROF_DIR ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF_DIR}`] : [];
   const child = spawn(process.execPath, [...profile, "--import", "tsx", entry], {
     cwd: root,
-    env: {
+    env: hermeticEnv({
       ...process.env,
       ...database,
       ...expert,
@@ -210,7 +211,7 @@ async function start(target: Target): Promise<Running> {
       SMTP_URL: "smtp://127.0.0.1:2525", // production requires one; the bench sends no mail
       RATE_LIMIT_REQUESTS: "1000000000", // one key makes every request: the bench measures the look-up
       WEB_CONCURRENCY: String(target.workers ?? 1),
-    },
+    }),
     stdio: ["ignore", "ignore", "inherit"],
   });
   children.add(child);

@@ -5,6 +5,7 @@ import { once } from "node:events";
 import { createServer } from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { hermeticEnv } from "../test/support/config.ts";
 
 export const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 
@@ -25,7 +26,7 @@ export function startProcess(script: string, env: Record<string, string>): Child
   const profile = process.env.BENCH_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${path.resolve(process.env.BENCH_CPU_PROF)}`] : [];
   return spawn(process.execPath, [...profile, "--import", "tsx", script], {
     cwd: root,
-    env: { ...process.env, ...env },
+    env: hermeticEnv({ ...process.env, ...env }), // no DNS query leaves this machine
     stdio: ["ignore", "ignore", "inherit"],
   });
 }

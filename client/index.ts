@@ -5,13 +5,52 @@
 //
 // Built on openapi-fetch; the key, the Idempotency-Key of POSTs and retries of 429/503 are
 // openapi-fetch middleware (`client.use`), also exported for clients composed by hand.
-import createClient, { type Client, type ClientOptions, type Middleware } from "openapi-fetch";
+import createClient, {
+  type Client,
+  type ClientOptions,
+  type MaybeOptionalInit,
+  type Middleware,
+  type ParseAsResponse,
+} from "openapi-fetch";
 // `.js`: the published declarations keep this specifier, and there it names openapi.d.ts.
 import type { components, operations, paths } from "../generated/openapi-client.js";
 
 export type { components, operations, paths };
 export type { Middleware };
-export type PartnerClient = Client<paths>;
+
+type HttpMethod = "get" | "put" | "post" | "delete" | "options" | "head" | "patch" | "trace";
+type Responses<Operation> = Operation extends { responses: infer R } ? R : never;
+/** The documented statuses of an operation (numbers: the generated types key responses by status). */
+type StatusOf<Operation> = keyof Responses<Operation> & number;
+/** The body a status documents (every body of this API is JSON); undefined for none (204). */
+type JsonBody<Response> = Response extends { content: { "application/json": infer Body } } ? Body : undefined;
+
+/**
+ * A call's answer, one member per status the operation documents: `status` (the answer's HTTP
+ * status) narrows `data` and `error`. openapi-fetch's own answer types `error` as the union of
+ * every error body whatever the status (its `response.status` is a plain number), so
+ * `if (status === 429) error.retryAfterSeconds` type-checks here and not there.
+ */
+export type PartnerResult<Operation, Init> = {
+  [S in StatusOf<Operation>]: `${S}` extends `2${string}`
+    ? { status: S; data: ParseAsResponse<JsonBody<Responses<Operation>[S]>, Init>; error?: never; response: Response }
+    : { status: S; data?: never; error: JsonBody<Responses<Operation>[S]>; response: Response };
+}[StatusOf<Operation>];
+
+type RequiredKeys<T> = { [K in keyof T]-?: {} extends Pick<T, K> ? never : K }[keyof T];
+/** As openapi-fetch's: the options are optional when none of them is required. */
+type InitParam<Init> = RequiredKeys<Init> extends never ? [(Init & { [key: string]: unknown })?] : [Init & { [key: string]: unknown }];
+
+/** The paths that have `Method` (the generated types mark the others `?: never`). */
+type PathsWith<Method extends HttpMethod> = { [Path in keyof paths]: paths[Path] extends { [M in Method]: unknown } ? Path : never }[keyof paths];
+
+type PartnerMethod<Method extends HttpMethod> = <Path extends PathsWith<Method>, Init extends MaybeOptionalInit<paths[Path], Method>>(
+  url: Path,
+  ...init: InitParam<Init>
+) => Promise<PartnerResult<paths[Path][Method], Init>>;
+
+/** openapi-fetch's client whose calls also answer `status` (PartnerResult). */
+export type PartnerClient = Pick<Client<paths>, "use" | "eject"> & { [Method in HttpMethod as Uppercase<Method>]: PartnerMethod<Method> };
 
 export interface RetryOptions {
   /** Attempts in all, the first included (default 3; 1 turns retries off). */
@@ -113,10 +152,27 @@ export function retryMiddleware({ maxAttempts = 3, maxWaitSeconds = 30, backoffS
   };
 }
 
+const METHODS = ["GET", "PUT", "POST", "DELETE", "OPTIONS", "HEAD", "PATCH", "TRACE"] as const;
+
+/** Each call's answer with its `status` beside `data`, `error` and `response`. */
+function withStatus(client: Client<paths>): PartnerClient {
+  const { request: _request, ...rest } = client;
+  const methods = Object.fromEntries(
+    METHODS.map((method) => {
+      const call = client[method] as (...args: unknown[]) => Promise<{ response: Response }>;
+      return [method, async (...args: unknown[]) => {
+        const answer = await call(...args);
+        return Object.assign(answer, { status: answer.response.status });
+      }];
+    }),
+  );
+  return { ...rest, ...methods } as unknown as PartnerClient;
+}
+
 export function createPartnerClient({ baseUrl, apiKey, retry, ...rest }: PartnerClientOptions): PartnerClient {
   const client = createClient<paths>({ ...rest, baseUrl: baseUrl.replace(/\/+$/, "") });
   // onRequest runs in this order, onResponse in the reverse: the retry sees the keyed request first.
   client.use(apiKeyMiddleware(apiKey), idempotencyKeyMiddleware());
   if (retry !== false) client.use(retryMiddleware(retry));
-  return client;
+  return withStatus(client);
 }

@@ -891,12 +891,18 @@ export interface paths {
          *        (`TRACKING_SETTINGS_TTL_SECONDS`, 60 s by default).
          *     3. `curated`: curated lists covering every ASN of the large clouds, CDNs and hosters
          *        (`hosting`), of the fixed and mobile operators of the largest economies and the
-         *        satellite ISPs (`isp`, `mobile`) and of research networks (`education`); an ASN
-         *        whose name is a listed ASN's name up to case, punctuation and legal form inherits
-         *        its type.
+         *        satellite ISPs (`isp`, `mobile`) and of the national research and education
+         *        networks and their regional networks (`education`: GEANT and its members such as
+         *        DFN, RENATER, RedIRIS, SURF, SWITCH, GARR, Jisc and SANET, Internet2, ESnet and the
+         *        US regional networks, CANARIE, RNP, UNAM, AARNet, SINET, KREONET, CERNET, TENET,
+         *        ...); an ASN whose name is a listed ASN's name up to case, punctuation and legal
+         *        form inherits its type, except for a few short names that unrelated companies bear
+         *        too (SWITCH, BELNET, OneNet).
          *     4. `rule`, a strong keyword of the organisation name, tried in this order: `education`
-         *        (university and its forms in other languages, college, school, academy,
-         *        polytechnic, hochschule, education(al), academic, research network, institute of
+         *        (university and its forms in other languages: Universidad, Universidade,
+         *        Universiteit, Universitet, Univerzita, Uniwersytet, Universitas, Egyetem,
+         *        Yliopisto; college, school, academy, academia, polytechnic, hochschule and
+         *        fachhochschule, hogeschool, education(al), academic, research network, institute of
          *        technology), `mobile` (mobile, wireless, cellular, cellco, gsm, lte, 5g), `hosting`
          *        (hosting, hoster, webhosting, cloud, data center/centre, datacenter, server(s), vps,
          *        colo, colocation, cdn, dedicated), `isp` (telecom(s), telekom, telecommunication(s)

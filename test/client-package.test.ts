@@ -54,6 +54,15 @@ const api = createPartnerClient({ baseUrl: "http://127.0.0.1:9", apiKey: "k" });
 await api.POST("/v1/email-lookup", { body: { mail: "nobody@example.com" } });
 `;
 
+/**
+ * The TypeScript of the package's README, as a partner copies it: the first block (the import and
+ * `api`) at the top, each further block in its own scope; `orderId` is the reader's own.
+ */
+function readmeProgram(): string {
+  const blocks = [...readFileSync("client/README.md", "utf8").matchAll(/```ts\n([\s\S]*?)```/g)].map((match) => match[1]!);
+  return ["declare const orderId: string;", blocks[0], ...blocks.slice(1).map((block) => `{\n${block}}`)].join("\n");
+}
+
 const tsconfig = {
   compilerOptions: { target: "ES2022", module: "NodeNext", moduleResolution: "NodeNext", strict: true, outDir: "out", types: ["node"] },
 };
@@ -96,7 +105,7 @@ describe("the packed client", () => {
     expect(manifest.devDependencies).toBeUndefined();
   });
 
-  it("when installed into a fresh project, then a partner's program type-checks and calls the service", async () => {
+  it("when installed into a fresh project, then a partner's program and the README's code type-check and the program calls the service", async () => {
     const project = path.join(work, "partner-project");
     await run("mkdir", ["-p", project]);
     writeFileSync(path.join(project, "package.json"), JSON.stringify({ name: "partner-project", private: true, type: "module" }));
@@ -107,7 +116,10 @@ describe("the packed client", () => {
     );
     writeFileSync(path.join(project, "tsconfig.json"), JSON.stringify({ ...tsconfig, files: ["main.ts"] }));
     writeFileSync(path.join(project, "main.ts"), program);
-    await run(process.execPath, [tsc, "-p", "tsconfig.json"], { cwd: project, timeout: 60_000 });
+    // tsc reports on stdout: a failure shows it
+    await run(process.execPath, [tsc, "-p", "tsconfig.json"], { cwd: project, timeout: 60_000 }).catch((error: { stdout?: string; message: string }) => {
+      throw new Error(`${error.message}\n${error.stdout ?? ""}`);
+    });
 
     const { stdout } = await run(process.execPath, ["out/main.js", baseUrl, tenant.key, tenant.admin.email], { cwd: project, timeout: 30_000 });
     expect(JSON.parse(stdout)).toEqual({
@@ -123,5 +135,10 @@ describe("the packed client", () => {
     writeFileSync(path.join(project, "wrong.ts"), wrongBody);
     const refused = await run(process.execPath, [tsc, "-p", "tsconfig.wrong.json", "--noEmit"], { cwd: project }).catch((error: { stdout: string }) => error);
     expect("stdout" in refused ? refused.stdout : "").toMatch(/error TS\d+: .*'mail' does not exist/);
+
+    writeFileSync(path.join(project, "tsconfig.readme.json"), JSON.stringify({ ...tsconfig, files: ["readme.ts"] }));
+    writeFileSync(path.join(project, "readme.ts"), readmeProgram());
+    const readme = await run(process.execPath, [tsc, "-p", "tsconfig.readme.json", "--noEmit"], { cwd: project }).catch((error: { stdout: string }) => error);
+    expect("stdout" in readme ? readme.stdout : "", "the README's code type-checks as written").toBe("");
   }, 180_000);
 });

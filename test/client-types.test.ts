@@ -85,3 +85,29 @@ describe("partner client types", () => {
     });
   });
 });
+
+describe("partner client results by status", () => {
+  it("when a call's status is compared, then data and error narrow to that status's body", () => {
+    never(async () => {
+      const { data, error, status, response } = await api.POST("/v1/email-lookup", { body: { email: "jane.doe@acme.example", lastName: "Doe" } });
+      expectTypeOf(response).toEqualTypeOf<Response>();
+      if (status === 429) expectTypeOf(error).toEqualTypeOf<Schemas["RateLimitErrorResponse"]>();
+      if (status === 429) expectTypeOf(error.retryAfterSeconds).toEqualTypeOf<number>();
+      if (status === 404) expectTypeOf(error).toEqualTypeOf<Schemas["V1NotFoundResponse"]>();
+      if (status === 402) expectTypeOf(error).toEqualTypeOf<Schemas["V1InternalServerError"]>();
+      if (status === 200) expectTypeOf(data).toEqualTypeOf<Schemas["ContactProfile"]>();
+      if (status === 200) expectTypeOf(error).toEqualTypeOf<undefined>();
+      // @ts-expect-error: the operation documents no 418
+      if (status === 418) return;
+    });
+  });
+
+  it("when the answer is kept whole, then its status narrows it too", () => {
+    never(async () => {
+      const answer = await api.GET("/v1/users", { params: { query: { email: "admin@demo.example" } } });
+      if (answer.status === 200) expectTypeOf(answer.data.data).toEqualTypeOf<Schemas["AccountUserDTO"][]>();
+      if (answer.status === 403) expectTypeOf(answer.error).toEqualTypeOf<Schemas["V1PermissionDenied"]>();
+      if (answer.error) expectTypeOf(answer.status).toEqualTypeOf<400 | 401 | 402 | 403 | 404 | 409 | 429 | 500 | 503>();
+    });
+  });
+});

@@ -52,6 +52,7 @@ describe("typed client", () => {
       params: { path: { datasetId: "ds_doesnotexist0000" }, query: { humanName: "x", email: tenant.admin.email } },
     });
     expect(res.response.status).toBe(404);
+    expect(res.status).toBe(404);
     expect(res.error).toEqual({ error: "not_found", message: expect.any(String) });
   });
 
@@ -160,6 +161,9 @@ describe("typed client: retries", () => {
       const res = await partner.GET("/v1/user-datasets", { params: { query } });
       expect(res.response.status).toBe(429);
       expect(res.error).toMatchObject({ error: "rate_limited", retryAfterSeconds: expect.any(Number) });
+      // `status` is the answer's, and narrows `error` to the 429 body (no `in` check)
+      expect(res.status).toBe(429);
+      if (res.status === 429) expect(res.error.retryAfterSeconds).toBeGreaterThan(5);
       expect(sent.map((s) => s.status)).toEqual([200, 429]);
       expect(Date.now() - started).toBeLessThan(2_000);
     } finally {

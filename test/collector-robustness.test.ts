@@ -95,6 +95,69 @@ describe("collectEvents: the character rule", () => {
   });
 });
 
+describe("collectEvents: UTF-8 only", () => {
+  /** A batch whose url holds the bytes FF FE (no UTF-8 sequence starts with either). */
+  const withInvalidBytes = () =>
+    Buffer.concat([
+      Buffer.from(`{"events":[{"type":"pageview","visitorId":"${visitor()}","url":"https://www.customer.example/`),
+      Buffer.from([0xff, 0xfe]),
+      Buffer.from(`"}]}`),
+    ]);
+  /** The bytes as they are (superagent would serialise a Buffer sent as application/json to JSON). */
+  const postBytes = (contentType: string, body: Buffer) =>
+    t.api.request().post(`/collect?dataset=${ds}`).set("x-forwarded-for", ADDRESSES.business).set("user-agent", BROWSER_UA).set("content-type", contentType)
+      .serialize((bytes: Buffer) => bytes as unknown as string).send(body); // superagent sends a Buffer as is
+
+  it.each(["text/plain", "application/json", "text/plain;charset=UTF-8"])(
+    "when a batch's url holds bytes that are not UTF-8 (%s), then 400 malformed_json and nothing is queued",
+    async (contentType) => {
+      await expectRefused(() => postBytes(contentType, withInvalidBytes()), "body", "(root)", /UTF-8/);
+      const res = await postBytes(contentType, withInvalidBytes());
+      expect(res.body).toMatchObject({ error: "malformed_json" });
+    },
+  );
+
+  it("when a batch holds an overlong encoding or a lone surrogate's bytes, then 400", async () => {
+    for (const bytes of [[0xc0, 0xaf], [0xed, 0xa0, 0x80], [0xe2, 0x82]]) {
+      const body = Buffer.concat([Buffer.from(`{"events":[{"type":"pageview","visitorId":"${visitor()}","url":"https://a.example/","title":"`), Buffer.from(bytes), Buffer.from(`"}]}`)]);
+      await expectRefused(() => postBytes("text/plain", body), "body", "(root)", /UTF-8/);
+    }
+  });
+
+  it("when a batch starts with a UTF-8 byte order mark or holds U+FFFD itself, then it is accepted", async () => {
+    const body = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(JSON.stringify({ events: [{ type: "pageview", visitorId: visitor(), url: "https://a.example/", title: "a \ufffd b" }] }))]);
+    const res = await postBytes("text/plain", body);
+    expect(res.status, JSON.stringify(res.body)).toBe(202);
+  });
+
+  it("when a pixel parameter percent-decodes to bytes that are not UTF-8, then 400 naming it and nothing is queued", async () => {
+    const clean = { v: visitor(), u: "https%3A%2F%2Fa.example%2F", t: "Title", r: "https%3A%2F%2Fb.example%2F" };
+    for (const [name, bad] of [["t", "%FF"], ["u", "https%3A%2F%2Fa.example%2F%FF%FE"], ["r", "%C0%AF"], ["v", "abc%ED%A0%80def"]] as const) {
+      const query = Object.entries({ ...clean, [name]: bad }).map(([key, value]) => `${key}=${value}`).join("&");
+      await expectRefused(() => t.api.request().get(`/collect?dataset=${ds}&${query}`).set("x-forwarded-for", ADDRESSES.business).set("user-agent", BROWSER_UA), "query", name, /percent-encoded UTF-8/);
+    }
+  });
+
+  it("when the dataset parameter percent-decodes to bytes that are not UTF-8, then 400 naming it (script, collector and pixel)", async () => {
+    for (const send of [
+      () => t.api.request().get("/t.js?dataset=ds%FF"),
+      () => t.api.request().post("/collect?dataset=ds%FF").set("content-type", "text/plain").send(JSON.stringify({ events: [{ type: "pageview", visitorId: visitor(), url: "https://a.example/" }] })),
+      () => t.api.request().get(`/collect?dataset=ds%FF&v=${visitor()}&u=https%3A%2F%2Fa.example%2F`),
+    ]) {
+      await expectRefused(send, "query", "dataset", /percent-encoded UTF-8/);
+    }
+  });
+
+  it("when the pixel's parameters are percent-encoded UTF-8, then the page view is queued with them decoded", async () => {
+    const vid = visitor();
+    const res = await t.api.request().get(`/collect?dataset=${ds}&v=${vid}&u=https%3A%2F%2Fa.example%2Fcaf%C3%A9&t=Caf%C3%A9+%E6%9D%B1%E4%BA%AC`).set("x-forwarded-for", ADDRESSES.business).set("user-agent", BROWSER_UA);
+    expect(res.status).toBe(200);
+    await t.writer.drain();
+    const visit = await t.api.db.prisma.visit.findFirstOrThrow({ where: { datasetId: ds, visitorId: vid } });
+    expect(visit).toMatchObject({ url: "https://a.example/café", title: "Café 東京" });
+  });
+});
+
 describe("collector methods and media types", () => {
   it.each([
     ["/collect", "GET, HEAD, POST, OPTIONS"],

@@ -13,7 +13,7 @@ import { openDatabase } from "../server/db/database.ts";
 import { createServices } from "../server/services/index.ts";
 import { startTestApi, type TestApi } from "./support/api.ts";
 import { migratedDataDir } from "./support/database.ts";
-import { testConfig } from "./support/config.ts";
+import { hermeticEnv, testConfig } from "./support/config.ts";
 
 const run = promisify(execFile);
 const root = path.resolve(import.meta.dirname, "..");
@@ -160,7 +160,7 @@ describe("operator commands", () => {
   const admin = (...args: string[]) =>
     run(process.execPath, ["--import", "tsx", "scripts/admin.ts", ...args], {
       cwd: root,
-      env: { ...process.env, DATA_DIR: dataDir, DATABASE_URL: "" },
+      env: hermeticEnv({ ...process.env, DATA_DIR: dataDir, DATABASE_URL: "" }),
     });
   /** Opens the command's database in this process (after the command has exited). */
   async function inDatabase<T>(use: (services: ReturnType<typeof createServices>) => Promise<T>): Promise<T> {

@@ -8,6 +8,7 @@ import { promisify } from "node:util";
 import { afterAll, describe, expect, it } from "vitest";
 import { lockOwner } from "../server/db/data-dir-lock.ts";
 import { DatabaseLockedError, openDatabase } from "../server/db/database.ts";
+import { hermeticEnv } from "./support/config.ts";
 
 const run = promisify(execFile);
 const root = path.resolve(import.meta.dirname, "..");
@@ -32,7 +33,7 @@ describe("embedded database lock", () => {
   it("when another process opens it, then that process exits 1 with a message naming the owner", async () => {
     const attempt = run(process.execPath, ["--import", "tsx", "scripts/migrations.ts", "apply"], {
       cwd: root,
-      env: { ...process.env, DATA_DIR: dataDir, DATABASE_URL: "" },
+      env: hermeticEnv({ ...process.env, DATA_DIR: dataDir, DATABASE_URL: "" }),
     });
     const failure = await attempt.then(() => undefined, (error: { code: number; stderr: string }) => error);
     expect(failure?.code).toBe(1);

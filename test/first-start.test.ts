@@ -6,6 +6,7 @@ import { createServer, type Server } from "node:net";
 import path from "node:path";
 import { createInterface } from "node:readline";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { hermeticEnv } from "./support/config.ts";
 import { NPM_START, prepareServerDatabase, SERVICE_COMMAND, type ServerDatabase, startServerProcess } from "./support/server-process.ts";
 
 let database: ServerDatabase;
@@ -38,7 +39,7 @@ describe("a port in use", () => {
     const [command, ...args] = SERVICE_COMMAND;
     const child = spawn(command!, args, {
       cwd: path.resolve(import.meta.dirname, ".."),
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, PORT: String(port), HOST: "127.0.0.1", SEED_DEMO: "0", ...database.envFor(1) },
+      env: hermeticEnv({ PATH: process.env.PATH, HOME: process.env.HOME, PORT: String(port), HOST: "127.0.0.1", SEED_DEMO: "0", ...database.envFor(1) }),
       stdio: ["ignore", "pipe", "pipe"],
     });
     const stdout: string[] = [];

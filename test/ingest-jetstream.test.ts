@@ -13,6 +13,7 @@ import { type QueuedBatch, writeEvents } from "../server/tracking/ingest.ts";
 import { rowsOf } from "../server/tracking/events.ts";
 import { type IngestLog, openIngestLog } from "../server/tracking/ingest-log.ts";
 import { createLogger } from "../server/logging.ts";
+import { hermeticEnv } from "./support/config.ts";
 import { eventually } from "./support/eventually.ts";
 import { deleteStream, logConfigOf, messagesLeft, NATS_URL, natsServerBinary, privateNats, reachable, uniqueLogEnv } from "./support/jetstream.ts";
 import { type ServerDatabase, type ServerProcess, prepareServerDatabase, startServerProcess } from "./support/server-process.ts";
@@ -94,7 +95,7 @@ function loadOn(port: () => number, datasetId: string, from: number, parallel = 
 function startWriterProcess(env: Record<string, string>): ChildProcess {
   return spawn(process.execPath, ["--import", "tsx", "scripts/ingest.ts"], {
     cwd: root,
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: "warn", ...env },
+    env: hermeticEnv({ PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: "warn", ...env }),
     stdio: ["ignore", "ignore", "inherit"],
   });
 }

@@ -11,7 +11,7 @@ import { createServices } from "../server/services/index.ts";
 import { eventually } from "./support/eventually.ts";
 import { type ServerDatabase, type ServerProcess, prepareServerDatabase, startServerProcess } from "./support/server-process.ts";
 import { ADDRESSES, BROWSER_UA } from "./support/tracking.ts";
-import { testConfig } from "./support/config.ts";
+import { hermeticEnv, testConfig } from "./support/config.ts";
 
 const contact = { email: "ivy.ingest@apple-visitor.example", fullName: "Ivy Ingest", languages: [], experience: [{ title: "Buyer", companyName: "Apple", current: true }] };
 
@@ -73,7 +73,7 @@ describe("npm run ingest", () => {
 
     writer = spawn(process.execPath, ["--import", "tsx", "scripts/ingest.ts"], {
       cwd: path.resolve(import.meta.dirname, ".."),
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, ...settings, INGEST_POLL_MS: "100" },
+      env: hermeticEnv({ PATH: process.env.PATH, HOME: process.env.HOME, ...settings, INGEST_POLL_MS: "100" }),
       stdio: ["ignore", "ignore", "inherit"],
     });
     const collect = (events: object[]) =>

@@ -7,6 +7,7 @@ import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { generateProfile } from "../server/contacts/generate.ts";
+import { hermeticEnv } from "./support/config.ts";
 import { type ServerDatabase, type ServerProcess, prepareServerDatabase, startServerProcess } from "./support/server-process.ts";
 
 const run = promisify(execFile);
@@ -29,7 +30,7 @@ afterAll(async () => {
 const admin = (...args: string[]) =>
   run(process.execPath, ["--import", "tsx", "scripts/admin.ts", ...args], {
     cwd: root,
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, DATABASE_URL: "", ...database.envFor(0) },
+    env: hermeticEnv({ PATH: process.env.PATH, HOME: process.env.HOME, DATABASE_URL: "", ...database.envFor(0) }),
     timeout: slow,
   });
 

@@ -28,14 +28,22 @@ describe("form fields (the script's and the collector's rule)", () => {
     for (const card of ["4111111111111111", "4111 1111 1111 1111", "4111-1111-1111-1111", "4111.1111.1111.1111", "4111/1111/1111/1111", " 5555_5555_5555_4444 "]) {
       expect(looksLikeCardNumber(card), card).toBe(true);
     }
-    for (const other of ["4111.1111.1111.1112", "+49 30 1234567", "Order 4111 1111 1111 1111", "2026-11-25", "12.30"]) {
+    for (const other of ["4111.1111.1111.1112", "+49 30 1234567", "Order 12345, call +49 30 1234567", "2026-11-25", "12.30", "2026-11-25T10:30", "+49 30 1234567 x12"]) {
       expect(looksLikeCardNumber(other), other).toBe(false);
     }
   });
 
+  it("when a card number has letters added or mixed in, or a letter for its first or last digit, then it is still one", () => {
+    const decorated = [
+      "4111-1111-1111-1111x", "4111 1111 1111 1111a", "x4111111111111111", "4111a1111b1111c1111", "4111 1111 1111 111a", "a111 1111 1111 1111",
+      "Order 4111 1111 1111 1111", "card: 5555 5555 5555 4444, exp 12/30", "４１１１ １１１１ １１１１ １１１１",
+    ];
+    for (const card of decorated) expect(looksLikeCardNumber(card), card).toBe(true);
+  });
+
   it("when a form carries secrets and card numbers, then only the other fields are kept", () => {
     expect(
-      keptFields({ email: "a@b.example", Kennwort: "x", pin: "1234", note: "4111.1111.1111.1111", Firma: "Apple", telefon: "+49 30 1234567" }),
+      keptFields({ email: "a@b.example", Kennwort: "x", pin: "1234", note: "4111.1111.1111.1111", Firma: "Apple", telefon: "+49 30 1234567", phone: "4111 1111 1111 111a" }),
     ).toEqual({ email: "a@b.example", Firma: "Apple", telefon: "+49 30 1234567" });
   });
 });
@@ -71,13 +79,13 @@ describe("collect", () => {
     expect(await t.leads(ds)).toMatchObject([{ organizationName: "Apple Inc.", visitCount: 1 }]);
   });
 
-  it("when a form's fields are named as secrets in other languages or hold a dotted card number, then they are never stored", async () => {
+  it("when a form's fields are named as secrets in other languages or hold a decorated card number, then they are never stored", async () => {
     const ds = await t.api.services.datasets.create(t.tenant.accountId, t.tenant.admin.email, { name: "Secrets" });
     await t.settings(ds, { formTracking: true });
     const vid = "secretvisitor001";
     await t.collect(ds, ADDRESSES.business, [
       t.pageView(vid),
-      t.form(vid, { email: "x@apple-visitor.example", kennwort: "geheim", pin: "1234", wachtwoord: "w", card: "4111.1111.1111.1111", company: "Apple" }),
+      t.form(vid, { email: "x@apple-visitor.example", kennwort: "geheim", pin: "1234", wachtwoord: "w", card: "4111.1111.1111.1111", phone: "4111 1111 1111 111a", fax: "4111-1111-1111-1111x", company: "Apple" }),
     ]);
     await t.writer.drain();
     const form = await t.api.db.prisma.formSubmission.findFirst({ where: { datasetId: ds } });

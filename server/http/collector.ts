@@ -11,6 +11,7 @@ import { RateLimiterMemory, RateLimiterRes } from "rate-limiter-flexible";
 import type { Db } from "../db/database.ts";
 import { Invalid, type InvalidField } from "../domain/errors.ts";
 import { MethodNotAllowedError, UnsupportedMediaTypeError } from "./errors.ts";
+import { PERCENT_ENCODING_MESSAGE, parseQuery } from "./form-encoding.ts";
 import { nestsDeeperThan, TOO_DEEP_MESSAGE } from "./json-depth.ts";
 import { breaksTextRule, type JsonPath, TEXT_RULE_MESSAGE, textRuleBreaks } from "./text-rule.ts";
 import type { TrackingConfig } from "../config.ts";
@@ -40,7 +41,10 @@ export interface CollectorDeps {
   now?: () => Date;
 }
 
-const scriptSource = readFileSync(new URL("../tracking/script.js", import.meta.url), "utf8");
+/** The script without its header and whole-line comments: they are for its readers here, not for every page's download. */
+const scriptSource = readFileSync(new URL("../tracking/script.js", import.meta.url), "utf8")
+  .replace(/^\/\*[\s\S]*?\*\/\n/, "")
+  .replace(/^[ \t]*\/\/.*\n/gm, "");
 const PIXEL = Buffer.from("R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7", "base64");
 
 /** The script with the dataset's settings in it: a settings change reaches pages within the cache time. */
@@ -102,6 +106,21 @@ function checkText(value: unknown, location: InvalidField["location"], fieldOf: 
 /** `events.0.url`, the way the batch's schema names fields. */
 const dotted = (path: JsonPath) => (path.length ? path.join(".") : "(root)");
 
+const utf8 = new TextDecoder("utf-8", { fatal: true });
+
+/**
+ * The body's bytes as text: UTF-8 only (JSON's encoding, whatever charset the media type names),
+ * a leading byte order mark dropped. Express's text parser would decode a byte that is not UTF-8
+ * into U+FFFD and store it.
+ */
+function bodyText(body: unknown): string {
+  try {
+    return utf8.decode(Buffer.isBuffer(body) ? body : new Uint8Array());
+  } catch {
+    throw new Invalid("The request body is not UTF-8", [{ location: "body", field: "(root)", message: "must be UTF-8 encoded JSON" }], "malformed_json");
+  }
+}
+
 /** The batch as JSON, whatever content type the script could use (sendBeacon sends text/plain). */
 function parseBatch(body: unknown): TrackedEvent[] {
   let value: unknown = body;
@@ -120,6 +139,16 @@ function parseBatch(body: unknown): TrackedEvent[] {
   }
   return parsed.data.events;
 }
+
+/** The query parameters among `names` that are not percent-encoded UTF-8 (Express's parser keeps them as sent). */
+function malformedParameters(req: Request, names: readonly string[]): string[] {
+  const at = req.originalUrl.indexOf("?");
+  if (at < 0) return [];
+  return parseQuery(req.originalUrl.slice(at + 1)).malformed.filter((name) => names.includes(name));
+}
+
+/** The pixel's parameters: v visitor id, u URL, r referrer, t title. */
+const PIXEL_PARAMETERS = ["v", "u", "r", "t"] as const;
 
 /** The media types of a batch (spec/collector.yaml): sendBeacon's text/plain, or application/json. */
 const BATCH_TYPES = ["text/plain", "application/json"];
@@ -145,6 +174,7 @@ export function collectorRoutes(deps: CollectorDeps): Router {
   const datasetOf = (req: Request) => {
     const named = req.query.dataset;
     const broken = typeof named !== "string" ? undefined
+      : malformedParameters(req, ["dataset"]).length ? PERCENT_ENCODING_MESSAGE
       : breaksTextRule(named) ? TEXT_RULE_MESSAGE
       : named.length > DATASET_ID_MAX_LENGTH ? `must be at most ${DATASET_ID_MAX_LENGTH} characters`
       : undefined;
@@ -253,11 +283,11 @@ export function collectorRoutes(deps: CollectorDeps): Router {
     res.status(204).end();
   });
 
-  router.post("/collect", cors, unsupportedMediaType, express.text({ type: () => true, limit: LIMITS.bodyBytes }), async (req, res) => {
+  router.post("/collect", cors, unsupportedMediaType, express.raw({ type: () => true, limit: LIMITS.bodyBytes }), async (req, res) => {
     await collect(
       req,
       res,
-      () => parseBatch(req.body),
+      () => parseBatch(bodyText(req.body)),
       (queued, received) => sendText(res, 202, "application/json", `{"received":${received},"queued":${queued}}`),
     );
   });
@@ -269,6 +299,8 @@ export function collectorRoutes(deps: CollectorDeps): Router {
       req,
       res,
       () => {
+        const malformed = malformedParameters(req, PIXEL_PARAMETERS);
+        if (malformed.length) throw batchRefused(malformed.map((field) => ({ location: "query", field, message: PERCENT_ENCODING_MESSAGE })));
         checkText({ v: q.v, u: q.u, r: q.r, t: q.t }, "query", (path) => String(path[0]));
         return parseBatch({ events: [{ type: "pageview", visitorId: q.v, url: q.u, ...(q.r && { referrer: q.r }), ...(q.t && { title: q.t }) }] });
       },

@@ -42,14 +42,7 @@ export function isSecretFieldName(name: string): boolean {
   return SECRET_FIELD_NAME.test(words) || SECRET_FIELD_NAME.test(words.replaceAll(" ", ""));
 }
 
-/**
- * 13 to 19 digits passing the Luhn check, with any separators between them and no letters: a
- * payment card number, whatever the field is called ("4111.1111.1111.1111", "4111 1111-1111/1111").
- */
-export function looksLikeCardNumber(value: string): boolean {
-  if (/\p{L}/u.test(value)) return false;
-  const digits = value.replace(/\D/g, "");
-  if (!/^\d{13,19}$/.test(digits)) return false;
+function passesLuhn(digits: string): boolean {
   let sum = 0;
   for (let i = 0; i < digits.length; i += 1) {
     let d = Number(digits[digits.length - 1 - i]);
@@ -57,6 +50,24 @@ export function looksLikeCardNumber(value: string): boolean {
     sum += d;
   }
   return sum % 10 === 0;
+}
+
+/**
+ * Whether a value holds a payment card number, however it is decorated: within a stretch of the
+ * value that no word (two letters or more) interrupts, 13 to 19 digits passing the Luhn check,
+ * with any separators and single letters mixed in ("4111 1111-1111/1111", "4111-1111-1111-1111x",
+ * "Order 4111 1111 1111 1111"); or 12 to 18 digits with one letter for the first or last digit
+ * ("4111 1111 1111 111a"), since the check digit restores it. Full-width digits count as digits.
+ * A letter inside such a stretch ("2026-11-25T10:30") is not taken for a digit.
+ */
+export function looksLikeCardNumber(value: string): boolean {
+  return value.normalize("NFKC").split(/\p{L}{2,}/u).some((stretch) => {
+    const digits = stretch.replace(/\D/g, "");
+    if (digits.length >= 13 && digits.length <= 19 && passesLuhn(digits)) return true;
+    const letters = stretch.match(/\p{L}/gu)?.length ?? 0;
+    const letterForEndDigit = /^[^\p{L}\d]*\p{L}\d|\d\p{L}[^\p{L}\d]*$/u.test(stretch);
+    return letters === 1 && letterForEndDigit && digits.length >= 12 && digits.length <= 18;
+  });
 }
 
 /** The collector's own net under the script's rule: secret-named fields and card numbers dropped. */

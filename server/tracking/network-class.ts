@@ -3,8 +3,9 @@
 //   1. no AS holds the address (private, reserved, unrouted)                -> unknown
 //   2. an operator's override (`npm run admin -- networks set-type`)          -> its type   [override]
 //   3. the AS is on the curated lists (curated-networks.json: every ASN of the big clouds, CDNs
-//      and hosters and of the fixed and mobile operators of the largest economies), or its name is
-//      a curated AS's name up to case, punctuation and legal form (a sibling)       -> its type [curated]
+//      and hosters, of the fixed and mobile operators of the largest economies and of the national
+//      research and education networks), or its name is a curated AS's name up to case,
+//      punctuation and legal form (a sibling; not for entries with `siblings: false`) -> its type [curated]
 //   4. the AS name has a strong keyword (STRONG below), tried in the order
 //      education, mobile, hosting, isp; "mobile" (AMBIGUOUS) only when the AS shows some
 //      operator's evidence (KEYWORD_EVIDENCE), else the name is read without it  -> that type [rule]
@@ -62,6 +63,11 @@ export interface CuratedNetwork {
   organization: string;
   /** The AS name in the data set. */
   name: string;
+  /**
+   * false: only this ASN is meant, not other ASes of the same name (a short name that unrelated
+   * companies bear too: SWITCH the Swiss research network and "SWITCH, LTD" the data centres).
+   */
+  siblings?: false;
 }
 
 export const CURATED_NETWORKS = createRequire(import.meta.url)("./curated-networks.json") as readonly CuratedNetwork[];
@@ -78,11 +84,15 @@ export function organisationKey(name: string): string {
 }
 
 /** The curated entries' organisations by their AS names: another AS of the same name is a sibling. */
-const curatedOrganisations = new Map<string, NetworkType>(CURATED_NETWORKS.map((entry) => [organisationKey(entry.name), entry.type]));
+const curatedOrganisations = new Map<string, NetworkType>(
+  CURATED_NETWORKS.filter((entry) => entry.siblings !== false).map((entry) => [organisationKey(entry.name), entry.type]),
+);
 
 /** Name keywords that decide on their own (case-insensitive, whole words), in the order tried. */
 export const STRONG: readonly [NetworkType, RegExp][] = [
-  ["education", /\b(universit(y|ies|é|e|a|at|aet|ät|ario|ad|ade|as)|college|school|academy|polytechnic|hochschule|education(al)?|academic|research network|institute of technology)\b/i],
+  // "university" in the languages of the AS names: Universidad(e), Universiteit, Universitet,
+  // Univerzita, Uniwersytet, Universitas, Università, Universität, ...
+  ["education", /\b(uni[vw]er[sz][iy][td]\w*|college|school|academy|academi[ac]|polytechnic|\w*hochschule|egyetem|yliopisto|hogeschool|education(al)?|academic|research network|institute of technology)\b/i],
   ["mobile", /\b(mobile|wireless|cellular|cellco|gsm|lte|5g)\b/i],
   ["hosting", /\b(hosting|hoster|webhosting|cloud|data ?cent(er|re)s?|datacent(er|re)s?|servers?|vps|colo|colocation|cdn|dedicated)\b/i],
   ["isp", /\b(telecoms?|telekom\w*|telecommunications?|telecomunica\w*|telekomunika\w*|telefonica|telco|broadband|cable|cablevision|isp|internet|dsl|fib(er|re)|fibra|provedor|telephone|telephony|telecomunicacoes)\b/i],

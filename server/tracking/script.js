@@ -89,15 +89,25 @@
     var text = words(name);
     return SECRET.test(text) || SECRET.test(text.replace(/ /g, ""));
   }
-  function cardNumber(value) {
-    var digits = value.replace(/\D/g, ""), sum = 0;
-    if (/[A-Za-z\u00C0-\u024F]/.test(value) || !/^\d{13,19}$/.test(digits)) return false;
-    for (var i = 0; i < digits.length; i++) {
+  // a card number however decorated: server/tracking/form-fields.ts, looksLikeCardNumber (here on
+  // Latin letters, where old browsers parse no \p{L}; the collector applies the full rule again)
+  var L = "A-Za-z\u00C0-\u024F";
+  var WORD = new RegExp("[" + L + "]{2,}"), LETTER = new RegExp("[" + L + "]", "g");
+  var END_LETTER = new RegExp("^[^0-9" + L + "]*[" + L + "][0-9]|[0-9][" + L + "][^0-9" + L + "]*$");
+  function luhn(digits) {
+    for (var i = 0, sum = 0; i < digits.length; i++) {
       var n = Number(digits.charAt(digits.length - 1 - i));
       if (i % 2 === 1) n = n * 2 > 9 ? n * 2 - 9 : n * 2;
       sum += n;
     }
     return sum % 10 === 0;
+  }
+  function cardNumber(value) {
+    return value.normalize("NFKC").split(WORD).some(function (stretch) {
+      var digits = stretch.replace(/\D/g, ""), letters = (stretch.match(LETTER) || []).length;
+      if (digits.length >= 13 && digits.length <= 19 && luhn(digits)) return true;
+      return letters === 1 && END_LETTER.test(stretch) && digits.length >= 12 && digits.length <= 18;
+    });
   }
   function keyOf(el) {
     return (cfg.formInputAttribute && el.getAttribute(cfg.formInputAttribute)) || el.name || "";
@@ -126,7 +136,10 @@
 
   // Forms filled in and not sent. They are delivered when the visitor leaves the page in any way:
   // a link or another form (sent at once, while the page is alive), history navigation (also a
-  // single-page app's), hiding the tab, or unloading. Each state of a form is sent once.
+  // single-page app's), hiding the tab, or leaving it (address bar, script, reload, back/forward
+  // into the page cache, closing the tab: visibilitychange to hidden and pagehide, whichever comes
+  // first; sendBeacon outlives the page). Each state of a form is sent once; a form once
+  // submitted is not sent as partial (unless it is filled in again).
   var touched = [], sentState = [];
   function flushPartial() {
     if (!cfg.partialFormTracking) return;
@@ -144,18 +157,35 @@
     if (i >= 0) { touched.splice(i, 1); sentState.splice(i, 1); }
   }
 
-  d.addEventListener("submit", function (e) {
-    var form = e.target;
+  // a page that checks a form on its submit event and then calls form.submit() submits it once
+  var submittedState = typeof WeakMap === "function" ? new WeakMap() : undefined;
+  function submitted(form) {
     forget(form);
     flushPartial(); // the other forms on the page are being left
-    send([{ type: "form", visitorId: vid, url: location.href.slice(0, 2048), fields: fieldsOf(form) }]);
-  }, true);
+    var fields = fieldsOf(form), state = JSON.stringify(fields);
+    if (submittedState && submittedState.get(form) === state) return;
+    if (submittedState) submittedState.set(form, state);
+    send([{ type: "form", visitorId: vid, url: location.href.slice(0, 2048), fields: fields }]);
+  }
+  d.addEventListener("submit", function (e) { submitted(e.target); }, true);
+  // form.submit() from the page's own script fires no submit event: a submission all the same
+  var formProto = w.HTMLFormElement && w.HTMLFormElement.prototype;
+  var nativeSubmit = formProto && formProto.submit;
+  if (typeof nativeSubmit === "function") {
+    formProto.submit = function () {
+      submitted(this);
+      return nativeSubmit.apply(this, arguments);
+    };
+  }
 
   if (!cfg.partialFormTracking) return;
-  d.addEventListener("input", function (e) {
+  // typing (input), and values set by pickers, autofill or selects (change)
+  function touch(e) {
     var form = e.target && e.target.form;
     if (form && touched.indexOf(form) < 0) { touched.push(form); sentState.push(""); }
-  }, true);
+  }
+  d.addEventListener("input", touch, true);
+  d.addEventListener("change", touch, true);
   d.addEventListener("click", function (e) {
     var link = e.target && e.target.closest && e.target.closest("a[href]");
     if (link && !/^(#|javascript:)/i.test(link.getAttribute("href") || "")) flushPartial();

@@ -10,7 +10,7 @@ import type { Config, MailConfig, NotifyConfig, RetentionConfig, ReverseDnsConfi
 import { createLogger, type Logger } from "../../server/logging.ts";
 import { memoryRateLimiter } from "../../server/rate-limiter.ts";
 import { createServices, type Services } from "../../server/services/index.ts";
-import { testConfig } from "./config.ts";
+import { assertDnsOnMachine, testConfig } from "./config.ts";
 import { createTestDatabase, type TestDatabase } from "./database.ts";
 
 export type TestAppOptions = Omit<AppOptions, "db" | "logger" | "observe" | "validateResponses" | "services"> & { services?: Services };
@@ -72,12 +72,6 @@ export function recordLogLine(line: string): void {
  * but high enough never to throttle a test file; test/rate-limit.test.ts passes its own limiter.
  */
 export async function startTestApi({ config: base = testConfig(), trackingDomains, now, mail, notify, webhooks, reverseDns, retention, embedded, ...options }: TestApiOptions = {}): Promise<TestApi> {
-  const db = await createTestDatabase({ embedded });
-  const logs: string[] = [];
-  const logger = createLogger("info", (line) => {
-    logs.push(line);
-    record("logs", line);
-  });
   const config: Config = {
     ...base,
     trackingDomains: trackingDomains ?? base.trackingDomains,
@@ -87,6 +81,13 @@ export async function startTestApi({ config: base = testConfig(), trackingDomain
     tracking: { ...base.tracking, reverseDns: reverseDns ?? base.tracking.reverseDns },
     retention: retention ?? base.retention,
   };
+  assertDnsOnMachine(config, "the test API's configuration");
+  const db = await createTestDatabase({ embedded });
+  const logs: string[] = [];
+  const logger = createLogger("info", (line) => {
+    logs.push(line);
+    record("logs", line);
+  });
   const services = createServices(db.prisma, { config, logger, now, sql: db.sql });
   const appWith = (variant: TestAppOptions) =>
     createApp({

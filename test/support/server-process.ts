@@ -1,5 +1,6 @@
 // server/main.ts as a child process, the way operators run it: for the tests of shutdown, of
 // several instances sharing one rate limit and of a restart during certificate provisioning. Its log lines join the run's e-mail/key check.
+// Its environment is hermetic (config.ts hermeticEnv): no DNS query leaves this machine.
 import { type ChildProcess, spawn } from "node:child_process";
 import { cpSync, mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
@@ -11,7 +12,7 @@ import { recordLogLine } from "./api.ts";
 import { createTestDatabase, migratedDataDir } from "./database.ts";
 import { eventually, StopWaiting } from "./eventually.ts";
 import { createTenant, type Tenant } from "./tenants.ts";
-import { testConfig } from "./config.ts";
+import { hermeticEnv, testConfig } from "./config.ts";
 
 const root = path.resolve(import.meta.dirname, "../..");
 
@@ -37,7 +38,7 @@ export const NPM_START = ["npm", "start", "--silent"];
 export async function startServerProcess(env: Record<string, string>, [command, ...args] = SERVICE_COMMAND): Promise<ServerProcess> {
   const child = spawn(command!, args, {
     cwd: root,
-    env: {
+    env: hermeticEnv({
       PATH: process.env.PATH,
       HOME: process.env.HOME,
       PORT: "0",
@@ -45,7 +46,7 @@ export async function startServerProcess(env: Record<string, string>, [command, 
       SEED_DEMO: "0",
       LOG_LEVEL: "info",
       ...env,
-    },
+    }),
     stdio: ["ignore", "pipe", "pipe"],
   });
   const logs: Record<string, unknown>[] = [];
