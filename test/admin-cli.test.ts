@@ -5,6 +5,7 @@ import { execFile } from "node:child_process";
 import path from "node:path";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
+import { hermeticEnv } from "./support/config.ts";
 
 const run = promisify(execFile);
 const root = path.resolve(import.meta.dirname, "..");
@@ -15,7 +16,7 @@ const slow = 60_000;
 const admin = (...args: string[]) =>
   run(process.execPath, ["--import", "tsx", "scripts/admin.ts", ...args], {
     cwd: root,
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, DATABASE_URL: "postgresql://postgres@127.0.0.1:1/none" },
+    env: hermeticEnv({ PATH: process.env.PATH, HOME: process.env.HOME, DATABASE_URL: "postgresql://postgres@127.0.0.1:1/none" }),
     timeout: slow,
   }).then(
     ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
