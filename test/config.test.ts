@@ -77,6 +77,9 @@ describe("loadConfig", () => {
     expect(config.webhooks).toMatchObject({ retryScheduleMs: [200, 1000], jitter: false });
     expect(() => loadConfig({ CTD_CNAME_TARGET: "not a host" })).toThrow(/CTD_CNAME_TARGET must be a host name/);
     expect(() => loadConfig({ INGEST_BATCH_SIZE: "0" })).toThrow(/INGEST_BATCH_SIZE/);
+    expect(loadConfig({}).tracking.writer.maxAttempts).toBe(3);
+    expect(loadConfig({ INGEST_MAX_ATTEMPTS: "5" }).tracking.writer.maxAttempts).toBe(5);
+    expect(() => loadConfig({ INGEST_MAX_ATTEMPTS: "0" })).toThrow(/INGEST_MAX_ATTEMPTS/);
     expect(() => loadConfig({ CTD_ENCRYPTION_KEY: "short" })).toThrow(/CTD_ENCRYPTION_KEY must be 32 bytes/);
   });
 

@@ -30,10 +30,13 @@ import {
 } from "@nats-io/jetstream";
 import { connect, nanos, type NatsConnection } from "@nats-io/transport-node";
 import type { Db } from "../db/database.ts";
+import { faultText } from "../db/errors.ts";
 import { Unavailable } from "../domain/errors.ts";
 import type { Logger } from "../logging.ts";
-import { BATCH_TRANSACTION_MS, entrySizer, type IngestLog, type IngestResult, type QueueRow, writeEvents, type WriterHooks } from "./ingest.ts";
-import { rowsOfLogged } from "./events.ts";
+import { BATCH_TRANSACTION_MS, entrySizer, type IngestLog, type IngestResult, EMPTY_RESULT, mergedResults, type QueueRow, type WriteOptions, writeEvents } from "./ingest.ts";
+import { MalformedBatch, rowsOfLogged } from "./events.ts";
+import { DEFAULT_MAX_ATTEMPTS, eventsIn, failedWrite, insertDeadLetters, isolate, type NewDeadLetter } from "./isolation.ts";
+import { trackingMetrics } from "./metrics.ts";
 import type { IngestLogConfig } from "../config.ts";
 
 /** The wait a 503 announces: a NATS server's restart or a cluster's new leader is rarely quicker. */
@@ -89,10 +92,58 @@ async function ensureConsumer(jsm: JetStreamManager, config: IngestLogConfig): P
   }
 }
 
-/** A message's events and id (the collector's Nats-Msg-Id; the stream sequence for a message without one). */
-function readMessage(msg: JsMsg, stream: string): { id: string; rows: QueueRow[] } {
-  const rows = rowsOfLogged(msg.json());
-  return { id: msg.headers?.get("Nats-Msg-Id") || `${stream}:${msg.seq}`, rows };
+/** A fetched message, read: its id (the collector's Nats-Msg-Id; stream:sequence without one), what it holds, its events. */
+interface Entry {
+  msg: JsMsg;
+  id: string;
+  /** The payload: an array of batches (or of an older version's event rows). */
+  entries: unknown[];
+  rows: QueueRow[];
+  /** Acknowledged, sent back (nak), split or set aside: nothing more to do with it. */
+  settled: boolean;
+}
+
+const messageId = (msg: JsMsg, stream: string) => msg.headers?.get("Nats-Msg-Id") || `${stream}:${msg.seq}`;
+
+/** A message's events; MalformedBatch when it is not JSON or not a batch. */
+function readMessage(msg: JsMsg, stream: string): Entry {
+  let payload: unknown;
+  try {
+    payload = msg.json();
+  } catch {
+    throw new MalformedBatch("not a batch: the message is not JSON");
+  }
+  const rows = rowsOfLogged(payload);
+  return { msg, id: messageId(msg, stream), entries: payload as unknown[], rows, settled: false };
+}
+
+/** What a message held, for the dead-letter table: its JSON, or its text as a JSON string. */
+function payloadOf(msg: JsMsg): unknown {
+  try {
+    return msg.json();
+  } catch {
+    return msg.string();
+  }
+}
+
+/** A message as a dead letter (one batch, or a payload that could not be read). */
+function messageDeadLetter(msg: JsMsg, id: string, error: string): NewDeadLetter {
+  const payload = payloadOf(msg);
+  const [first] = Array.isArray(payload) ? payload : [];
+  const batch = (typeof first === "object" && first !== null ? first : {}) as Record<string, unknown>;
+  const text = (value: unknown) => (typeof value === "string" ? value : null);
+  const at = text(batch.at) ?? text(batch.receivedAt);
+  return {
+    log: "jetstream",
+    messageId: id,
+    accountId: text(batch.accountId),
+    datasetId: text(batch.datasetId),
+    receivedAt: at && !Number.isNaN(Date.parse(at)) ? new Date(at).toISOString() : null,
+    attempts: msg.info.deliveryCount,
+    error,
+    payload,
+    events: eventsIn(payload),
+  };
 }
 
 export async function openJetStreamLog(db: Db, config: IngestLogConfig, logger: Logger): Promise<IngestLog> {
@@ -146,69 +197,130 @@ export async function openJetStreamLog(db: Db, config: IngestLogConfig, logger: 
     await db.$executeRaw`DELETE FROM "IngestedBatch" WHERE "acknowledgedAt" < ${acknowledgedBefore} OR "writtenAt" < ${writtenBefore}`;
   }
 
+  /**
+   * Writes the messages' events in one transaction, with their ids (a message written before
+   * writes nothing), then acknowledges them.
+   */
+  async function writeMessages(entries: readonly Entry[], hooks: WriteOptions): Promise<IngestResult> {
+    const result = await db.$transaction(
+      async (tx) => {
+        const ids = JSON.stringify(entries.map((e) => e.id));
+        const fresh = await tx.$queryRaw<{ id: string }[]>`
+          INSERT INTO "IngestedBatch" ("id") SELECT jsonb_array_elements_text(${ids}::jsonb)
+          ON CONFLICT DO NOTHING RETURNING "id"`;
+        const byId = new Map(entries.map((e) => [e.id, e.rows]));
+        // every message was written before (redelivered after its writer's commit): nothing to write
+        return writeEvents(tx, fresh.flatMap(({ id }) => byId.get(id) ?? []), hooks);
+      },
+      { timeout: BATCH_TRANSACTION_MS },
+    );
+    for (const entry of entries) entry.settled = true;
+    await acknowledge(entries);
+    return result;
+  }
+
+  /** After the commit: a lost acknowledgement means a redelivery, which the ids make harmless. */
+  async function acknowledge(entries: readonly Entry[]): Promise<void> {
+    const confirmed = await Promise.all(
+      entries.map(({ msg, id }) =>
+        msg.ackAck().then(
+          (acknowledged) => (acknowledged ? id : undefined),
+          (error: Error) => {
+            logger.warn("ingest log acknowledgement failed; the batch will be redelivered and skipped", { error: error.message });
+            return undefined;
+          },
+        ),
+      ),
+    );
+    const ids = JSON.stringify(confirmed.filter((id) => id !== undefined));
+    await db.$executeRaw`UPDATE "IngestedBatch" SET "acknowledgedAt" = now() WHERE id IN (SELECT jsonb_array_elements_text(${ids}::jsonb))`;
+    await pruneWrittenIds();
+  }
+
+  /**
+   * A message that failed alone for its data. One of several batches (collectors group requests)
+   * is split: each batch published as a message of its own (ids `<id>/<n>`: a repeated split is
+   * dropped by the duplicate window), then the message acknowledged, so that the batches fail or
+   * pass each on its own. A single batch goes back for another try until it has been delivered
+   * `maxAttempts` times, then is set aside.
+   */
+  async function refused(entry: Entry, error: unknown, options: WriteOptions): Promise<void> {
+    if (entry.entries.length > 1) {
+      await Promise.all(entry.entries.map((part, n) => js.publish(config.subject, JSON.stringify([part]), { msgID: `${entry.id}/${n}`, timeout: config.timeoutMs })));
+      entry.settled = true;
+      await entry.msg.ackAck().catch(() => false); // not confirmed: it comes back and is split again, to the same ids
+    } else if (entry.msg.info.deliveryCount >= (options.maxAttempts ?? DEFAULT_MAX_ATTEMPTS)) {
+      await setAside(entry.msg, entry.id, faultText(error), options);
+      entry.settled = true;
+    } else {
+      entry.msg.nak(NAK_DELAY_MS);
+      entry.settled = true;
+    }
+  }
+
+  /**
+   * Sets a message aside into the dead-letter table with its id among the written ones (a
+   * redelivery finds it and writes nothing), then terminates it: the stream delivers it no more
+   * and (work-queue retention) removes it. term() without a reason: nats-server 2.9 ignores a
+   * termination that carries one, and the message comes back after the acknowledgement wait.
+   */
+  async function setAside(msg: JsMsg, id: string, error: string, options: WriteOptions): Promise<void> {
+    const letters = await db.$transaction(async (tx) => {
+      const fresh = await tx.$queryRaw<{ id: string }[]>`INSERT INTO "IngestedBatch" ("id") VALUES (${id}) ON CONFLICT DO NOTHING RETURNING "id"`;
+      return fresh.length ? insertDeadLetters(tx, [messageDeadLetter(msg, id, error)]) : [];
+    });
+    msg.term();
+    letters.forEach((letter) => options.onDeadLettered?.(letter));
+  }
+
   return {
     kind: "jetstream",
-    async append(batches) {
+    async append(batches, id = randomUUID()) {
       if (!batches.length) return;
       if (!connected) throw unavailable("not connected");
       try {
-        await js.publish(config.subject, JSON.stringify(batches), { msgID: randomUUID(), timeout: config.timeoutMs });
+        await js.publish(config.subject, JSON.stringify(batches), { msgID: id, timeout: config.timeoutMs });
       } catch (error) {
         throw unavailable((error as Error).message);
       }
     },
 
-    async writeBatch(limit: number, hooks: WriterHooks): Promise<IngestResult | undefined> {
+    async writeBatch(limit: number, options: WriteOptions): Promise<IngestResult | undefined> {
       const messages = await fetchMessages(sizer.entriesFor(limit));
       if (!messages.length) return undefined;
-      const byId = new Map<string, QueueRow[]>();
-      const readable: { msg: JsMsg; id: string }[] = [];
+      const redelivered = messages.filter((msg) => msg.info.redelivered).length;
+      if (redelivered) trackingMetrics.redeliveries.inc(redelivered);
+      const entries: Entry[] = [];
+      const unreadable: { msg: JsMsg; error: string; settled?: boolean }[] = [];
       for (const msg of messages) {
         try {
-          const { id, rows } = readMessage(msg, config.stream);
-          byId.set(id, rows);
-          readable.push({ msg, id });
-        } catch {
-          logger.error("ingest log message is not a batch: dropped", { stream: config.stream, seq: msg.seq });
-          msg.term("not a batch");
+          entries.push(readMessage(msg, config.stream));
+        } catch (error) {
+          if (!(error instanceof MalformedBatch)) throw error;
+          unreadable.push({ msg, error: error.message });
         }
       }
-      sizer.observe(byId.size, [...byId.values()].reduce((sum, rows) => sum + rows.length, 0));
-      let result: IngestResult | undefined;
+      sizer.observe(entries.length, entries.reduce((sum, e) => sum + e.rows.length, 0));
+      const goBack = () => [...entries, ...unreadable].filter((e) => !e.settled).forEach((e) => e.msg.nak(NAK_DELAY_MS));
       try {
-        result = await db.$transaction(
-          async (tx) => {
-            const ids = JSON.stringify([...byId.keys()]);
-            const fresh = await tx.$queryRaw<{ id: string }[]>`
-              INSERT INTO "IngestedBatch" ("id") SELECT jsonb_array_elements_text(${ids}::jsonb)
-              ON CONFLICT DO NOTHING RETURNING "id"`;
-            const events = fresh.flatMap(({ id }) => byId.get(id) ?? []);
-            // every message was written before (redelivered after its writer's commit): nothing to write
-            return writeEvents(tx, events, hooks);
-          },
-          { timeout: BATCH_TRANSACTION_MS },
-        );
+        // no retry reads them: set aside at once
+        for (const u of unreadable) {
+          await setAside(u.msg, messageId(u.msg, config.stream), u.error, options);
+          u.settled = true;
+        }
+        if (!entries.length) return EMPTY_RESULT;
+        try {
+          return await writeMessages(entries, options);
+        } catch (error) {
+          if (failedWrite(error) !== "permanent") throw error;
+          const parts = await isolate(entries, (part) => writeMessages(part, options), (entry, cause) => refused(entry, cause, options), error);
+          return mergedResults(parts) ?? EMPTY_RESULT;
+        }
       } catch (error) {
         // back to the stream, for this or another writer, after a pause (a database outage is rarely shorter)
-        for (const { msg } of readable) msg.nak(NAK_DELAY_MS);
+        goBack();
         throw error;
       }
-      // after the commit: a lost acknowledgement means a redelivery, which the ids make harmless
-      const confirmed = await Promise.all(
-        readable.map(({ msg, id }) =>
-          msg.ackAck().then(
-            (acknowledged) => (acknowledged ? id : undefined),
-            (error: Error) => {
-              logger.warn("ingest log acknowledgement failed; the batch will be redelivered and skipped", { error: error.message });
-              return undefined;
-            },
-          ),
-        ),
-      );
-      const ids = JSON.stringify(confirmed.filter((id) => id !== undefined));
-      await db.$executeRaw`UPDATE "IngestedBatch" SET "acknowledgedAt" = now() WHERE id IN (SELECT jsonb_array_elements_text(${ids}::jsonb))`;
-      await pruneWrittenIds();
-      return result;
     },
 
     async oldestUnwritten() {
