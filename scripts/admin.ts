@@ -5,12 +5,13 @@
 // Add --json for machine-readable output. Works on DATABASE_URL or the embedded database: while
 // `npm start` runs on it, through the socket the running service's database process serves it on.
 import { parseArgs } from "node:util";
-import { loadOperatorConfig } from "../server/config.ts";
-import { openDatabaseOrExit } from "../server/db/database.ts";
+import { type Config, loadOperatorConfig } from "../server/config.ts";
+import { type Database, openDatabaseOrExit } from "../server/db/database.ts";
 import { DomainError } from "../server/domain/errors.ts";
 import { createServices, type Services } from "../server/services/index.ts";
 import { writeProfiles } from "../server/contacts/generate.ts";
 import { ImportFileError, importContacts, type ImportFormat } from "../server/contacts/import.ts";
+import { deadLetterCommand, type DeadLetterAction } from "../server/tracking/dead-letters.ts";
 
 const DAY_MS = 86_400_000;
 
@@ -27,6 +28,9 @@ const USAGE: Record<string, string> = {
   "networks set-type": "--asn N --type business|isp|hosting|mobile|education [--note TEXT]",
   "networks list": "",
   "networks remove": "--asn N",
+  "dead-letters list": "[--limit 100]",
+  "dead-letters replay": "ID   (back into the ingest log, then out of the dead-letter table)",
+  "dead-letters drop": "ID",
 };
 
 function usage(command?: string): string {
@@ -110,7 +114,21 @@ const offline: Record<string, () => Promise<void>> = {
   },
 };
 
-const commands: Record<string, (s: Services) => Promise<void>> = {
+/** The dead-letter commands (server/tracking/dead-letters.ts): `list`, or `replay`/`drop` of the ID that follows. */
+async function deadLetters(action: DeadLetterAction, { db, config }: Context): Promise<void> {
+  const id = positionals[2];
+  if (action !== "list" && !id) throw new UsageError(`name the dead letter: dead-letters ${action} ID`);
+  const { data, text } = await deadLetterCommand(db.prisma, config, action, { id, limit: values.limit ? whole("limit", 1) : undefined });
+  out(data, text);
+}
+
+/** What a command may need besides the services: the database and the configuration. */
+interface Context {
+  db: Database;
+  config: Config;
+}
+
+const commands: Record<string, (s: Services, context: Context) => Promise<void>> = {
   async "account create"(s) {
     const adminEmail = required("admin-email");
     const result = await s.accounts.createAccount({
@@ -179,6 +197,9 @@ const commands: Record<string, (s: Services) => Promise<void>> = {
     if (!(await s.networks.remove(asn))) throw new UsageError(`no override for AS${asn}`);
     out({ asn, removed: true }, `AS${asn}: override removed (the curated lists and the rule apply again)`);
   },
+  "dead-letters list": (_s, context) => deadLetters("list", context),
+  "dead-letters replay": (_s, context) => deadLetters("replay", context),
+  "dead-letters drop": (_s, context) => deadLetters("drop", context),
 };
 
 async function main(): Promise<number> {
@@ -209,13 +230,13 @@ async function main(): Promise<number> {
   }
 }
 
-async function withDatabase(command: (s: Services) => Promise<void>): Promise<void> {
+async function withDatabase(command: (s: Services, context: Context) => Promise<void>): Promise<void> {
   // a running service's embedded database is shared (it applied the migrations when it started)
   const config = loadOperatorConfig(process.env);
   const db = await openDatabaseOrExit(config.database, { share: true, connections: 2 });
   try {
     await db.migrate();
-    await command(createServices(db.prisma, { config }));
+    await command(createServices(db.prisma, { config }), { db, config });
   } finally {
     await db.close();
   }
