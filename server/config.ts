@@ -219,6 +219,8 @@ export interface IngestLogConfig {
   ackWaitSeconds: number;
   /** INGEST_LOG_TIMEOUT_MS: the longest a collector waits for the stream's acknowledgement of one publish. */
   timeoutMs: number;
+  /** INGEST_LOG_RETRY_MS: how long a collector tries a publish again (a stream leader's election, a reconnect) before it answers 503. */
+  retryMs: number;
 }
 
 export interface Config {
@@ -348,6 +350,7 @@ const environment = z
     INGEST_LOG_MAX_BYTES: integer(1_073_741_824),
     INGEST_LOG_ACK_WAIT_SECONDS: integer(30),
     INGEST_LOG_TIMEOUT_MS: integer(2_000),
+    INGEST_LOG_RETRY_MS: integer(10_000, 0),
     // the job queue and retention
     JOB_POLL_MS: text,
     /** Deprecated alias of JOB_POLL_MS (its name before the queue served more than certificates). */
@@ -580,6 +583,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
           maxBytes: e.INGEST_LOG_MAX_BYTES,
           ackWaitSeconds: e.INGEST_LOG_ACK_WAIT_SECONDS,
           timeoutMs: e.INGEST_LOG_TIMEOUT_MS,
+          retryMs: e.INGEST_LOG_RETRY_MS,
         }
       : undefined,
   };

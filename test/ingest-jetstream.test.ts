@@ -281,7 +281,8 @@ describe.skipIf(!available || !binary)("the ingest log on JetStream, log down", 
   });
 
   it("when the NATS server dies, then the collector answers 503 with Retry-After and never 202 until it is back, and what it acknowledged is still there", async () => {
-    const env = { ...uniqueLogEnv(nats.url), INGEST_LOG_TIMEOUT_MS: "500" };
+    // a second of tries, not the default's ten: the server stays down here
+    const env = { ...uniqueLogEnv(nats.url), INGEST_LOG_TIMEOUT_MS: "500", INGEST_LOG_RETRY_MS: "1000" };
     log = await openIngestLog(t.api.db.prisma, logConfigOf(env), quietLogger);
     const app = t.api.appWith({ trustProxy: "loopback", tracking: { config: testTrackingConfig(), log } });
     const datasetId = t.tenant.datasets[0]!;

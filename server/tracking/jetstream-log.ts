@@ -47,6 +47,9 @@ const DUPLICATE_WINDOW_MS = 2 * 60_000;
 const FETCH_EXPIRES_MS = 1_000;
 /** How long a batch whose transaction failed waits before it is delivered again. */
 const NAK_DELAY_MS = 1_000;
+/** The first and the longest pause between tries of a publish the stream did not acknowledge. */
+const FIRST_PUBLISH_PAUSE_MS = 100;
+const MAX_PUBLISH_PAUSE_MS = 1_000;
 /** How often a writer prunes the message ids it no longer needs. */
 const PRUNE_EVERY_MS = 60_000;
 /** How long the id of a message whose acknowledgement was confirmed is kept (at least). */
@@ -146,6 +149,11 @@ function messageDeadLetter(msg: JsMsg, id: string, error: string): NewDeadLetter
   };
 }
 
+/** Whether a failed publish may pass on retry: anything but the stream's own refusal (full, too large). */
+const mayRetryPublish = (error: unknown) => !(error instanceof JetStreamApiError) || error.status === 503;
+
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
 export async function openJetStreamLog(db: Db, config: IngestLogConfig, logger: Logger): Promise<IngestLog> {
   let nc: NatsConnection;
   try {
@@ -154,9 +162,16 @@ export async function openJetStreamLog(db: Db, config: IngestLogConfig, logger: 
   } catch (error) {
     throw new Error(`the ingest log (INGEST_LOG_URL) did not answer: ${(error as Error).message}`);
   }
-  const jsm = await jetstreamManager(nc, { timeout: config.timeoutMs * 2 });
-  await ensureStream(jsm, config);
-  await ensureConsumer(jsm, config);
+  let jsm: JetStreamManager;
+  try {
+    jsm = await jetstreamManager(nc, { timeout: config.timeoutMs * 2 });
+    await ensureStream(jsm, config);
+    await ensureConsumer(jsm, config);
+  } catch (error) {
+    // not left reconnecting: the caller gives up or opens another
+    await nc.close();
+    throw error;
+  }
   const js: JetStreamClient = jetstream(nc, { timeout: config.timeoutMs });
   let connected = true;
   void (async () => {
@@ -275,13 +290,31 @@ export async function openJetStreamLog(db: Db, config: IngestLogConfig, logger: 
 
   return {
     kind: "jetstream",
+    /**
+     * One publish, tried again (same message id: the stream stores it once) while it fails for a
+     * reason that passes (not connected, no acknowledgement in time, no stream leader: a cluster
+     * electing one) until INGEST_LOG_RETRY_MS have passed; then Unavailable (the collector's 503).
+     */
     async append(batches, id = randomUUID()) {
       if (!batches.length) return;
-      if (!connected) throw unavailable("not connected");
-      try {
-        await js.publish(config.subject, JSON.stringify(batches), { msgID: id, timeout: config.timeoutMs });
-      } catch (error) {
-        throw unavailable((error as Error).message);
+      const payload = JSON.stringify(batches);
+      const deadline = performance.now() + config.retryMs;
+      for (let wait = FIRST_PUBLISH_PAUSE_MS, tries = 0; ; wait = Math.min(wait * 2, MAX_PUBLISH_PAUSE_MS), tries++) {
+        let why = "not connected";
+        if (connected) {
+          // the first try waits INGEST_LOG_TIMEOUT_MS; the others no later than the bound
+          const timeout = tries ? Math.max(FIRST_PUBLISH_PAUSE_MS, Math.min(config.timeoutMs, deadline - performance.now())) : config.timeoutMs;
+          try {
+            await js.publish(config.subject, payload, { msgID: id, timeout });
+            return;
+          } catch (error) {
+            why = (error as Error).message;
+            if (!mayRetryPublish(error)) throw unavailable(why);
+          }
+        }
+        const left = deadline - performance.now();
+        if (left <= 0) throw unavailable(why);
+        await pause(Math.min(wait, left));
       }
     },
 
