@@ -123,7 +123,8 @@ function aggregate(events: readonly QueueRow[]): { leads: LeadRow[]; visitors: V
         });
       }
     }
-    const email = event.type === "form" ? (emailOf(event.fields) ?? null) : null;
+    // identity comes from submitted forms only: a partial (unsent) form is kept, but its address is not the visitor's
+    const email = event.type === "form" && !event.partial ? (emailOf(event.fields) ?? null) : null;
     const visitor = visitors.get(key(datasetId, event.visitorId));
     if (visitor) {
       visitor.lastSeenAt = at > visitor.lastSeenAt ? at : visitor.lastSeenAt;
