@@ -6,12 +6,16 @@
 //   configuration at every start.
 // - A collector's batch is one message, published with a message id (Nats-Msg-Id: JetStream drops
 //   a repeat within its duplicate window); the collector answers 202 only after the stream's
-//   acknowledgement, 503 with Retry-After when it is not connected or the acknowledgement fails.
+//   acknowledgement. A publish not acknowledged (not connected, a timeout, a cluster electing a
+//   stream leader) is tried again with the same id for up to INGEST_LOG_RETRY_MS; then 503 with
+//   Retry-After.
 // - Writers share one durable pull consumer (explicit acknowledgement). A writer fetches up to
 //   a batch of messages, writes their events in one transaction together with their message ids
 //   ("IngestedBatch", ON CONFLICT DO NOTHING), and acknowledges them after the commit. A message
 //   redelivered because its writer died between commit and acknowledgement finds its id and
-//   writes nothing; one whose writer died before the commit is written by the next writer.
+//   writes nothing; one whose writer died before the commit is written by the next writer. One
+//   the database refuses is isolated, split per request, and set aside after INGEST_MAX_ATTEMPTS
+//   deliveries (isolation.ts).
 import { randomUUID } from "node:crypto";
 import {
   AckPolicy,
