@@ -190,6 +190,8 @@ export async function openJetStreamLog(db: Db, config: IngestLogConfig, logger: 
     }
   })();
   let consumer: Consumer | undefined;
+  /** An append used up its tries and none has been acknowledged since. */
+  let appendsFailing = false;
   let prunedAt = 0;
   // messages per transaction: about `limit` events, as many as the last fetch's messages carried
   const sizer = entrySizer();
@@ -214,6 +216,27 @@ export async function openJetStreamLog(db: Db, config: IngestLogConfig, logger: 
     const acknowledgedBefore = new Date(Date.now() - Math.max(ACKNOWLEDGED_KEEP_MS, 4 * config.ackWaitSeconds * 1000));
     const writtenBefore = new Date(Date.now() - config.maxAgeHours * 3_600_000 - DUPLICATE_WINDOW_MS);
     await db.$executeRaw`DELETE FROM "IngestedBatch" WHERE "acknowledgedAt" < ${acknowledgedBefore} OR "writtenAt" < ${writtenBefore}`;
+  }
+
+  /** Publishes `payload` under `id`, trying again until `deadline` while the failure may pass; Unavailable when it does not. */
+  async function publishUntil(payload: string, id: string, deadline: number): Promise<void> {
+    for (let wait = FIRST_PUBLISH_PAUSE_MS, tries = 0; ; wait = Math.min(wait * 2, MAX_PUBLISH_PAUSE_MS), tries++) {
+      let why = "not connected";
+      if (connected) {
+        // the first try waits INGEST_LOG_TIMEOUT_MS; the others no later than the bound
+        const timeout = tries ? Math.max(FIRST_PUBLISH_PAUSE_MS, Math.min(config.timeoutMs, deadline - performance.now())) : config.timeoutMs;
+        try {
+          await js.publish(config.subject, payload, { msgID: id, timeout });
+          return;
+        } catch (error) {
+          why = (error as Error).message;
+          if (!mayRetryPublish(error)) throw unavailable(why);
+        }
+      }
+      const left = deadline - performance.now();
+      if (left <= 0) throw unavailable(why);
+      await pause(Math.min(wait, left));
+    }
   }
 
   /**
@@ -298,27 +321,19 @@ export async function openJetStreamLog(db: Db, config: IngestLogConfig, logger: 
      * One publish, tried again (same message id: the stream stores it once) while it fails for a
      * reason that passes (not connected, no acknowledgement in time, no stream leader: a cluster
      * electing one) until INGEST_LOG_RETRY_MS have passed; then Unavailable (the collector's 503).
+     * Once an append has used up its tries, the next ones get one try each until one is
+     * acknowledged: a long outage answers at once instead of holding every request.
      */
     async append(batches, id = randomUUID()) {
       if (!batches.length) return;
       const payload = JSON.stringify(batches);
-      const deadline = performance.now() + config.retryMs;
-      for (let wait = FIRST_PUBLISH_PAUSE_MS, tries = 0; ; wait = Math.min(wait * 2, MAX_PUBLISH_PAUSE_MS), tries++) {
-        let why = "not connected";
-        if (connected) {
-          // the first try waits INGEST_LOG_TIMEOUT_MS; the others no later than the bound
-          const timeout = tries ? Math.max(FIRST_PUBLISH_PAUSE_MS, Math.min(config.timeoutMs, deadline - performance.now())) : config.timeoutMs;
-          try {
-            await js.publish(config.subject, payload, { msgID: id, timeout });
-            return;
-          } catch (error) {
-            why = (error as Error).message;
-            if (!mayRetryPublish(error)) throw unavailable(why);
-          }
-        }
-        const left = deadline - performance.now();
-        if (left <= 0) throw unavailable(why);
-        await pause(Math.min(wait, left));
+      const deadline = performance.now() + (appendsFailing ? 0 : config.retryMs);
+      try {
+        await publishUntil(payload, id, deadline);
+        appendsFailing = false;
+      } catch (error) {
+        appendsFailing = true;
+        throw error;
       }
     },
 
