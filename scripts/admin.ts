@@ -16,6 +16,7 @@ import type { Config } from "../server/config.ts";
 import type { Database } from "../server/db/database.ts";
 import { DomainError } from "../server/domain/errors.ts";
 import type { Services } from "../server/services/index.ts";
+import type { DeadLetterAction } from "../server/tracking/dead-letters.ts";
 
 const DAY_MS = 86_400_000;
 
@@ -244,7 +245,34 @@ const commands: Record<string, Command> = {
       args.out({ asn, removed: true }, `AS${asn}: override removed (the curated lists and the rule apply again)`);
     },
   },
+  "dead-letters list": {
+    usage: "[--limit 100]",
+    options: ["limit"],
+    run: (args, context) => deadLetters("list", args, context),
+  },
+  "dead-letters replay": {
+    usage: "ID   (back into the ingest log, then out of the dead-letter table)",
+    options: [],
+    operands: 1,
+    run: (args, context) => deadLetters("replay", args, context),
+  },
+  "dead-letters drop": {
+    usage: "ID",
+    options: [],
+    operands: 1,
+    run: (args, context) => deadLetters("drop", args, context),
+  },
 };
+
+/** The dead-letter commands (server/tracking/dead-letters.ts): `list`, or `replay`/`drop` of the ID that follows. */
+async function deadLetters(action: DeadLetterAction, args: Args, context: Context): Promise<void> {
+  const id = args.operands[0];
+  if (action !== "list" && !id) throw new UsageError(`name the dead letter: dead-letters ${action} ID`);
+  const [{ deadLetterCommand }, db, config] = await Promise.all([import("../server/tracking/dead-letters.ts"), context.database(), context.config()]);
+  const limit = args.optional("limit") ? args.whole("limit", 1) : undefined;
+  const { data, text } = await deadLetterCommand(db.prisma, config, action, { id, limit });
+  args.out(data, text);
+}
 
 async function accountService(context: Context) {
   const [{ accountService }, db] = await Promise.all([import("../server/services/accounts.ts"), context.database()]);

@@ -132,6 +132,8 @@ export interface TrackingConfig {
     pollMs: number;
     /** Batches the writer writes at once, each in its own transaction (on its own connection). */
     transactions: number;
+    /** Tries of a batch the database refuses (a constraint or data error) before it is set aside into the dead-letter table. */
+    maxAttempts: number;
   };
 }
 
@@ -221,8 +223,10 @@ export interface IngestLogConfig {
   maxBytes: number;
   /** INGEST_LOG_ACK_WAIT_SECONDS: a batch not acknowledged within this goes to another writer. */
   ackWaitSeconds: number;
-  /** INGEST_LOG_TIMEOUT_MS: the longest a collector waits for the stream's acknowledgement. */
+  /** INGEST_LOG_TIMEOUT_MS: the longest a collector waits for the stream's acknowledgement of one publish. */
   timeoutMs: number;
+  /** INGEST_LOG_RETRY_MS: how long a collector tries a publish again (a stream leader's election, a reconnect) before it answers 503. */
+  retryMs: number;
 }
 
 export interface Config {
@@ -352,6 +356,7 @@ const environment = z
     INGEST_LOG_MAX_BYTES: integer(1_073_741_824),
     INGEST_LOG_ACK_WAIT_SECONDS: integer(30),
     INGEST_LOG_TIMEOUT_MS: integer(2_000),
+    INGEST_LOG_RETRY_MS: integer(10_000, 0),
     // the job queue and retention
     JOB_POLL_MS: text,
     /** Deprecated alias of JOB_POLL_MS (its name before the queue served more than certificates). */
@@ -373,6 +378,7 @@ const environment = z
     INGEST_BATCH_SIZE: integer(1000),
     INGEST_POLL_MS: integer(250),
     INGEST_WRITER_TRANSACTIONS: integer(2),
+    INGEST_MAX_ATTEMPTS: integer(3),
     // webhooks
     WEBHOOK_RETRY_SCHEDULE_SECONDS: text,
     WEBHOOK_TIMEOUT_MS: positive(15_000),
@@ -552,7 +558,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       loopbackIp: e.TRACKING_LOOPBACK_IP,
       ipv6Geo: e.TRACKING_IPV6_GEO ?? false,
       reverseDns: reverseDns(e),
-      writer: { enabled: e.INGEST_WRITER ?? true, batchSize: e.INGEST_BATCH_SIZE, pollMs: e.INGEST_POLL_MS, transactions: e.INGEST_WRITER_TRANSACTIONS },
+      writer: { enabled: e.INGEST_WRITER ?? true, batchSize: e.INGEST_BATCH_SIZE, pollMs: e.INGEST_POLL_MS, transactions: e.INGEST_WRITER_TRANSACTIONS, maxAttempts: e.INGEST_MAX_ATTEMPTS },
     },
     webhooks: webhooks(e, production),
     jobs: jobs(e),
@@ -585,6 +591,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
           maxBytes: e.INGEST_LOG_MAX_BYTES,
           ackWaitSeconds: e.INGEST_LOG_ACK_WAIT_SECONDS,
           timeoutMs: e.INGEST_LOG_TIMEOUT_MS,
+          retryMs: e.INGEST_LOG_RETRY_MS,
         }
       : undefined,
   };

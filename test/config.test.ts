@@ -28,6 +28,7 @@ describe("loadConfig", () => {
       maxBytes: 1_073_741_824,
       ackWaitSeconds: 30,
       timeoutMs: 2_000,
+      retryMs: 10_000,
     });
   });
 
@@ -77,6 +78,10 @@ describe("loadConfig", () => {
     expect(config.webhooks).toMatchObject({ retryScheduleMs: [200, 1000], jitter: false });
     expect(() => loadConfig({ CTD_CNAME_TARGET: "not a host" })).toThrow(/CTD_CNAME_TARGET must be a host name/);
     expect(() => loadConfig({ INGEST_BATCH_SIZE: "0" })).toThrow(/INGEST_BATCH_SIZE/);
+    expect(loadConfig({}).tracking.writer.maxAttempts).toBe(3);
+    expect(loadConfig({ INGEST_MAX_ATTEMPTS: "5" }).tracking.writer.maxAttempts).toBe(5);
+    expect(() => loadConfig({ INGEST_MAX_ATTEMPTS: "0" })).toThrow(/INGEST_MAX_ATTEMPTS/);
+    expect(loadConfig({ INGEST_LOG_URL: "nats://a:4222", INGEST_LOG_RETRY_MS: "0" }).ingestLog?.retryMs).toBe(0);
     expect(() => loadConfig({ CTD_ENCRYPTION_KEY: "short" })).toThrow(/CTD_ENCRYPTION_KEY must be 32 bytes/);
   });
 

@@ -14,7 +14,11 @@ import { eventually } from "./support/eventually.ts";
 import { as, startWithTenants } from "./support/suite.ts";
 import type { Tenant } from "./support/tenants.ts";
 import { testConfig } from "./support/config.ts";
-import { createServices } from "../server/services/index.ts";
+import { createServices, type Services } from "../server/services/index.ts";
+import { isTransientFault } from "../server/db/errors.ts";
+import { metricsRegistry } from "../server/metrics.ts";
+import { tableLog } from "../server/tracking/ingest-log.ts";
+import { createIngestWriter } from "../server/tracking/writer.ts";
 
 const TIMEOUTS = { connectMs: 1_000, queryMs: 2_000 };
 /** The documented bound of a request that needs the database, plus room for a loaded machine. */
@@ -63,6 +67,7 @@ describe.skipIf(!postgres)("a frozen database", () => {
   let tenant: Tenant;
   let proxy: ReturnType<typeof freezableProxy>;
   let db: Database;
+  let services: Services;
   let request: () => supertest.Agent;
 
   beforeAll(async () => {
@@ -71,7 +76,8 @@ describe.skipIf(!postgres)("a frozen database", () => {
     proxy = freezableProxy({ host: url.hostname, port: Number(url.port || 5432) });
     url.port = String(await proxy.listen());
     db = await openDatabase({ url: url.toString(), timeouts: TIMEOUTS });
-    const app = createApp({ db, services: createServices(db.prisma, { config: testConfig() }), logger: createLogger("silent"), rateLimiter: memoryRateLimiter({ requests: 1_000_000, windowSeconds: 60 }) });
+    services = createServices(db.prisma, { config: testConfig() });
+    const app = createApp({ db, services, logger: createLogger("silent"), rateLimiter: memoryRateLimiter({ requests: 1_000_000, windowSeconds: 60 }) });
     request = () => supertest.agent(app);
   });
   afterAll(async () => {
@@ -114,5 +120,35 @@ describe.skipIf(!postgres)("a frozen database", () => {
     await eventually(async () => expect((await listUsers()).status).toBe(200), { intervalMs: 200 });
     expect((await request().get("/readyz")).status).toBe(200);
     expect((await createDataset("After the freeze")).status).toBe(200);
+  });
+
+  it("when PostgreSQL stops answering in the middle of a writer's transaction, then the failure counts as transient, nothing is set aside even at one allowed try, and the batch is written once it answers again", async () => {
+    proxy.thaw(); // whatever an earlier test left
+    const log = tableLog(db.prisma);
+    const url = `https://www.customer.example/frozen/${Date.now()}`;
+    await log.append([{
+      accountId: tenant.accountId, datasetId: tenant.datasets[0], at: new Date().toISOString(), enrich: false,
+      network: { leadId: "org_frozen", organizationName: "Frozen Inc", organizationDomain: null, asn: 714, networkType: "business", country: "US", city: null, ip: "17.253.144.10" },
+      events: [{ type: "pageview", visitorId: "visitor_frozen", url }],
+    }]);
+    const failed = async (fault: string) => (await metricsRegistry.getSingleMetric("ingest_writer_failed_batches_total")!.get()).values.find((v) => v.labels.fault === fault)?.value ?? 0;
+    const before = { transient: await failed("transient"), permanent: await failed("permanent") };
+    let frozen = false;
+    // the batch is claimed and written; the database stops answering before its commit
+    const freezeOnce = async () => {
+      if (!frozen) proxy.freeze();
+      frozen = true;
+    };
+    const writer = createIngestWriter(db.prisma, services.ingestWiring.deps, createLogger("silent"), { log, maxAttempts: 1, onIngested: freezeOnce });
+    const failure = await writer.drain().then(() => undefined, (error: unknown) => error).finally(() => proxy.thaw());
+    expect(isTransientFault(failure)).toBe(true);
+    expect({ transient: await failed("transient"), permanent: await failed("permanent") }).toEqual({ transient: before.transient + 1, permanent: before.permanent });
+
+    await eventually(() => writer.drain(), { intervalMs: 200 });
+    const [row] = await api.db.prisma.$queryRaw<{ visits: bigint; letters: bigint; queued: bigint }[]>`
+      SELECT (SELECT count(*) FROM "Visit" WHERE url = ${url}) AS visits, (SELECT count(*) FROM "IngestDeadLetter") AS letters,
+             (SELECT count(*) FROM "IngestQueue") AS queued`;
+    expect({ visits: Number(row!.visits), letters: Number(row!.letters), queued: Number(row!.queued) }).toEqual({ visits: 1, letters: 0, queued: 0 });
+    await writer.stop();
   });
 });

@@ -282,7 +282,9 @@ describe.skipIf(!available || !binary)("the ingest log on JetStream, log down", 
   });
 
   it("when the NATS server dies, then the collector answers 503 with Retry-After and never 202 until it is back, and what it acknowledged is still there", async () => {
-    const env = { ...uniqueLogEnv(nats.url), INGEST_LOG_TIMEOUT_MS: "500" };
+    // 3 s of tries, not the default's 10: the server stays down here
+    const retryMs = 3000;
+    const env = { ...uniqueLogEnv(nats.url), INGEST_LOG_TIMEOUT_MS: "500", INGEST_LOG_RETRY_MS: String(retryMs) };
     log = await openIngestLog(t.api.db.prisma, logConfigOf(env), quietLogger);
     const app = t.api.appWith({ trustProxy: "loopback", tracking: { config: testTrackingConfig(), log } });
     const datasetId = t.tenant.datasets[0]!;
@@ -291,12 +293,18 @@ describe.skipIf(!available || !binary)("the ingest log on JetStream, log down", 
     expect((await post(1)).status).toBe(202);
 
     await nats.kill();
+    const waited: number[] = [];
     for (let n = 2; n < 6; n++) {
+      const sentAt = performance.now();
       const res = await post(n);
+      waited.push(performance.now() - sentAt);
       expect(res.status).toBe(503);
       expect(Number(res.headers["retry-after"])).toBeGreaterThanOrEqual(1);
       expect(res.body.error).toBe("service_unavailable");
     }
+    // the first request waited for the retries; once they were used up, the next ones are answered without them
+    expect(waited[0]).toBeGreaterThanOrEqual(retryMs);
+    for (const ms of waited.slice(1)) expect(ms).toBeLessThan(retryMs);
 
     await nats.start();
     await eventually(async () => expect((await post(6)).status).toBe(202), { timeoutMs: 20_000, intervalMs: 250 });

@@ -78,4 +78,13 @@ describe("operator commands beside a running service", () => {
     const { code, stdout, stderr } = await outcome("credits", "set-limit", "--dataset", "ds_unknown", "--limit", "5");
     expect({ code, stdout, stderr }).toEqual({ code: 1, stdout: "", stderr: "no dataset ds_unknown\n" });
   }, slow);
+
+  it("when dead-letters list and drop run beside the service, then list prints the dead letters as JSON and drop of an unknown id says so in one line, exit 1", async () => {
+    const listed = await outcome("dead-letters", "list", "--json");
+    expect(listed.code).toBe(0);
+    expect(JSON.parse(listed.stdout)).toEqual([]);
+    const { code, stdout, stderr } = await outcome("dead-letters", "drop", "987654321");
+    expect({ code, stdout, stderr }).toEqual({ code: 1, stdout: "", stderr: "no dead letter 987654321\n" });
+    expect((await outcome("dead-letters", "replay")).stderr).toMatch(/^name the dead letter: dead-letters replay ID\n/);
+  }, slow);
 });

@@ -314,6 +314,32 @@ describe("collect (forms)", () => {
     expect(await t.api.db.prisma.creditLedgerEntry.count({ where: { datasetId: ds } })).toBe(1);
   });
 
+  it("when a submitted form gave the visitor's address, then a partial form with another one (in the same batch and later) neither replaces it nor restarts its enrichment; a partial form alone sets none", async () => {
+    const jane = { ...profile, email: "jane.doe@example.com" };
+    await t.api.services.contacts.upsertMany([jane]);
+    const ds = await dataset("Identity");
+    await t.settings(ds, { formTracking: true, partialFormTracking: true, contactEnrichment: true });
+    const [vid, other] = [newVisitor(), newVisitor()];
+    const half = { ...t.form(vid, { email: "half@filled.example" }), partial: true };
+    await t.collect(ds, ADDRESSES.business, [t.pageView(vid), t.form(vid, { email: "Jane.Doe@Example.com" }), half]);
+    await t.writer.drain();
+    const visitor = () => t.api.db.prisma.visitor.findUnique({ where: { datasetId_id: { datasetId: ds, id: vid } }, select: { email: true, enrichment: true } });
+    expect(await visitor()).toEqual({ email: "jane.doe@example.com", enrichment: "enriched" });
+
+    await t.collect(ds, ADDRESSES.business, [half]);
+    await t.writer.drain();
+    await t.collect(ds, ADDRESSES.business, [t.pageView(vid), { ...half, fields: { email: "other-half@filled.example" } }]);
+    await t.writer.drain();
+    expect(await visitor()).toEqual({ email: "jane.doe@example.com", enrichment: "enriched" });
+    expect(await t.api.db.prisma.creditLedgerEntry.count({ where: { datasetId: ds } })).toBe(1);
+    // the partial forms are kept as such
+    expect(await t.api.db.prisma.formSubmission.count({ where: { datasetId: ds, visitorId: vid, partial: true } })).toBe(3);
+
+    await t.collect(ds, ADDRESSES.business, [t.pageView(other), { ...t.form(other, { email: "unsent@filled.example" }), partial: true }]);
+    await t.writer.drain();
+    expect(await t.api.db.prisma.visitor.findUnique({ where: { datasetId_id: { datasetId: ds, id: other } }, select: { email: true, enrichment: true } })).toEqual({ email: null, enrichment: null });
+  });
+
   it("when contactEnrichment is off, then the address is attached but not enriched nor charged", async () => {
     await t.api.services.contacts.upsertMany([profile]);
     const ds = await dataset("NotEnriched");

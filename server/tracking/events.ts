@@ -132,10 +132,38 @@ export function rowsOf(batch: QueuedBatch): QueueRow[] {
   return batch.events.map((event) => ({ accountId, datasetId, receivedAt, event: { ...event, at, enrich, network } }));
 }
 
+/** An entry of a log that cannot be read as a batch: no retry can write it, so it is set aside at once. */
+export class MalformedBatch extends Error {}
+
+/** An event as a version before batches appended it to a JetStream stream (QueueRow, as JSON). */
+type LoggedRow = Omit<QueueRow, "receivedAt"> & { receivedAt: string };
+
+type Untrusted = Record<string, unknown>;
+const isObject = (value: unknown): value is Untrusted => typeof value === "object" && value !== null && !Array.isArray(value);
+const isDate = (value: unknown) => typeof value === "string" && !Number.isNaN(Date.parse(value));
+const isFields = (fields: unknown) => isObject(fields) && Object.values(fields).every((v) => typeof v === "string");
+/** What the writer's own code relies on (the database checks the rest: a null lead id is its to refuse). */
+const isEvent = (e: unknown) => isObject(e) && (e.type === "pageview" || (e.type === "form" && isFields(e.fields)));
+const isBatch = (b: Untrusted) =>
+  typeof b.accountId === "string" && typeof b.datasetId === "string" && isDate(b.at) && isObject(b.network) && Array.isArray(b.events) && b.events.every(isEvent);
+const isLoggedRow = (r: Untrusted) =>
+  typeof r.accountId === "string" && typeof r.datasetId === "string" && isDate(r.receivedAt) && isEvent(r.event) && isDate((r.event as Untrusted).at) && isObject((r.event as Untrusted).network);
+
+/** The events of one entry of a log (a batch, or an older version's event row); MalformedBatch when it is neither. */
+export function rowsOfEntry(entry: unknown): QueueRow[] {
+  if (isObject(entry) && "event" in entry && isLoggedRow(entry)) {
+    const row = entry as unknown as LoggedRow;
+    return [{ ...row, receivedAt: new Date(row.receivedAt) }];
+  }
+  if (isObject(entry) && !("event" in entry) && isBatch(entry)) return rowsOf(entry as unknown as QueuedBatch);
+  throw new MalformedBatch("not a batch: a field the writer needs is missing or of the wrong type");
+}
+
 /**
  * The events of what a log holds: batches, or single events (QueueRow, as JSON) as versions before
  * batches appended them to a JetStream stream (still there when the collectors were upgraded).
  */
-export function rowsOfLogged(entries: readonly (QueuedBatch | (Omit<QueueRow, "receivedAt"> & { receivedAt: string }))[]): QueueRow[] {
-  return entries.flatMap((entry) => ("event" in entry ? [{ ...entry, receivedAt: new Date(entry.receivedAt) }] : rowsOf(entry)));
+export function rowsOfLogged(entries: unknown): QueueRow[] {
+  if (!Array.isArray(entries)) throw new MalformedBatch("not a batch: the message is not a JSON array");
+  return entries.flatMap(rowsOfEntry);
 }

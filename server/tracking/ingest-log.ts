@@ -65,7 +65,7 @@ export function tableLog(db: Db, sql?: Sql): IngestLog {
   return {
     kind: "postgres",
     append: (batches) => enqueue(db, batches, sql),
-    writeBatch: (limit, hooks) => writeBatch(db, sizer, limit, hooks),
+    writeBatch: (limit, options) => writeBatch(db, sizer, limit, options),
     async oldestUnwritten() {
       // the queue's order (its key) is the order of acceptance
       const [row] = await db.$queryRaw<{ at: Date }[]>`SELECT "receivedAt" AS at FROM "IngestQueue" ORDER BY id LIMIT 1`;

@@ -7,7 +7,9 @@ import { Prisma } from "../../generated/prisma/client.ts";
 import type { Db, Sql } from "../db/database.ts";
 import type { Logger } from "../logging.ts";
 import { holdForWriting, withoutErased } from "./erasure-tombstones.ts";
-import { emailOf, type QueuedBatch, type QueuedEvent, type QueueRow, rowsOf } from "./events.ts";
+import { faultText } from "../db/errors.ts";
+import { emailOf, MalformedBatch, type QueuedBatch, type QueuedEvent, type QueueRow, rowsOfEntry } from "./events.ts";
+import { DEFAULT_MAX_ATTEMPTS, type DeadLetterNotice, eventsIn, failedWrite, insertDeadLetters, isolate, type NewDeadLetter, type RefusalPolicy } from "./isolation.ts";
 
 /** The path a page counts as: lower case, without query, fragment or trailing slash ("/" for the root). */
 export function pagePath(url: string): string {
@@ -121,7 +123,8 @@ function aggregate(events: readonly QueueRow[]): { leads: LeadRow[]; visitors: V
         });
       }
     }
-    const email = event.type === "form" ? (emailOf(event.fields) ?? null) : null;
+    // identity comes from submitted forms only: a partial (unsent) form is kept, but its address is not the visitor's
+    const email = event.type === "form" && !event.partial ? (emailOf(event.fields) ?? null) : null;
     const visitor = visitors.get(key(datasetId, event.visitorId));
     if (visitor) {
       visitor.lastSeenAt = at > visitor.lastSeenAt ? at : visitor.lastSeenAt;
@@ -146,13 +149,28 @@ function aggregate(events: readonly QueueRow[]): { leads: LeadRow[]; visitors: V
 
 const json = (value: unknown) => JSON.stringify(value);
 
+/** A queue row a writer took. */
+interface ClaimedRow {
+  id: string;
+  receivedAt: Date;
+  batch: unknown;
+}
+
 /** Claims up to `limit` queued batches (deleting them: the transaction's rollback puts them back). */
-async function claim(tx: Tx, limit: number): Promise<QueuedBatch[]> {
-  const rows = await tx.$queryRaw<{ batch: QueuedBatch }[]>`
+function claim(tx: Tx, limit: number): Promise<ClaimedRow[]> {
+  return tx.$queryRaw<ClaimedRow[]>`
     DELETE FROM "IngestQueue" WHERE id IN (
       SELECT id FROM "IngestQueue" ORDER BY id LIMIT ${limit} FOR UPDATE SKIP LOCKED)
-    RETURNING "batch"`;
-  return rows.map((r) => r.batch);
+    RETURNING id::text AS id, "receivedAt", "batch"`;
+}
+
+/** Claims the queued batches of `ids` that no other writer holds (a part of a failed claim). */
+function claimIds(tx: Tx, ids: readonly string[]): Promise<ClaimedRow[]> {
+  return tx.$queryRaw<ClaimedRow[]>`
+    DELETE FROM "IngestQueue" WHERE id IN (
+      SELECT id FROM "IngestQueue" WHERE id IN (SELECT jsonb_array_elements_text(${json(ids)}::jsonb)::bigint)
+      ORDER BY id FOR UPDATE SKIP LOCKED)
+    RETURNING id::text AS id, "receivedAt", "batch"`;
 }
 
 const LEAD_COLUMNS = Prisma.sql`r("accountId" text, "datasetId" text, "id" text, "organizationName" text, "organizationDomain" text,
@@ -349,31 +367,138 @@ export function entrySizer() {
 }
 export type EntrySizer = ReturnType<typeof entrySizer>;
 
-/** Writes about `limit` queued events (whole batches) in one transaction; undefined when the queue was empty. */
-export async function writeBatch(db: Db, sizer: EntrySizer, limit: number, hooks: WriterHooks = {}): Promise<IngestResult | undefined> {
-  return db.$transaction(
+/** What a writer's call writes with: its hooks and how it treats a batch the database refuses. */
+export type WriteOptions = WriterHooks & RefusalPolicy;
+
+/** What a transaction that wrote nothing (every batch set aside, or written before) returns. */
+export const EMPTY_RESULT: IngestResult = { events: 0, visits: 0, forms: 0, leadsCreated: [], leadsVisited: [], visitorsIdentified: [], addresses: [] };
+
+/** Results of several transactions as one (a failed claim's parts). */
+export function mergedResults(results: readonly IngestResult[]): IngestResult | undefined {
+  if (!results.length) return undefined;
+  return results.reduce((a, b) => ({
+    events: a.events + b.events,
+    visits: a.visits + b.visits,
+    forms: a.forms + b.forms,
+    leadsCreated: [...a.leadsCreated, ...b.leadsCreated],
+    leadsVisited: [...a.leadsVisited, ...b.leadsVisited],
+    visitorsIdentified: [...a.visitorsIdentified, ...b.visitorsIdentified],
+    addresses: [...a.addresses, ...b.addresses],
+  }));
+}
+
+/**
+ * Writes claimed queue rows in the caller's transaction; a row that cannot be read as a batch is
+ * set aside in the same transaction (it left the queue with the claim). The dead letters to
+ * report once the transaction commits.
+ */
+async function writeClaimed(tx: Tx, claimed: readonly ClaimedRow[], hooks: WriterHooks): Promise<{ result: IngestResult; letters: DeadLetterNotice[] }> {
+  const rows: QueueRow[] = [];
+  const malformed: NewDeadLetter[] = [];
+  for (const row of claimed) {
+    try {
+      rows.push(...rowsOfEntry(row.batch));
+    } catch (error) {
+      if (!(error instanceof MalformedBatch)) throw error;
+      malformed.push(queueDeadLetter(row, 1, error.message));
+    }
+  }
+  const letters = await insertDeadLetters(tx, malformed);
+  return { result: rows.length ? await writeEvents(tx, rows, hooks) : EMPTY_RESULT, letters };
+}
+
+/** A queue row as a dead letter. */
+function queueDeadLetter(row: ClaimedRow, attempts: number, error: string): NewDeadLetter {
+  const batch = row.batch as Partial<Record<"accountId" | "datasetId", unknown>> | null;
+  const text = (value: unknown) => (typeof value === "string" ? value : null);
+  return {
+    log: "postgres",
+    messageId: null,
+    accountId: text(batch?.accountId),
+    datasetId: text(batch?.datasetId),
+    receivedAt: row.receivedAt.toISOString(),
+    attempts,
+    error,
+    payload: row.batch,
+    events: eventsIn(row.batch),
+  };
+}
+
+/** One transaction of the queue table: `take` claims the rows it writes. */
+async function writeQueued(db: Db, take: (tx: Tx) => Promise<ClaimedRow[]>, options: WriteOptions, seen?: (rows: ClaimedRow[]) => void) {
+  const { result, letters } = await db.$transaction(
     async (tx) => {
       // before the claim: an erasure (which deletes queued events) holds the lock first or waits for this batch
       await holdForWriting(tx);
-      const batches = await claim(tx, sizer.entriesFor(limit));
-      const rows = batches.flatMap(rowsOf);
-      sizer.observe(batches.length, rows.length);
-      return batches.length ? writeEvents(tx, rows, hooks) : undefined;
+      const claimed = await take(tx);
+      seen?.(claimed);
+      return claimed.length ? writeClaimed(tx, claimed, options) : { result: undefined, letters: [] };
     },
     { timeout: BATCH_TRANSACTION_MS },
   );
+  letters.forEach((letter) => options.onDeadLettered?.(letter));
+  return result;
+}
+
+/**
+ * A queue row that failed alone for its data: the try counted on the row (its own statement,
+ * after the rollback: every writer counts on the same row), and the row set aside whole once it
+ * has failed `maxAttempts` times; until then the next claim tries it again.
+ */
+async function refusedQueued(db: Db, row: ClaimedRow, error: unknown, options: WriteOptions): Promise<void> {
+  const [counted] = await db.$queryRaw<{ attempts: number }[]>`
+    UPDATE "IngestQueue" SET attempts = attempts + 1 WHERE id = ${row.id}::bigint RETURNING attempts`;
+  if (!counted || counted.attempts < (options.maxAttempts ?? DEFAULT_MAX_ATTEMPTS)) return;
+  const letter = queueDeadLetter(row, counted.attempts, faultText(error));
+  // the row leaves the queue in the statement that sets it aside; one another writer holds is left to it
+  const [notice] = await db.$queryRaw<DeadLetterNotice[]>`
+    WITH moved AS (
+      DELETE FROM "IngestQueue" WHERE id IN (SELECT id FROM "IngestQueue" WHERE id = ${row.id}::bigint FOR UPDATE SKIP LOCKED) RETURNING id)
+    INSERT INTO "IngestDeadLetter" ("log", "accountId", "datasetId", "receivedAt", "attempts", "error", "payload", "events")
+    SELECT 'postgres', ${letter.accountId}, ${letter.datasetId}, ${row.receivedAt}, ${letter.attempts}, ${letter.error}, ${json(row.batch)}::jsonb, ${letter.events}
+    FROM moved
+    RETURNING id::text AS id, "log"::text AS "log", "datasetId", "events", "attempts", "error"`;
+  if (notice) options.onDeadLettered?.(notice);
+}
+
+/**
+ * Writes about `limit` queued events (whole batches) in one transaction; undefined when the queue
+ * was empty. When the database refuses the data, the batches taken are written apart and the
+ * culprit's try counted (isolation.ts); a transient fault is thrown, everything left queued.
+ */
+export async function writeBatch(db: Db, sizer: EntrySizer, limit: number, options: WriteOptions = {}): Promise<IngestResult | undefined> {
+  let claimed: ClaimedRow[] = [];
+  try {
+    return await writeQueued(db, (tx) => claim(tx, sizer.entriesFor(limit)), options, (rows) => {
+      claimed = rows;
+      sizer.observe(rows.length, eventsIn(rows.map((r) => r.batch)));
+    });
+  } catch (error) {
+    if (failedWrite(error) !== "permanent" || !claimed.length) throw error;
+    const parts = await isolate(
+      [...claimed].sort((a, b) => (BigInt(a.id) < BigInt(b.id) ? -1 : 1)),
+      (part) => writeQueued(db, (tx) => claimIds(tx, part.map((r) => r.id)), options),
+      (row, cause) => refusedQueued(db, row, cause, options),
+      error,
+    );
+    return mergedResults(parts) ?? EMPTY_RESULT;
+  }
 }
 
 /** Where accepted events wait until written: this queue table or a log engine (ingest-log.ts). */
 export interface IngestLog {
   readonly kind: "postgres" | "jetstream";
-  /** Stores the batches durably; resolves once the log acknowledged them, else throws (Unavailable: a 503). */
-  append(batches: readonly QueuedBatch[]): Promise<void>;
+  /**
+   * Stores the batches durably; resolves once the log acknowledged them, else throws (Unavailable:
+   * a 503). `id` names the append so that a repeat is stored once (JetStream's duplicate window).
+   */
+  append(batches: readonly QueuedBatch[], id?: string): Promise<void>;
   /**
    * Writes up to about `limit` events in one transaction and only then acknowledges them to the
-   * log; undefined when none was waiting. A batch written before is not written again.
+   * log; undefined when none was waiting. A batch written before is not written again; one the
+   * database refuses is written apart from the others and set aside after `maxAttempts`.
    */
-  writeBatch(limit: number, hooks: WriterHooks): Promise<IngestResult | undefined>;
+  writeBatch(limit: number, options: WriteOptions): Promise<IngestResult | undefined>;
   /** When the oldest event not yet written was accepted; undefined when none waits. */
   oldestUnwritten(): Promise<Date | undefined>;
   close(): Promise<void>;

@@ -6,12 +6,16 @@
 //   configuration at every start.
 // - A collector's batch is one message, published with a message id (Nats-Msg-Id: JetStream drops
 //   a repeat within its duplicate window); the collector answers 202 only after the stream's
-//   acknowledgement, 503 with Retry-After when it is not connected or the acknowledgement fails.
+//   acknowledgement. A publish not acknowledged (not connected, a timeout, a cluster electing a
+//   stream leader) is tried again with the same id for up to INGEST_LOG_RETRY_MS; then 503 with
+//   Retry-After.
 // - Writers share one durable pull consumer (explicit acknowledgement). A writer fetches up to
 //   a batch of messages, writes their events in one transaction together with their message ids
 //   ("IngestedBatch", ON CONFLICT DO NOTHING), and acknowledges them after the commit. A message
 //   redelivered because its writer died between commit and acknowledgement finds its id and
-//   writes nothing; one whose writer died before the commit is written by the next writer.
+//   writes nothing; one whose writer died before the commit is written by the next writer. One
+//   the database refuses is isolated, split per request, and set aside after INGEST_MAX_ATTEMPTS
+//   deliveries (isolation.ts).
 import { randomUUID } from "node:crypto";
 import {
   AckPolicy,
@@ -30,10 +34,13 @@ import {
 } from "@nats-io/jetstream";
 import { connect, nanos, type NatsConnection } from "@nats-io/transport-node";
 import type { Db } from "../db/database.ts";
+import { faultText } from "../db/errors.ts";
 import { Unavailable } from "../domain/errors.ts";
 import type { Logger } from "../logging.ts";
-import { BATCH_TRANSACTION_MS, entrySizer, type IngestLog, type IngestResult, type QueueRow, writeEvents, type WriterHooks } from "./ingest.ts";
-import { rowsOfLogged } from "./events.ts";
+import { BATCH_TRANSACTION_MS, entrySizer, type IngestLog, type IngestResult, EMPTY_RESULT, mergedResults, type QueueRow, type WriteOptions, writeEvents } from "./ingest.ts";
+import { MalformedBatch, rowsOfLogged } from "./events.ts";
+import { DEFAULT_MAX_ATTEMPTS, eventsIn, failedWrite, insertDeadLetters, isolate, type NewDeadLetter } from "./isolation.ts";
+import { trackingMetrics } from "./metrics.ts";
 import type { IngestLogConfig } from "../config.ts";
 
 /** The wait a 503 announces: a NATS server's restart or a cluster's new leader is rarely quicker. */
@@ -44,6 +51,9 @@ const DUPLICATE_WINDOW_MS = 2 * 60_000;
 const FETCH_EXPIRES_MS = 1_000;
 /** How long a batch whose transaction failed waits before it is delivered again. */
 const NAK_DELAY_MS = 1_000;
+/** The first and the longest pause between tries of a publish the stream did not acknowledge. */
+const FIRST_PUBLISH_PAUSE_MS = 100;
+const MAX_PUBLISH_PAUSE_MS = 1_000;
 /** How often a writer prunes the message ids it no longer needs. */
 const PRUNE_EVERY_MS = 60_000;
 /** How long the id of a message whose acknowledgement was confirmed is kept (at least). */
@@ -89,11 +99,64 @@ async function ensureConsumer(jsm: JetStreamManager, config: IngestLogConfig): P
   }
 }
 
-/** A message's events and id (the collector's Nats-Msg-Id; the stream sequence for a message without one). */
-function readMessage(msg: JsMsg, stream: string): { id: string; rows: QueueRow[] } {
-  const rows = rowsOfLogged(msg.json());
-  return { id: msg.headers?.get("Nats-Msg-Id") || `${stream}:${msg.seq}`, rows };
+/** A fetched message, read: its id (the collector's Nats-Msg-Id; stream:sequence without one), what it holds, its events. */
+interface Entry {
+  msg: JsMsg;
+  id: string;
+  /** The payload: an array of batches (or of an older version's event rows). */
+  entries: unknown[];
+  rows: QueueRow[];
+  /** Acknowledged, sent back (nak), split or set aside: nothing more to do with it. */
+  settled: boolean;
 }
+
+const messageId = (msg: JsMsg, stream: string) => msg.headers?.get("Nats-Msg-Id") || `${stream}:${msg.seq}`;
+
+/** A message's events; MalformedBatch when it is not JSON or not a batch. */
+function readMessage(msg: JsMsg, stream: string): Entry {
+  let payload: unknown;
+  try {
+    payload = msg.json();
+  } catch {
+    throw new MalformedBatch("not a batch: the message is not JSON");
+  }
+  const rows = rowsOfLogged(payload);
+  return { msg, id: messageId(msg, stream), entries: payload as unknown[], rows, settled: false };
+}
+
+/** What a message held, for the dead-letter table: its JSON, or its text as a JSON string. */
+function payloadOf(msg: JsMsg): unknown {
+  try {
+    return msg.json();
+  } catch {
+    return msg.string();
+  }
+}
+
+/** A message as a dead letter (one batch, or a payload that could not be read). */
+function messageDeadLetter(msg: JsMsg, id: string, error: string): NewDeadLetter {
+  const payload = payloadOf(msg);
+  const [first] = Array.isArray(payload) ? payload : [];
+  const batch = (typeof first === "object" && first !== null ? first : {}) as Record<string, unknown>;
+  const text = (value: unknown) => (typeof value === "string" ? value : null);
+  const at = text(batch.at) ?? text(batch.receivedAt);
+  return {
+    log: "jetstream",
+    messageId: id,
+    accountId: text(batch.accountId),
+    datasetId: text(batch.datasetId),
+    receivedAt: at && !Number.isNaN(Date.parse(at)) ? new Date(at).toISOString() : null,
+    attempts: msg.info.deliveryCount,
+    error,
+    payload,
+    events: eventsIn(payload),
+  };
+}
+
+/** Whether a failed publish may pass on retry: anything but the stream's own refusal (full, too large). */
+const mayRetryPublish = (error: unknown) => !(error instanceof JetStreamApiError) || error.status === 503;
+
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export async function openJetStreamLog(db: Db, config: IngestLogConfig, logger: Logger): Promise<IngestLog> {
   let nc: NatsConnection;
@@ -103,9 +166,16 @@ export async function openJetStreamLog(db: Db, config: IngestLogConfig, logger: 
   } catch (error) {
     throw new Error(`the ingest log (INGEST_LOG_URL) did not answer: ${(error as Error).message}`);
   }
-  const jsm = await jetstreamManager(nc, { timeout: config.timeoutMs * 2 });
-  await ensureStream(jsm, config);
-  await ensureConsumer(jsm, config);
+  let jsm: JetStreamManager;
+  try {
+    jsm = await jetstreamManager(nc, { timeout: config.timeoutMs * 2 });
+    await ensureStream(jsm, config);
+    await ensureConsumer(jsm, config);
+  } catch (error) {
+    // not left reconnecting: the caller gives up or opens another
+    await nc.close();
+    throw error;
+  }
   const js: JetStreamClient = jetstream(nc, { timeout: config.timeoutMs });
   let connected = true;
   void (async () => {
@@ -120,6 +190,8 @@ export async function openJetStreamLog(db: Db, config: IngestLogConfig, logger: 
     }
   })();
   let consumer: Consumer | undefined;
+  /** An append used up its tries and none has been acknowledged since. */
+  let appendsFailing = false;
   let prunedAt = 0;
   // messages per transaction: about `limit` events, as many as the last fetch's messages carried
   const sizer = entrySizer();
@@ -146,69 +218,161 @@ export async function openJetStreamLog(db: Db, config: IngestLogConfig, logger: 
     await db.$executeRaw`DELETE FROM "IngestedBatch" WHERE "acknowledgedAt" < ${acknowledgedBefore} OR "writtenAt" < ${writtenBefore}`;
   }
 
+  /** Publishes `payload` under `id`, trying again until `deadline` while the failure may pass; Unavailable when it does not. */
+  async function publishUntil(payload: string, id: string, deadline: number): Promise<void> {
+    for (let wait = FIRST_PUBLISH_PAUSE_MS, tries = 0; ; wait = Math.min(wait * 2, MAX_PUBLISH_PAUSE_MS), tries++) {
+      let why = "not connected";
+      if (connected) {
+        // the first try waits INGEST_LOG_TIMEOUT_MS; the others no later than the bound
+        const timeout = tries ? Math.max(FIRST_PUBLISH_PAUSE_MS, Math.min(config.timeoutMs, deadline - performance.now())) : config.timeoutMs;
+        try {
+          await js.publish(config.subject, payload, { msgID: id, timeout });
+          return;
+        } catch (error) {
+          why = (error as Error).message;
+          if (!mayRetryPublish(error)) throw unavailable(why);
+        }
+      }
+      const left = deadline - performance.now();
+      if (left <= 0) throw unavailable(why);
+      await pause(Math.min(wait, left));
+    }
+  }
+
+  /**
+   * Writes the messages' events in one transaction, with their ids (a message written before
+   * writes nothing), then acknowledges them.
+   */
+  async function writeMessages(entries: readonly Entry[], hooks: WriteOptions): Promise<IngestResult> {
+    const result = await db.$transaction(
+      async (tx) => {
+        const ids = JSON.stringify(entries.map((e) => e.id));
+        const fresh = await tx.$queryRaw<{ id: string }[]>`
+          INSERT INTO "IngestedBatch" ("id") SELECT jsonb_array_elements_text(${ids}::jsonb)
+          ON CONFLICT DO NOTHING RETURNING "id"`;
+        const byId = new Map(entries.map((e) => [e.id, e.rows]));
+        // every message was written before (redelivered after its writer's commit): nothing to write
+        return writeEvents(tx, fresh.flatMap(({ id }) => byId.get(id) ?? []), hooks);
+      },
+      { timeout: BATCH_TRANSACTION_MS },
+    );
+    for (const entry of entries) entry.settled = true;
+    await acknowledge(entries);
+    return result;
+  }
+
+  /** After the commit: a lost acknowledgement means a redelivery, which the ids make harmless. */
+  async function acknowledge(entries: readonly Entry[]): Promise<void> {
+    const confirmed = await Promise.all(
+      entries.map(({ msg, id }) =>
+        msg.ackAck().then(
+          (acknowledged) => (acknowledged ? id : undefined),
+          (error: Error) => {
+            logger.warn("ingest log acknowledgement failed; the batch will be redelivered and skipped", { error: error.message });
+            return undefined;
+          },
+        ),
+      ),
+    );
+    const ids = JSON.stringify(confirmed.filter((id) => id !== undefined));
+    await db.$executeRaw`UPDATE "IngestedBatch" SET "acknowledgedAt" = now() WHERE id IN (SELECT jsonb_array_elements_text(${ids}::jsonb))`;
+    await pruneWrittenIds();
+  }
+
+  /**
+   * A message that failed alone for its data. One of several batches (collectors group requests)
+   * is split: each batch published as a message of its own (ids `<id>/<n>`: a repeated split is
+   * dropped by the duplicate window), then the message acknowledged, so that the batches fail or
+   * pass each on its own. A single batch goes back for another try until it has been delivered
+   * `maxAttempts` times, then is set aside.
+   */
+  async function refused(entry: Entry, error: unknown, options: WriteOptions): Promise<void> {
+    if (entry.entries.length > 1) {
+      await Promise.all(entry.entries.map((part, n) => js.publish(config.subject, JSON.stringify([part]), { msgID: `${entry.id}/${n}`, timeout: config.timeoutMs })));
+      entry.settled = true;
+      await entry.msg.ackAck().catch(() => false); // not confirmed: it comes back and is split again, to the same ids
+    } else if (entry.msg.info.deliveryCount >= (options.maxAttempts ?? DEFAULT_MAX_ATTEMPTS)) {
+      await setAside(entry.msg, entry.id, faultText(error), options);
+      entry.settled = true;
+    } else {
+      entry.msg.nak(NAK_DELAY_MS);
+      entry.settled = true;
+    }
+  }
+
+  /**
+   * Sets a message aside into the dead-letter table with its id among the written ones (a
+   * redelivery finds it and writes nothing), then terminates it: the stream delivers it no more
+   * and (work-queue retention) removes it. term() without a reason: nats-server 2.9 ignores a
+   * termination that carries one, and the message comes back after the acknowledgement wait.
+   */
+  async function setAside(msg: JsMsg, id: string, error: string, options: WriteOptions): Promise<void> {
+    const letters = await db.$transaction(async (tx) => {
+      const fresh = await tx.$queryRaw<{ id: string }[]>`INSERT INTO "IngestedBatch" ("id") VALUES (${id}) ON CONFLICT DO NOTHING RETURNING "id"`;
+      return fresh.length ? insertDeadLetters(tx, [messageDeadLetter(msg, id, error)]) : [];
+    });
+    msg.term();
+    letters.forEach((letter) => options.onDeadLettered?.(letter));
+  }
+
   return {
     kind: "jetstream",
-    async append(batches) {
+    /**
+     * One publish, tried again (same message id: the stream stores it once) while it fails for a
+     * reason that passes (not connected, no acknowledgement in time, no stream leader: a cluster
+     * electing one) until INGEST_LOG_RETRY_MS have passed; then Unavailable (the collector's 503).
+     * Once an append has used up its tries, the next ones get one try each until one is
+     * acknowledged: a long outage answers at once instead of holding every request.
+     */
+    async append(batches, id = randomUUID()) {
       if (!batches.length) return;
-      if (!connected) throw unavailable("not connected");
+      const payload = JSON.stringify(batches);
+      const deadline = performance.now() + (appendsFailing ? 0 : config.retryMs);
       try {
-        await js.publish(config.subject, JSON.stringify(batches), { msgID: randomUUID(), timeout: config.timeoutMs });
+        await publishUntil(payload, id, deadline);
+        appendsFailing = false;
       } catch (error) {
-        throw unavailable((error as Error).message);
+        appendsFailing = true;
+        throw error;
       }
     },
 
-    async writeBatch(limit: number, hooks: WriterHooks): Promise<IngestResult | undefined> {
+    async writeBatch(limit: number, options: WriteOptions): Promise<IngestResult | undefined> {
       const messages = await fetchMessages(sizer.entriesFor(limit));
       if (!messages.length) return undefined;
-      const byId = new Map<string, QueueRow[]>();
-      const readable: { msg: JsMsg; id: string }[] = [];
+      const redelivered = messages.filter((msg) => msg.info.redelivered).length;
+      if (redelivered) trackingMetrics.redeliveries.inc(redelivered);
+      const entries: Entry[] = [];
+      const unreadable: { msg: JsMsg; error: string; settled?: boolean }[] = [];
       for (const msg of messages) {
         try {
-          const { id, rows } = readMessage(msg, config.stream);
-          byId.set(id, rows);
-          readable.push({ msg, id });
-        } catch {
-          logger.error("ingest log message is not a batch: dropped", { stream: config.stream, seq: msg.seq });
-          msg.term("not a batch");
+          entries.push(readMessage(msg, config.stream));
+        } catch (error) {
+          if (!(error instanceof MalformedBatch)) throw error;
+          unreadable.push({ msg, error: error.message });
         }
       }
-      sizer.observe(byId.size, [...byId.values()].reduce((sum, rows) => sum + rows.length, 0));
-      let result: IngestResult | undefined;
+      sizer.observe(entries.length, entries.reduce((sum, e) => sum + e.rows.length, 0));
+      const goBack = () => [...entries, ...unreadable].filter((e) => !e.settled).forEach((e) => e.msg.nak(NAK_DELAY_MS));
       try {
-        result = await db.$transaction(
-          async (tx) => {
-            const ids = JSON.stringify([...byId.keys()]);
-            const fresh = await tx.$queryRaw<{ id: string }[]>`
-              INSERT INTO "IngestedBatch" ("id") SELECT jsonb_array_elements_text(${ids}::jsonb)
-              ON CONFLICT DO NOTHING RETURNING "id"`;
-            const events = fresh.flatMap(({ id }) => byId.get(id) ?? []);
-            // every message was written before (redelivered after its writer's commit): nothing to write
-            return writeEvents(tx, events, hooks);
-          },
-          { timeout: BATCH_TRANSACTION_MS },
-        );
+        // no retry reads them: set aside at once
+        for (const u of unreadable) {
+          await setAside(u.msg, messageId(u.msg, config.stream), u.error, options);
+          u.settled = true;
+        }
+        if (!entries.length) return EMPTY_RESULT;
+        try {
+          return await writeMessages(entries, options);
+        } catch (error) {
+          if (failedWrite(error) !== "permanent") throw error;
+          const parts = await isolate(entries, (part) => writeMessages(part, options), (entry, cause) => refused(entry, cause, options), error);
+          return mergedResults(parts) ?? EMPTY_RESULT;
+        }
       } catch (error) {
         // back to the stream, for this or another writer, after a pause (a database outage is rarely shorter)
-        for (const { msg } of readable) msg.nak(NAK_DELAY_MS);
+        goBack();
         throw error;
       }
-      // after the commit: a lost acknowledgement means a redelivery, which the ids make harmless
-      const confirmed = await Promise.all(
-        readable.map(({ msg, id }) =>
-          msg.ackAck().then(
-            (acknowledged) => (acknowledged ? id : undefined),
-            (error: Error) => {
-              logger.warn("ingest log acknowledgement failed; the batch will be redelivered and skipped", { error: error.message });
-              return undefined;
-            },
-          ),
-        ),
-      );
-      const ids = JSON.stringify(confirmed.filter((id) => id !== undefined));
-      await db.$executeRaw`UPDATE "IngestedBatch" SET "acknowledgedAt" = now() WHERE id IN (SELECT jsonb_array_elements_text(${ids}::jsonb))`;
-      await pruneWrittenIds();
-      return result;
     },
 
     async oldestUnwritten() {

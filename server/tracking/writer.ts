@@ -1,13 +1,20 @@
 // The ingest writer of this process: drains the queue in batches (one transaction each), then
 // settles pending contact enrichments. It runs on a timer and when the collector wakes it; any
-// number of processes may run one against the same database.
+// number of processes may run one against the same database. A transient fault (the database or
+// the log unavailable) is a wait: logged once per outage at warn, retried with a bounded backoff;
+// a batch the database refuses is isolated and, after its tries, set aside (isolation.ts): an error
+// for an operator to act on.
 import type { Db } from "../db/database.ts";
+import { faultText, isTransientFault } from "../db/errors.ts";
+import { Unavailable } from "../domain/errors.ts";
 import type { Logger } from "../logging.ts";
+import { countDeadLetters } from "./dead-letters.ts";
 import { type DomainEvidence, mergedEvidence } from "./domain-evidence.ts";
 import { enrichment, type EnrichmentDeps, type EnrichmentOutcome } from "./enrichment.ts";
 import { type IngestResult, type WriterHooks } from "./ingest.ts";
 import { type IngestLog, tableLog } from "./ingest-log.ts";
-import { reportWriterLag, trackingMetrics } from "./metrics.ts";
+import type { DeadLetterNotice } from "./isolation.ts";
+import { reportWriterGauges, trackingMetrics } from "./metrics.ts";
 
 export interface WriterOptions extends WriterHooks {
   /** Events per transaction. */
@@ -28,6 +35,8 @@ export interface WriterOptions extends WriterHooks {
   onCommitted?: () => void;
   /** Where the events wait (default: the queue table of `db`). */
   log?: IngestLog;
+  /** Tries of a batch the database refuses before it is set aside (INGEST_MAX_ATTEMPTS). */
+  maxAttempts?: number;
 }
 
 export interface IngestWriter {
@@ -41,16 +50,57 @@ export interface IngestWriter {
 
 /** How many times INGEST_BATCH_SIZE a batch may grow to while the log holds a backlog. */
 const MAX_BATCH_GROWTH = 8;
+/** The longest pause between tries while the database or the log is unavailable. */
+const MAX_BACKOFF_MS = 5_000;
+
+/**
+ * Failed writes of one outage (from the first failure to the next success): logged once when it
+ * begins (warn for a known transient fault, error for one not understood) and once when it ends,
+ * with the pause before the next try doubling from `pollMs` up to MAX_BACKOFF_MS.
+ */
+function outages(logger: Logger, pollMs: number) {
+  let since: number | undefined;
+  let failures = 0;
+  return {
+    get ongoing() {
+      return since !== undefined;
+    },
+    failed(error: unknown): number {
+      failures++;
+      if (since === undefined) {
+        since = Date.now();
+        const fields = { error: faultText(error) };
+        if (isTransientFault(error) || error instanceof Unavailable) logger.warn("ingest writer waits: the database or the ingest log is unavailable; the events stay queued and are retried", fields);
+        else logger.error("ingest writer failed; the events stay queued and are retried", fields);
+      }
+      return Math.min(pollMs * 2 ** failures, MAX_BACKOFF_MS);
+    },
+    succeeded(): void {
+      if (since === undefined) return;
+      logger.info("ingest writer writes again", { afterSeconds: Math.round((Date.now() - since) / 1000), failedTries: failures });
+      since = undefined;
+      failures = 0;
+    },
+  };
+}
 
 export function createIngestWriter(db: Db, deps: EnrichmentDeps, logger: Logger, options: WriterOptions = {}): IngestWriter {
-  const { batchSize = 1000, pollMs = 250, transactions = 1, onIngested, onEnriched, evidence, onCommitted, log = tableLog(db) } = options;
+  const { batchSize = 1000, pollMs = 250, transactions = 1, onIngested, onEnriched, evidence, onCommitted, log = tableLog(db), maxAttempts } = options;
   const enrich = enrichment(db, deps);
   let running: Promise<IngestResult[]> | undefined;
   let timer: NodeJS.Timeout | undefined;
   let stopped = false;
 
-  // the lag gauge asks the log when /metrics is scraped (other writers' batches in hand included)
-  reportWriterLag(() => log.oldestUnwritten());
+  const outage = outages(logger, pollMs);
+
+  // the gauges ask the log and the database when /metrics is scraped (other writers' batches in hand included)
+  reportWriterGauges({ oldestUnwritten: () => log.oldestUnwritten(), deadLetters: () => countDeadLetters(db) });
+
+  function deadLettered(letter: DeadLetterNotice): void {
+    trackingMetrics.deadLetteredEvents.inc(letter.events);
+    logger.error("ingest batch set aside into the dead-letter table: replay or drop it (npm run admin -- dead-letters list)", { ...letter });
+  }
+  const writeOptions = { onIngested, maxAttempts, onDeadLettered: deadLettered };
 
   // Domain evidence (reverse DNS look-ups of up to seconds each) is off the write path: the
   // batches' evidence waits, merged, for the one settling under way, and writing never waits
@@ -78,7 +128,7 @@ export function createIngestWriter(db: Db, deps: EnrichmentDeps, logger: Logger,
     let limit = batchSize;
     for (;;) {
       const started = performance.now();
-      const result = await log.writeBatch(limit, { onIngested });
+      const result = await log.writeBatch(limit, writeOptions);
       // a full batch means a backlog: fewer, bigger transactions until it is gone
       limit = result && result.events >= limit ? Math.min(limit * 2, batchSize * MAX_BATCH_GROWTH) : batchSize;
       if (result) {
@@ -123,9 +173,13 @@ export function createIngestWriter(db: Db, deps: EnrichmentDeps, logger: Logger,
     if (stopped) return;
     clearTimeout(timer);
     timer = setTimeout(() => {
-      write()
-        .catch((error: Error) => logger.error("ingest writer failed; the events stay queued", { error: error.message }))
-        .finally(() => schedule(pollMs));
+      write().then(
+        () => {
+          outage.succeeded();
+          schedule(pollMs);
+        },
+        (error: unknown) => schedule(outage.failed(error)),
+      );
     }, delay);
     timer.unref();
   }
@@ -133,14 +187,15 @@ export function createIngestWriter(db: Db, deps: EnrichmentDeps, logger: Logger,
   return {
     drain,
     wake: () => {
-      if (!running) schedule(0);
+      // during an outage the backoff's pause holds: the collector's wake-ups would not shorten it
+      if (!running && !outage.ongoing) schedule(0);
     },
     async stop() {
       stopped = true;
       clearTimeout(timer);
       await running?.catch(() => {});
       await evidenceSettled();
-      reportWriterLag(undefined);
+      reportWriterGauges(undefined);
     },
   };
 }

@@ -47,7 +47,7 @@ export const logConfigOf = (env: Record<string, string>): IngestLogConfig => loa
 
 /** Deletes the test's stream (and its consumer with it); nothing when it does not exist. */
 export async function deleteStream(env: Record<string, string>): Promise<void> {
-  const nc = await connect({ servers: env.INGEST_LOG_URL, timeout: 2000 }).catch(() => undefined);
+  const nc = await connect({ servers: env.INGEST_LOG_URL!.split(","), timeout: 2000 }).catch(() => undefined);
   if (!nc) return;
   try {
     const jsm = await jetstreamManager(nc);
@@ -59,7 +59,7 @@ export async function deleteStream(env: Record<string, string>): Promise<void> {
 
 /** Messages the test's stream still holds: with work-queue retention an acknowledged one is removed, and a writer acknowledges after its commit. */
 export async function messagesLeft(env: Record<string, string>): Promise<number> {
-  const nc = await connect({ servers: env.INGEST_LOG_URL, timeout: 2000 });
+  const nc = await connect({ servers: env.INGEST_LOG_URL!.split(","), timeout: 2000 });
   try {
     const jsm = await jetstreamManager(nc);
     return (await jsm.streams.info(env.INGEST_LOG_STREAM!)).state.messages;
@@ -123,4 +123,60 @@ export async function privateNats(binary: string): Promise<PrivateNats> {
       rmSync(store, { recursive: true, force: true });
     },
   };
+}
+
+/** A JetStream cluster of `size` nats-servers of this test alone, on loopback (routes between all of them). */
+export interface NatsCluster {
+  /** Client URLs, one per node. */
+  urls: string[];
+  /** Node names (`n0` ...), as stream info's `cluster.leader` names them. */
+  names: string[];
+  /** SIGKILL one node: a crash (its followers elect a new leader). */
+  kill(name: string): Promise<void>;
+  /** Every node killed and its store removed. */
+  close(): Promise<void>;
+}
+
+export async function natsCluster(binary: string, size = 3): Promise<NatsCluster> {
+  const nodes = await Promise.all(
+    Array.from({ length: size }, async (_, i) => ({
+      name: `n${i}`,
+      port: await freePort(),
+      clusterPort: await freePort(),
+      store: mkdtempSync(path.join(os.tmpdir(), `nats-cluster-${i}-`)),
+      child: undefined as ChildProcess | undefined,
+    })),
+  );
+  const routes = nodes.map((n) => `nats://127.0.0.1:${n.clusterPort}`).join(",");
+  const kill = async (node: (typeof nodes)[number]) => {
+    const { child } = node;
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    const exited = once(child, "exit");
+    child.kill("SIGKILL");
+    await exited;
+  };
+  const cluster: NatsCluster = {
+    urls: nodes.map((n) => `nats://127.0.0.1:${n.port}`),
+    names: nodes.map((n) => n.name),
+    kill: (name) => kill(nodes.find((n) => n.name === name)!),
+    async close() {
+      for (const node of nodes) await kill(node);
+      for (const node of nodes) rmSync(node.store, { recursive: true, force: true });
+    },
+  };
+  try {
+    for (const n of nodes) {
+      n.child = spawn(binary, ["-a", "127.0.0.1", "-p", String(n.port), "-js", "-sd", n.store, "--server_name", n.name, "--cluster_name", "c",
+        "--cluster", `nats://127.0.0.1:${n.clusterPort}`, "--routes", routes], { stdio: "ignore" });
+    }
+    for (const url of cluster.urls) {
+      await eventually(async () => {
+        if (!(await reachable(url))) throw new Error(`nats-server did not listen on ${url}`);
+      }, { timeoutMs: 20_000 });
+    }
+  } catch (error) {
+    await cluster.close();
+    throw error;
+  }
+  return cluster;
 }
