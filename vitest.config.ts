@@ -8,8 +8,10 @@ export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
     globalSetup: ["test/support/global-setup.ts"],
-    testTimeout: 30_000,
-    hookTimeout: 120_000,
+    // generous: the first test of a worker also loads the IP data, which a busy machine makes slow
+    testTimeout: 90_000,
+    // a file's set-up (a database, an app, tenants) took over 120 s beside other work on 2 cores
+    hookTimeout: 300_000,
     // Most test files spend their time waiting (child processes starting, servers, mail, time
     // bounds), not computing: at least 4 files at once, also where vitest's default (cores - 1)
     // would run them one by one (a 2-core machine). TEST_WORKERS overrides.

@@ -31,7 +31,10 @@ export function startProcess(script: string, env: Record<string, string>): Child
   });
 }
 
-/** Starts server/main.ts in production mode with `env` on top; resolves once `probePath` answers. */
+/**
+ * Starts server/main.ts in production mode with `env` on top; resolves once `probePath` answers
+ * and /readyz says ready (the port answers /healthz before the database and the IP data are).
+ */
 export async function startService(port: number, env: Record<string, string>, probePath = "/healthz"): Promise<ChildProcess> {
   // request logs are written (as in production) and dropped
   const child = startProcess("server/main.ts", {
@@ -45,7 +48,8 @@ export async function startService(port: number, env: Record<string, string>, pr
   for (let tries = 0; tries < 600; tries++) {
     if (child.exitCode !== null) throw new Error("the service exited before it listened");
     const up = await fetch(`http://127.0.0.1:${port}${probePath}`, { method: "POST" }).then(() => true, () => false);
-    if (up) return child;
+    const ready = up && (await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.ok, () => false));
+    if (ready) return child;
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
   throw new Error("the service did not start listening");

@@ -501,7 +501,9 @@ export interface paths {
          *     Filters: `segmentId` applies that segment's filters; `filter` carries an ad-hoc
          *     `SegmentFilter` as URL-encoded JSON, for example
          *     `filter={"match":"all","conditions":[{"field":"country","operator":"eq","value":"DE"}]}`
-         *     (with curl: `-G --data-urlencode 'filter=…'`). Given both, a lead must match both.
+         *     (with curl: `-G --data-urlencode 'filter=…'`); `identitySource` keeps the leads
+         *     recognised one way (`identitySource=declared`, the same as a filter condition on that
+         *     field). Given several, a lead must match all of them.
          *
          *     Paging: pass the previous page's `nextCursor` as `cursor`, with the same filters;
          *     `nextCursor` is `null` on the last page. A cursor is a position in the order (last visit,
@@ -943,10 +945,18 @@ export interface paths {
          *
          *     Cities and countries are found by walking DB-IP's own blocks through each IPv4 range:
          *     at most one look-up per /24 and 4,096 per range (evenly spread over larger ranges),
-         *     counting at most 256 cities per AS. Only `business` and `education` networks become
-         *     leads; the tracking collector counts and drops the others (partners' exclusion rules
-         *     still apply to the leads). Measured on a labelled set of 773 ASNs, 214 of them held out of
-         *     the tuning (`npm run bench:classify`; see the README for the figures).
+         *     counting at most 256 cities per AS. `business` and `education` networks become leads of
+         *     their own organisation; an address of another network becomes a lead's only through an
+         *     identity (below), and partners' exclusion rules still apply to the leads. Measured on a
+         *     labelled set of 773 ASNs, 214 of them held out of the tuning (`npm run bench:classify`;
+         *     see the README for the figures).
+         *
+         *     **Identity.** `identity` is what the key's account knows of the organisation behind the
+         *     address: a network it declared, or evidence learned from its own visitors (forms with
+         *     business e-mail addresses, reverse DNS), with its confidence, whether the address is
+         *     shared, the guard that stops it if any, and counts of the evidence (never a visitor id
+         *     or an e-mail address); see `AddressIdentity`. Another account's evidence is never
+         *     shown.
          *     - 400 `validation_failed`: `ip` is not an IPv4 or IPv6 address.
          *     - 404 `network_not_found`: no announced network holds the address (private, reserved or
          *       unrouted).
@@ -1303,6 +1313,67 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/declared-networks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the account's declared networks
+         * @description The account's declared networks, oldest first, one page at a time (keyset paging: pass
+         *     `nextCursor` as `cursor`).
+         *     - 403 `forbidden`: the acting user (query `email`) is not a member, or not an admin.
+         */
+        get: operations["listDeclaredNetworks"];
+        put?: never;
+        /**
+         * Declare a network as an organisation's
+         * @description Declares that the addresses of `cidr` are the organisation's. The prefix length must be
+         *     16 to 32 for IPv4 and 32 to 128 for IPv6, and the address must be the network's first
+         *     (no bits set after the prefix: `203.0.113.0/28`, not `203.0.113.5/28`). The cidr is
+         *     stored and answered in its canonical form (IPv6 compressed, lower case; an IPv4-mapped
+         *     IPv6 network as its IPv4 network). `organizationDomain` (optional) is a host name under
+         *     a public suffix, stored in lower case without a trailing dot or a leading `www.`; visits
+         *     of the network join the lead of the dataset with that domain. An account holds at most
+         *     10,000 declared networks.
+         *     - 400 `validation_failed`: `cidr` is not a network in CIDR notation, its prefix length
+         *       is out of range or bits are set after the prefix; `organizationDomain` is not a domain.
+         *     - 403 `forbidden`: the acting user (query `email`) is not a member, or not an admin.
+         *     - 409 `conflict`: the same network is already declared in the account (compared in
+         *       canonical form), or the account holds 10,000 declared networks.
+         */
+        post: operations["declareNetwork"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/declared-networks/{networkId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Remove a declared network
+         * @description Removes the declaration: later visits from its addresses are attributed by evidence
+         *     alone, as if it had never been declared.
+         *     - 403 `forbidden`: the acting user (query `email`) is not a member, or not an admin.
+         *     - 404 `not_found`: no declared network with this id in the account.
+         */
+        delete: operations["removeDeclaredNetwork"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1445,7 +1516,9 @@ export interface components {
          *     - date fields (`firstVisitAt`, `lastVisitAt`): `gte`, `lte`, `exists`, with RFC 3339
          *       date-time values (`2025-06-01T00:00:00Z`) or dates (`2025-06-01`, midnight UTC);
          *     - `tags`: `contains` (the lead has this one tag), `in` (the lead has any of these tags),
-         *       `exists` (the lead has at least one tag); tag values are normalised like `Tag`.
+         *       `exists` (the lead has at least one tag); tag values are normalised like `Tag`;
+         *     - `identitySource`: `eq`, `neq`, `in`, with values of `IdentitySource` (`network`,
+         *       `reverse_dns`, `form_email`, `declared`).
          *
          *     `value` is a string or number for `eq`, `neq`, `contains`, `gte` and `lte`, a non-empty
          *     array for `in`, and a boolean for `exists` (true: the field has a value). Text is compared
@@ -1463,7 +1536,7 @@ export interface components {
          */
         SegmentCondition: {
             /** @enum {string} */
-            field: "organizationName" | "organizationDomain" | "industry" | "employeeCount" | "country" | "city" | "tags" | "assigneeUserId" | "visitCount" | "firstVisitAt" | "lastVisitAt" | "score";
+            field: "organizationName" | "organizationDomain" | "industry" | "employeeCount" | "country" | "city" | "tags" | "assigneeUserId" | "visitCount" | "firstVisitAt" | "lastVisitAt" | "score" | "identitySource";
             /** @enum {string} */
             operator: "eq" | "neq" | "contains" | "in" | "gte" | "lte" | "exists";
             value: string | number | boolean | (string | number)[];
@@ -2063,7 +2136,9 @@ export interface components {
          *         "hot"
          *       ],
          *       "assigneeUserId": 1042,
-         *       "score": 47
+         *       "score": 47,
+         *       "identitySource": "network",
+         *       "identityConfidence": 1
          *     }
          */
         LeadDTO: {
@@ -2090,6 +2165,9 @@ export interface components {
              */
             assigneeUserId: number | null;
             score: components["schemas"]["LeadScore"];
+            identitySource: components["schemas"]["IdentitySource"];
+            /** @description How sure the recognition named by `identitySource` is, 0 to 1 (see `IdentitySource`): 1 for `network` and `declared`. */
+            identityConfidence: number;
         };
         /**
          * @example {
@@ -2110,7 +2188,9 @@ export interface components {
          *             "hot"
          *           ],
          *           "assigneeUserId": 1042,
-         *           "score": 47
+         *           "score": 47,
+         *           "identitySource": "network",
+         *           "identityConfidence": 1
          *         }
          *       ],
          *       "nextCursor": "eyJ0IjoxNzQ5NTY0MjA3MDAwLCJpZCI6ImxlYWRfNXQyazhtMXE5eCJ9"
@@ -2636,7 +2716,7 @@ export interface components {
             description: string;
         };
         /**
-         * @description Kind of network an address belongs to, by the rule in `GET /v1/ip-lookup`. Only `business` and `education` networks become leads.
+         * @description Kind of network an address belongs to, by the rule in `GET /v1/ip-lookup`. `business` and `education` networks become leads of their own organisation; addresses of the others only through an identity (`AddressIdentity`).
          * @example business
          * @enum {string}
          */
@@ -2667,7 +2747,8 @@ export interface components {
          *       "networkType": "business",
          *       "networkTypeSource": "rule",
          *       "country": "US",
-         *       "city": "Cupertino"
+         *       "city": "Cupertino",
+         *       "identity": null
          *     }
          */
         IpLookupResponse: {
@@ -2689,6 +2770,212 @@ export interface components {
             /** @description ISO 3166-1 alpha-2. */
             country: string | null;
             city: string | null;
+            /** @description The organisation the key's account knows behind this address from evidence or a declaration (`AddressIdentity`); null when it knows nothing of it. */
+            identity: components["schemas"]["AddressIdentity"] | null;
+        };
+        /**
+         * @description How a lead's organisation was recognised from its visits' addresses, with
+         *     `identityConfidence` (0 to 1) saying how sure that is:
+         *     - `network` (1): the visitor's own network (autonomous system) is the organisation's, a
+         *       `business` or `education` network (see `GET /v1/ip-lookup`);
+         *     - `declared` (1): the address lies in a network the account declared as the
+         *       organisation's (`POST /v1/declared-networks`);
+         *     - `reverse_dns` (0.85; 0.95 when e-mail from the address agrees): the address's reverse
+         *       DNS (PTR) name is under the organisation's domain;
+         *     - `form_email` (0.6 for one person, 0.75 for two or more): people who submitted forms
+         *       from the address gave business e-mail addresses at the organisation's domain.
+         *     An address of an ISP, hosting or mobile network is attributed to an organisation only
+         *     with an identity of confidence 0.5 or more that no guard stops (`AddressIdentity`). The
+         *     same organisation recognised in several ways is one lead per dataset (matched by its
+         *     domain); the lead shows its most confident recognition.
+         * @example form_email
+         * @enum {string}
+         */
+        IdentitySource: "network" | "reverse_dns" | "form_email" | "declared";
+        /**
+         * @description What one account knows of the organisation behind an address, learned from evidence
+         *     (scored, and kept only above a confidence) or declared.
+         *
+         *     **Evidence.** (a) Forms submitted from the address whose e-mail address has a business
+         *     domain (its registrable domain; free-mail providers never count); (b) the address's
+         *     reverse DNS (PTR) name, reduced to its registrable domain, unless it spells the address,
+         *     reads like an access line (labels such as `dyn`, `pool`, `dsl`, `dip`, `customer`,
+         *     `static`) or is the network operator's own (the AS organisation's domain, or a domain
+         *     that is the PTR of 16 or more /24 networks: the operator setting
+         *     `TRACKING_DNS_OPERATOR_PREFIXES`); an e-mail domain that is the operator's own does not
+         *     count either; (c) the account's declared networks (`POST /v1/declared-networks`), which
+         *     win over everything else for their cidr.
+         *
+         *     **Confidence.** Declared 1; PTR and e-mail agreeing 0.95; PTR 0.85; the e-mail of two or
+         *     more distinct people 0.75; one person's e-mail 0.6. A static line from which one person
+         *     sent a form with their business address, and where no other organisation was seen,
+         *     holds an identity. The address is attributed (`attributed`) when the confidence is at
+         *     least 0.5 and no guard applies.
+         *
+         *     **Addresses and prefixes.** Evidence is kept per IPv4 address and per IPv6 /64. An
+         *     identity spans a prefix when its evidence does: two or more addresses of one /24 (IPv6
+         *     /48) attributed to one organisation give it the smallest prefix holding them, provided
+         *     no other address with evidence in that prefix names another organisation, is shared or
+         *     guarded, or reads like a dynamic line, and the prefix is at most a /29 (IPv6 /56), or up
+         *     to the /24 (IPv6 /48) when each of those addresses has a PTR name under the
+         *     organisation's domain. The prefix's confidence is the lowest of those addresses'. An
+         *     address's own evidence wins over a prefix's.
+         *
+         *     **Guards** (`guard`, why an identity attributes nothing):
+         *     - `shared`: the evidence of the address names two or more organisations within the
+         *       window (a coworking space, a hotel, carrier-grade NAT, a campus): no organisation is
+         *       named and nothing is attributed (a declaration still wins);
+         *     - `dynamic_line`: the PTR name reads like a dynamic access line (`dyn`, `dynamic`,
+         *       `pool`, `dhcp`, `ppp`, `dial`, `dsl`, `cable`, `ftth`, `broadband`, `customer`,
+         *       `residential`, `home`, `nat`, ... and no `static`, `fixed` or `business`): e-mail alone
+         *       never gives it an identity (a person working from home with a business address does
+         *       not make their household a company);
+         *     - `dynamic_range`: e-mail at addresses of its /24 (IPv6 /48) without a PTR name names 4
+         *       or more organisations within the window (a dynamic pool): e-mail alone gives no
+         *       identity there;
+         *     - `moving_person`: the only e-mail evidence comes from people who sent forms from two or
+         *       more addresses within the window (a re-dialled dynamic line);
+         *     - `network_type`: mobile carrier addresses hold only declared identities; hosting and
+         *       unknown networks only declared ones and those with a PTR name; `business` and
+         *       `education` networks are their own organisation's and take only declared ones.
+         *
+         *     **Time.** Evidence counts for 90 days after it was last seen (the operator setting
+         *     `TRACKING_IDENTITY_DAYS`); an identity without renewing evidence expires then
+         *     (`expiresAt`).
+         *
+         *     **Scope and privacy.** Identities are per account: what one partner's visitors told the
+         *     service is never shown to, or used for, another. An operator may pool PTR-derived
+         *     evidence (public data) across accounts (`TRACKING_IDENTITY_POOL_REVERSE_DNS`); e-mail
+         *     evidence is never pooled. An identity holds the organisation's domain and counts, never
+         *     a visitor id or an e-mail address; erasing a person (`POST /v1/privacy/erasures`)
+         *     removes their contribution.
+         * @example {
+         *       "organizationName": "example-gmbh.de",
+         *       "organizationDomain": "example-gmbh.de",
+         *       "source": "form_email",
+         *       "confidence": 0.75,
+         *       "attributed": true,
+         *       "guard": null,
+         *       "prefix": "198.51.100.7/32",
+         *       "shared": false,
+         *       "firstSeenAt": "2026-10-02T08:14:00.000Z",
+         *       "lastSeenAt": "2026-11-20T15:41:00.000Z",
+         *       "expiresAt": "2027-02-18T15:41:00.000Z",
+         *       "evidence": {
+         *         "declared": 0,
+         *         "reverseDns": 0,
+         *         "formEmail": 2,
+         *         "organizations": 1
+         *       }
+         *     }
+         */
+        AddressIdentity: {
+            /** @description The declared name; else the organisation's domain (or the curated organisation's name for a curated domain); null when nothing is attributed. */
+            organizationName: string | null;
+            /** @description The organisation's domain, lower case; null when the evidence names none or is guarded. */
+            organizationDomain: string | null;
+            /** @description Which evidence names the organisation (`declared`, `reverse_dns` or `form_email`); null when it names none. */
+            source: components["schemas"]["IdentitySource"] | null;
+            /** @description How sure the identity is; 0 when a guard applies or the address is shared. */
+            confidence: number;
+            /** @description Whether visits from this address become visits of the organisation's lead. */
+            attributed: boolean;
+            /**
+             * @description Why the identity attributes nothing (see above); null when none applies.
+             * @enum {string|null}
+             */
+            guard: "shared" | "dynamic_line" | "dynamic_range" | "moving_person" | "network_type" | null;
+            /** @description The address or prefix the identity is held for, in CIDR notation: the address (IPv6: its /64), a prefix its evidence spans, or the declared network. */
+            prefix: string;
+            /** @description Whether the evidence of the address names two or more organisations within the window (true also when a declaration wins over it). */
+            shared: boolean;
+            /**
+             * Format: date-time
+             * @description When the first evidence still counted was seen (a declaration's creation).
+             */
+            firstSeenAt: string;
+            /**
+             * Format: date-time
+             * @description When the latest evidence was seen (a declaration's creation).
+             */
+            lastSeenAt: string;
+            /**
+             * Format: date-time
+             * @description When the identity lapses unless new evidence renews it; null for a declaration.
+             */
+            expiresAt: string | null;
+            /** @description A summary of the evidence within the window: counts only, never a visitor id or an e-mail address. */
+            evidence: {
+                /** @description Declared networks of the account that hold the address. */
+                declared: number;
+                /** @description PTR names under an organisation's domain seen for the address or prefix. */
+                reverseDns: number;
+                /** @description Distinct people whose forms from the address or prefix gave a business e-mail domain. */
+                formEmail: number;
+                /** @description Distinct organisations (domains) the evidence names. */
+                organizations: number;
+            };
+        };
+        /**
+         * @description Id of a declared network.
+         * @example dnet_5k2m8q1x9z3c7f4d
+         */
+        DeclaredNetworkId: string;
+        /**
+         * @example {
+         *       "cidr": "203.0.113.0/28",
+         *       "organizationName": "Example GmbH",
+         *       "organizationDomain": "example.de"
+         *     }
+         */
+        DeclareNetwork: {
+            /** @description The network in CIDR notation: IPv4 with a prefix length of 16 to 32, IPv6 of 32 to 128, no bits set after the prefix. */
+            cidr: string;
+            /** @description The organisation's name, as leads of its visits show it. */
+            organizationName: string;
+            /**
+             * Format: hostname
+             * @description The organisation's website domain (optional).
+             */
+            organizationDomain?: string;
+        };
+        /**
+         * @example {
+         *       "id": "dnet_5k2m8q1x9z3c7f4d",
+         *       "cidr": "203.0.113.0/28",
+         *       "organizationName": "Example GmbH",
+         *       "organizationDomain": "example.de",
+         *       "createdAt": "2026-11-28T09:00:00.000Z"
+         *     }
+         */
+        DeclaredNetwork: {
+            id: components["schemas"]["DeclaredNetworkId"];
+            /** @description The network in canonical CIDR notation. */
+            cidr: string;
+            organizationName: string;
+            /** @description Lower case, without a leading `www.`; null when none was declared. */
+            organizationDomain: string | null;
+            /** Format: date-time */
+            createdAt: string;
+        };
+        /**
+         * @example {
+         *       "data": [
+         *         {
+         *           "id": "dnet_5k2m8q1x9z3c7f4d",
+         *           "cidr": "203.0.113.0/28",
+         *           "organizationName": "Example GmbH",
+         *           "organizationDomain": "example.de",
+         *           "createdAt": "2026-11-28T09:00:00.000Z"
+         *         }
+         *       ],
+         *       "nextCursor": null
+         *     }
+         */
+        DeclaredNetworkPage: {
+            data: components["schemas"]["DeclaredNetwork"][];
+            /** @description Cursor of the next page; null on the last page. */
+            nextCursor: string | null;
         };
         /**
          * @example {
@@ -3159,6 +3446,7 @@ export interface components {
          *       "visits": 12,
          *       "formSubmissions": 1,
          *       "queuedEvents": 0,
+         *       "pendingEvents": 0,
          *       "webhookDeliveries": 1,
          *       "leadsAdjusted": 1,
          *       "leadsRemoved": 0
@@ -3170,6 +3458,8 @@ export interface components {
             formSubmissions: number;
             /** @description Accepted events not yet written that waited in the PostgreSQL queue table. Events still in a NATS JetStream ingest log are not counted here: the erasure leaves a short-lived tombstone and the ingest writer drops them when it reaches them. */
             queuedEvents: number;
+            /** @description Events of shared networks (ISP, hosting, mobile) that waited, unlisted, for their address's organisation to become known (TRACKING_PENDING_DAYS). The person's contribution to the organisation behind an address (their form's e-mail domain) is removed with them. */
+            pendingEvents: number;
             webhookDeliveries: number;
             /** @description Leads whose visit count and visit times were recomputed and that keep visits. Each lead the erasure touched is counted once: here or in `leadsRemoved`. */
             leadsAdjusted: number;
@@ -3188,6 +3478,7 @@ export interface components {
          *         "visits": 12,
          *         "formSubmissions": 1,
          *         "queuedEvents": 0,
+         *         "pendingEvents": 0,
          *         "webhookDeliveries": 1,
          *         "leadsAdjusted": 1,
          *         "leadsRemoved": 0
@@ -3253,6 +3544,25 @@ export interface components {
             /** @description More visits or form submissions exist than were listed. */
             truncated: boolean;
         };
+        /** @description A page view (`referrer`, `title`) or a form (`fields`) from a shared network's address, waiting for the address's organisation to become known. */
+        ExportedPendingEvent: {
+            datasetId: components["schemas"]["DatasetId"];
+            visitorId: string;
+            /** @enum {string} */
+            type: "pageview" | "form";
+            /** Format: date-time */
+            receivedAt: string;
+            url: string;
+            referrer?: string | null;
+            title?: string | null;
+            /** @description As stored (masked when the dataset masks addresses). */
+            ip: string;
+            networkType: string;
+            /** @description Forms only; the kept fields. */
+            fields?: {
+                [key: string]: string;
+            };
+        };
         /** @description An event accepted by the collector that waits in the ingest log, as received (not yet processed): a page view (`referrer`, `title`) or a form (`partial`, `fields`). */
         ExportedQueuedEvent: {
             datasetId: components["schemas"]["DatasetId"];
@@ -3306,7 +3616,20 @@ export interface components {
          *           }
          *         }
          *       ],
-         *       "queuedEventsTruncated": false
+         *       "queuedEventsTruncated": false,
+         *       "pendingEvents": [
+         *         {
+         *           "datasetId": "ds_8f3k2m9q4w7x1z5c",
+         *           "visitorId": "vid_3k9x2m7q1w5z8f4c",
+         *           "type": "pageview",
+         *           "receivedAt": "2026-11-25T09:58:10.000Z",
+         *           "url": "https://www.customer.example/pricing",
+         *           "referrer": null,
+         *           "title": "Pricing",
+         *           "ip": "73.1.2.3",
+         *           "networkType": "isp"
+         *         }
+         *       ]
          *     }
          */
         DataSubjectExport: {
@@ -3321,6 +3644,8 @@ export interface components {
             queuedEvents: components["schemas"]["ExportedQueuedEvent"][];
             /** @description More waiting events may exist than were listed: over 10,000, or a JetStream stream that could not be read whole within 10 seconds. */
             queuedEventsTruncated: boolean;
+            /** @description The subject's events of shared networks (ISP, hosting, mobile) that wait, unlisted, for their address's organisation to become known (oldest first, at most 10,000): attributed to the organisation's lead then, deleted after TRACKING_PENDING_DAYS. */
+            pendingEvents: components["schemas"]["ExportedPendingEvent"][];
             webhookDeliveries: {
                 deliveryId: string;
                 eventType: string;
@@ -3582,6 +3907,16 @@ export interface components {
          * @example whe_4k9m2q7x1z5c8f3d
          */
         WebhookEndpointIdPath: components["schemas"]["WebhookEndpointId"];
+        /**
+         * @description Id of a declared network of the account.
+         * @example dnet_5k2m8q1x9z3c7f4d
+         */
+        DeclaredNetworkIdPath: components["schemas"]["DeclaredNetworkId"];
+        /**
+         * @description Only leads recognised this way (`LeadDTO.identitySource`).
+         * @example form_email
+         */
+        IdentitySourceQuery: components["schemas"]["IdentitySource"];
         /**
          * @description Id of a delivery of the endpoint (its `webhook-id`).
          * @example msg_7d2k9s4x1v8b6m3n
@@ -4726,6 +5061,11 @@ export interface operations {
                 /** @description Only the leads that match this ad-hoc filter: a `SegmentFilter` as URL-encoded JSON. */
                 filter?: components["parameters"]["LeadFilterQuery"];
                 /**
+                 * @description Only leads recognised this way (`LeadDTO.identitySource`).
+                 * @example form_email
+                 */
+                identitySource?: components["parameters"]["IdentitySourceQuery"];
+                /**
                  * @description The order: `lastVisitAt` (most recent visit first) or `score` (highest `LeadScore` first); ties by `leadId`, descending.
                  * @example score
                  */
@@ -5865,6 +6205,128 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listDeclaredNetworks: {
+        parameters: {
+            query: {
+                /**
+                 * @description E-mail address of the acting user, a member of the key's account (else 403). Case-insensitive; a raw `@` and `%40` both work.
+                 * @example admin@demo.example
+                 */
+                email: components["parameters"]["EmailActingUser"];
+                /**
+                 * @description Opaque cursor: the `nextCursor` of the previous page. Omit it for the first page. A cursor this API did not return: 400.
+                 * @example eyJhZnRlciI6MTd9
+                 */
+                cursor?: components["parameters"]["Cursor"];
+                /**
+                 * @description Largest number of items on the page.
+                 * @example 100
+                 */
+                limit?: components["parameters"]["Limit"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of declared networks. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeclaredNetworkPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    declareNetwork: {
+        parameters: {
+            query: {
+                /**
+                 * @description E-mail address of the acting user, a member of the key's account (else 403). Case-insensitive; a raw `@` and `%40` both work.
+                 * @example admin@demo.example
+                 */
+                email: components["parameters"]["EmailActingUser"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DeclareNetwork"];
+            };
+        };
+        responses: {
+            /** @description The network is declared; its id. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "dnet_5k2m8q1x9z3c7f4d"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CreateResponseDTOString"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    removeDeclaredNetwork: {
+        parameters: {
+            query: {
+                /**
+                 * @description E-mail address of the acting user, a member of the key's account (else 403). Case-insensitive; a raw `@` and `%40` both work.
+                 * @example admin@demo.example
+                 */
+                email: components["parameters"]["EmailActingUser"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description Id of a declared network of the account.
+                 * @example dnet_5k2m8q1x9z3c7f4d
+                 */
+                networkId: components["parameters"]["DeclaredNetworkIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["NoContent"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];

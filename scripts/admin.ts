@@ -358,9 +358,9 @@ function lazyContext(): Context & { close(): Promise<void> } {
       (config ??= import("../server/config.ts").then(({ loadOperatorConfig }) => loadOperatorConfig(process.env))),
     database: () =>
       (database ??= (async () => {
-        const [{ openDatabaseOrExit }, { database: settings }] = await Promise.all([import("../server/db/database.ts"), context.config()]);
+        const [{ openDatabaseChecked }, { database: settings }] = await Promise.all([import("../server/db/database.ts"), context.config()]);
         // a running service's embedded database is shared (it applied the migrations when it started)
-        const db = await openDatabaseOrExit(settings, { share: true, connections: 2 }).catch(cannotOpen);
+        const db = await openDatabaseChecked(settings, { share: true, connections: 2 }).catch(cannotOpen);
         await db.migrate().catch(async (error: unknown) => {
           await db.close().catch(() => {});
           cannotOpen(error);

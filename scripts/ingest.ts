@@ -5,8 +5,7 @@ import { openDatabaseOrExit } from "../server/db/database.ts";
 import { loadOperatorConfig } from "../server/config.ts";
 import { createLogger } from "../server/logging.ts";
 import { createServices } from "../server/services/index.ts";
-import { openIngestLog } from "../server/tracking/ingest-log.ts";
-import { startIngestWriter } from "../server/tracking/writer.ts";
+import { startProcessParts } from "../server/runtime.ts";
 
 const config = loadOperatorConfig(process.env);
 const logger = createLogger(config.logLevel);
@@ -17,17 +16,16 @@ await db.migrate();
 const services = createServices(db.prisma, { config, logger });
 // wired as the service's own writer (segment entries and webhook events); the jobs they queue
 // (alerts, deliveries) are run by the service's processes
-const log = await openIngestLog(db.prisma, config.ingestLog, logger).catch((error: Error) => {
+// this process is the writer, whatever INGEST_WRITER says for the service's processes
+const parts = await startProcessParts(db, services, { ...config, tracking: { writer: { ...settings, enabled: true } } }, logger).catch((error: Error) => {
   console.error(`configuration error: ${error.message}`);
   process.exit(1);
 });
-const writer = startIngestWriter(db.prisma, services.ingestWiring.deps, logger, { ...settings, ...services.ingestWiring.hooks, log });
-logger.info("ingest writer running", { log: log.kind, batchSize: settings.batchSize, pollMs: settings.pollMs });
+logger.info("ingest writer running", { log: parts.ingestLog.kind, batchSize: settings.batchSize, pollMs: settings.pollMs });
 
 async function stop(signal: string): Promise<void> {
   logger.info("stopping", { signal });
-  await writer.stop();
-  await log.close();
+  await parts.stop();
   await db.close();
   logger.info("stopped");
   process.exit(0);

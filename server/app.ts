@@ -11,6 +11,7 @@ import type { Database } from "./db/database.ts";
 import { apiKeyAuth } from "./http/auth.ts";
 import { errorHandler } from "./http/errors.ts";
 import { operatorRoutes } from "./http/operator.ts";
+import type { StartupProgress } from "./http/starting.ts";
 import { noOperation, type OperationChain, registerOperations, undecodablePath } from "./http/operations.ts";
 import { docsRoutes, serviceIndex } from "./http/docs.ts";
 import { rateLimit } from "./http/rate-limit.ts";
@@ -52,6 +53,8 @@ export interface AppOptions {
   tracking?: { config?: TrackingConfig; log?: IngestLog; onQueued?: () => void; now?: () => Date };
   /** The demo website's dataset, which `/` links (outside production; server/demo.ts `demoWebsiteDataset`). Default: no link. */
   demoDataset?: () => Promise<string | undefined>;
+  /** The service's start-up (server/main.ts), which /readyz reports. Default: readiness is the database alone. */
+  startup?: StartupProgress;
 }
 
 const defaults = loadConfig({});
@@ -68,6 +71,7 @@ export function createApp({
   services,
   tracking = {},
   demoDataset,
+  startup,
 }: AppOptions) {
   const contract = loadContract();
   const check = validateResponses ? responseChecker(contract) : undefined;
@@ -110,7 +114,7 @@ export function createApp({
   // with the same request line and metrics. Its router answers every POST /collect (never next()).
   app.post("/collect", context, collector);
   const others = express.Router();
-  others.use(operatorRoutes(db));
+  others.use(operatorRoutes(db, startup));
   others.use(docsRoutes()); // the API reference and the contract documents, without a key
   others.get("/", serviceIndex({ demoDataset })); // where to start, instead of 401
   others.use(context);

@@ -4,6 +4,7 @@
 // here give the zero-setup embedded mode. Requirements of production (SMTP_URL,
 // CTD_ENCRYPTION_KEY) and the test-only switches it refuses are checked here too.
 import { readFileSync } from "node:fs";
+import { isIP } from "node:net";
 import path from "node:path";
 import { domainToASCII } from "node:url";
 import { z } from "zod";
@@ -85,9 +86,11 @@ export interface RetentionConfig {
   batchSize: number;
   /** Erasure tombstones are deleted this many hours after the erasure: INGEST_LOG_MAX_AGE_HOURS, the longest an event waits in the log. */
   tombstoneHours: number;
+  /** Dead-lettered ingest batches (they hold visitors' events) are deleted this many days after they were set aside, or sooner by their dataset's retention. */
+  deadLetterDays: number;
 }
 
-export const DEFAULT_RETENTION: RetentionConfig = { jobDays: 14, webhookDeliveryDays: 30, batchSize: 5_000, tombstoneHours: 168 };
+export const DEFAULT_RETENTION: RetentionConfig = { jobDays: 14, webhookDeliveryDays: 30, batchSize: 5_000, tombstoneHours: 168, deadLetterDays: 30 };
 
 /** Reverse DNS of visitor addresses, the evidence of an organisation's domain (server/tracking/domain-evidence.ts). */
 export interface ReverseDnsConfig {
@@ -106,6 +109,16 @@ export interface ReverseDnsConfig {
   operatorPrefixes: number;
 }
 
+/** Identities behind shared networks (server/identity): the organisation at an address, from evidence. */
+export interface IdentityConfig {
+  /** TRACKING_IDENTITY_DAYS: evidence counts this long after it was last seen; an identity without renewing evidence expires then. */
+  windowDays: number;
+  /** TRACKING_IDENTITY_POOL_REVERSE_DNS: reverse DNS evidence (public data) serves every account, not only the one whose visitor brought it. */
+  poolReverseDns: boolean;
+  /** TRACKING_PENDING_DAYS: page views and forms of shared networks wait this long, unlisted, for their address's identity (then deleted). */
+  pendingDays: number;
+}
+
 /** The tracking script, collector and ingest writer (the `COLLECT_*`, `TRACKING_*`, `INGEST_*` variables). */
 export interface TrackingConfig {
   /** Requests one client address may send to the collector per minute. */
@@ -121,7 +134,10 @@ export interface TrackingConfig {
   loopbackIp?: string;
   /** Also load DB-IP's IPv6 city data (TRACKING_IPV6_GEO=1): more memory, IPv6 places. */
   ipv6Geo: boolean;
+  /** IP_DATA_CACHE_DIR: where the IP data's prepared forms are kept (default node_modules/.cache; bench:start uses an empty one). */
+  ipDataCacheDir?: string;
   reverseDns: ReverseDnsConfig;
+  identities: IdentityConfig;
   /** The ingest writer of this process. */
   writer: {
     /** Off: this process only collects; another process (`npm run ingest`) writes the queue. */
@@ -302,6 +318,15 @@ const positive = (fallback: number) => number(fallback, { integer: false, positi
 const text = z.string().optional().transform((v) => (v === "" ? undefined : v));
 /** A comma-separated list (blanks dropped). */
 const list = text.transform((v) => (v ?? "").split(",").map((s) => s.trim()).filter(Boolean));
+/** A DNS server as node's resolver takes it: `ip`, `ip:port` or `[ipv6]:port` (node would throw a stack at start). */
+const isDnsServer = (server: string) => {
+  const match = /^\[(.+)\]:(\d+)$/.exec(server) ?? /^([^:]+):(\d+)$/.exec(server);
+  return match ? isIP(match[1]!) !== 0 && Number(match[2]) <= 65535 : isIP(server) !== 0;
+};
+const dnsServers = (allowOff: boolean) =>
+  list.refine((servers) => (allowOff && servers.length === 1 && OFF.test(servers[0]!)) || servers.every(isDnsServer), {
+    message: `must be comma-separated DNS server addresses (ip or ip:port)${allowOff ? ", or off" : ""}`,
+  });
 /** A host name in its ASCII form (IDN to punycode, lower case, no trailing dot). */
 const hostName = z.string().transform((v, ctx) => {
   const ascii = /[\s/:@?#%[\]\\]/.test(v.trim()) ? "" : domainToASCII(v.trim().replace(/\.$/, "")).toLowerCase();
@@ -309,6 +334,16 @@ const hostName = z.string().transform((v, ctx) => {
   ctx.addIssue({ code: "custom", message: `must be a host name, got "${v}"` });
   return z.NEVER;
 });
+
+/** A URL pg can connect with: postgres:// or postgresql:// and a host (`not-a-url` would silently mean a server at "base"). */
+function isPostgresUrl(value: string): boolean {
+  try {
+    const url = new URL(value);
+    return (url.protocol === "postgresql:" || url.protocol === "postgres:") && (url.hostname !== "" || url.searchParams.has("host"));
+  } catch {
+    return false;
+  }
+}
 
 /** Every variable the service and its commands read, with its default (docs: Configuration). */
 const environment = z
@@ -320,7 +355,9 @@ const environment = z
     VALIDATE_RESPONSES: flag,
     LOG_LEVEL: text.pipe(z.enum(["debug", "info", "warn", "error", "silent"]).default("info")),
     SEED_DEMO: flag,
-    DATABASE_URL: text,
+    DATABASE_URL: text.refine((v) => v === undefined || isPostgresUrl(v), {
+      message: "must be a postgresql:// URL (postgresql://user:password@host:5432/database), or unset for the embedded database",
+    }),
     DATA_DIR: text.transform((v) => v ?? ".data/pglite"),
     DATABASE_CONNECT_TIMEOUT_MS: integer(DEFAULT_DATABASE_TIMEOUTS.connectMs),
     DATABASE_QUERY_TIMEOUT_MS: integer(DEFAULT_DATABASE_TIMEOUTS.queryMs),
@@ -364,16 +401,21 @@ const environment = z
     RETENTION_JOB_DAYS: integer(DEFAULT_RETENTION.jobDays),
     RETENTION_WEBHOOK_DELIVERY_DAYS: integer(DEFAULT_RETENTION.webhookDeliveryDays),
     RETENTION_BATCH_SIZE: integer(DEFAULT_RETENTION.batchSize),
+    RETENTION_DEAD_LETTER_DAYS: integer(DEFAULT_RETENTION.deadLetterDays),
     // tracking: collector, ingest writer, reverse DNS
     COLLECT_IP_REQUESTS_PER_MINUTE: integer(600),
     COLLECT_DATASET_EVENTS_PER_MINUTE: integer(600_000),
     TRACKING_SETTINGS_TTL_SECONDS: integer(60),
     TRACKING_LOOPBACK_IP: text,
     TRACKING_IPV6_GEO: flag,
-    TRACKING_DNS_SERVERS: list,
+    IP_DATA_CACHE_DIR: text,
+    TRACKING_DNS_SERVERS: dnsServers(true),
     TRACKING_DNS_TIMEOUT_MS: positive(1500),
     TRACKING_DNS_CACHE_SECONDS: integer(86_400),
     TRACKING_DNS_OPERATOR_PREFIXES: integer(16),
+    TRACKING_IDENTITY_DAYS: integer(90),
+    TRACKING_PENDING_DAYS: integer(30),
+    TRACKING_IDENTITY_POOL_REVERSE_DNS: flag,
     INGEST_WRITER: flag,
     INGEST_BATCH_SIZE: integer(1000),
     INGEST_POLL_MS: integer(250),
@@ -390,7 +432,7 @@ const environment = z
     CTD_ACME_DIRECTORY_URL: text.transform((v) => v ?? LETS_ENCRYPT_PRODUCTION),
     CTD_ACME_EMAIL: text,
     CTD_ACME_CA_FILE: text,
-    CTD_DNS_SERVERS: list,
+    CTD_DNS_SERVERS: dnsServers(false),
     CTD_DNS_TIMEOUT_MS: positive(2500),
     CTD_ADD_WAIT_SECONDS: positive(540),
     CTD_ENCRYPTION_KEY: text.transform((v, ctx) => {
@@ -557,7 +599,9 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       settingsTtlSeconds: e.TRACKING_SETTINGS_TTL_SECONDS,
       loopbackIp: e.TRACKING_LOOPBACK_IP,
       ipv6Geo: e.TRACKING_IPV6_GEO ?? false,
+      ...(e.IP_DATA_CACHE_DIR ? { ipDataCacheDir: path.resolve(e.IP_DATA_CACHE_DIR) } : {}),
       reverseDns: reverseDns(e),
+      identities: { windowDays: e.TRACKING_IDENTITY_DAYS, poolReverseDns: e.TRACKING_IDENTITY_POOL_REVERSE_DNS ?? false, pendingDays: e.TRACKING_PENDING_DAYS },
       writer: { enabled: e.INGEST_WRITER ?? true, batchSize: e.INGEST_BATCH_SIZE, pollMs: e.INGEST_POLL_MS, transactions: e.INGEST_WRITER_TRANSACTIONS, maxAttempts: e.INGEST_MAX_ATTEMPTS },
     },
     webhooks: webhooks(e, production),
@@ -579,6 +623,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       webhookDeliveryDays: e.RETENTION_WEBHOOK_DELIVERY_DAYS,
       batchSize: e.RETENTION_BATCH_SIZE,
       tombstoneHours: e.INGEST_LOG_MAX_AGE_HOURS,
+      deadLetterDays: e.RETENTION_DEAD_LETTER_DAYS,
     },
     ingestLog: e.INGEST_LOG_URL
       ? {

@@ -1,11 +1,12 @@
-// The contract compiled once per process: spec/openapi.yaml in one Ajv instance, for the response
-// checks (server/http/response-check.ts), the contact import and the tests; and its operations,
-// from which the routes are registered. Requests are validated by express-openapi-validator
-// (server/http/validation.ts).
+// The contracts compiled once per process, each in one Ajv instance: spec/openapi.yaml for the
+// response checks (server/http/response-check.ts), the contact import and the tests, and its
+// operations, from which the routes are registered (requests are validated by
+// express-openapi-validator, server/http/validation.ts); spec/collector.yaml for the collector's
+// batches (server/http/collector.ts): the document is the collector's only schema.
 import { Ajv2020, type ErrorObject, type ValidateFunction } from "ajv/dist/2020.js";
 import addFormats from "ajv-formats";
 import type { operations } from "../generated/openapi.ts";
-import { loadSpec } from "./spec.ts";
+import { loadCollectorSpec, loadSpec } from "./spec.ts";
 
 export type OperationId = keyof operations;
 
@@ -95,6 +96,7 @@ export interface Contract {
 }
 
 let shared: Contract | undefined;
+let collector: Contract | undefined;
 
 /** The one compiled contract of this process. */
 export function loadContract(): Contract {
@@ -102,11 +104,40 @@ export function loadContract(): Contract {
   return shared;
 }
 
+/** spec/collector.yaml, compiled once per process. */
+export function loadCollectorContract(): Contract {
+  collector ??= compileContract(loadCollectorSpec() as SpecDocument);
+  return collector;
+}
+
+/**
+ * The document as Ajv takes it: Ajv reads a discriminator's tag values from each branch's `const`
+ * and refuses a `mapping`, which OpenAPI tools need (without one, a tag value is the schema's
+ * name). The mappings are checked against the consts, then left out.
+ */
+function withoutDiscriminatorMappings(node: unknown, document: SpecDocument = node as SpecDocument): unknown {
+  if (typeof node !== "object" || node === null) return node;
+  const schema = node as { oneOf?: SchemaObject[]; discriminator?: { propertyName: string; mapping?: Record<string, string> } };
+  const mapping = schema.discriminator?.mapping;
+  if (mapping) {
+    const tag = schema.discriminator!.propertyName;
+    for (const [value, ref] of Object.entries(mapping)) {
+      const branch = document.components?.schemas?.[ref.split("/").pop()!] as { properties?: Record<string, { const?: unknown }> } | undefined;
+      if (branch?.properties?.[tag]?.const !== value) throw new Error(`discriminator mapping ${value} -> ${ref}: the branch's ${tag} must be const ${value}`);
+    }
+    delete schema.discriminator!.mapping;
+  }
+  for (const child of Object.values(node)) withoutDiscriminatorMappings(child, document);
+  return node;
+}
+
 function compileContract(document: SpecDocument): Contract {
-  // useDefaults: the spec's defaults are applied to requests here, never restated in code
-  const ajv = new Ajv2020({ strict: false, allErrors: true, useDefaults: true });
+  // useDefaults: the spec's defaults are applied to requests here, never restated in code;
+  // discriminator: a oneOf with an OpenAPI discriminator is judged by the branch its tag names
+  // (one detail per field of that branch, not one per branch tried)
+  const ajv = new Ajv2020({ strict: false, allErrors: true, useDefaults: true, discriminator: true });
   addFormats.default(ajv);
-  ajv.addSchema(document as object, "spec");
+  ajv.addSchema(withoutDiscriminatorMappings(structuredClone(document)) as object, "spec");
   const operations = operationsOf(document);
   const byId = new Map(operations.map((op) => [op.operationId as string, op]));
   const resolve = (response: ResponseObject): ResponseObject =>

@@ -33,6 +33,8 @@ export async function ensureDemo(services: Services): Promise<Demo> {
   }
   const { key } = await services.accounts.createApiKey(accountId, DEMO_KEY_LABEL);
   const datasetIds = (await services.datasets.list(accountId)).map((d) => d.id);
+  // the demo website's form is tracked and enriched (a found profile costs a credit)
+  await services.datasets.setFormTracking(accountId, DEMO_ADMIN_EMAIL, datasetIds[0]!, { formTracking: true, contactEnrichment: true });
   // an upsert: a restart leaves them as they are
   await services.contacts.upsertMany([...generateProfiles(DEMO_CONTACT_SEED, DEMO_CONTACTS)]);
   const contact = generateProfile(DEMO_CONTACT_SEED, 0);

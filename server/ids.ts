@@ -3,7 +3,7 @@ import { randomBytes } from "node:crypto";
 
 const alphabet = "0123456789abcdefghjkmnpqrstvwxyz"; // Crockford base32, lower case
 
-export function newId(prefix: "acc" | "ds" | "key" | "whe" | "msg" | "era"): string {
+export function newId(prefix: "acc" | "ds" | "key" | "whe" | "msg" | "era" | "dnet"): string {
   const bytes = randomBytes(16);
   let id = "";
   for (const byte of bytes) id += alphabet[byte & 31];

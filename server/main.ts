@@ -1,24 +1,33 @@
-// config -> database (migrated) -> rate limiter -> app -> listen -> certificate worker -> demo
-// account; SIGTERM drains. With WEB_CONCURRENCY > 1 the primary opens and migrates the database,
-// forks the workers (server/cluster.ts) and prints the demo; each worker runs the rest.
+// config -> (listen: /healthz, /readyz and /docs answer from here) -> database (migrated) and,
+// meanwhile, the IP data's prepared form -> rate limiter -> app (takes over the port) -> certificate
+// worker -> demo account; SIGTERM drains. With WEB_CONCURRENCY > 1 the primary opens and migrates
+// the database, forks the workers (server/cluster.ts) and prints the demo; each worker runs the rest.
+// Only what the first answer needs is imported statically: the rest (1 to 4 s of modules, more on
+// a busy machine) loads while the port already answers.
+import { fork } from "node:child_process";
+import { once } from "node:events";
 import { createServer } from "node:net";
-import { createApp } from "./app.ts";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
 import { clusterRole, startWorkers } from "./cluster.ts";
 import { loadConfig } from "./config.ts";
-import { openDatabaseOrExit } from "./db/database.ts";
-import { demoWebsiteDataset, ensureDemo } from "./demo.ts";
-import { listen } from "./listen.ts";
+import { ensureWritable } from "./db/data-dir.ts";
+import { type StartupProgress, startingApp } from "./http/starting.ts";
+import { listen, type RunningServer } from "./listen.ts";
 import { createLogger } from "./logging.ts";
-import { createRateLimiter } from "./rate-limiter.ts";
 import { resolveEncryptionKey } from "./security/secret-box.ts";
-import { startDigestScheduler } from "./notify/segment-alerts.ts";
-import { startRetentionScheduler } from "./jobs/retention.ts";
-import { createServices } from "./services/index.ts";
-import { sharedResolver } from "./tracking/resolver.ts";
-import { openIngestLog } from "./tracking/ingest-log.ts";
-import { startIngestWriter } from "./tracking/writer.ts";
+import { setIpDataCacheDir } from "./tracking/asn-table.ts";
+import { ipDataPrepared } from "./tracking/ip-data-cache.ts";
 
 const config = loadConfigOrExit();
+if (config.database.dataDir) {
+  try {
+    ensureWritable(config.database.dataDir);
+  } catch (error) {
+    console.error((error as Error).message);
+    process.exit(1);
+  }
+}
 const logger = createLogger(config.logLevel);
 const trackingDomains = trackingDomainSettings();
 /** An address of Apple's network (AS714, Cupertino): what the demo's visits resolve to. */
@@ -66,15 +75,56 @@ async function exitIfPortTaken(): Promise<void> {
 }
 if (role !== "worker") await exitIfPortTaken(); // workers share their primary's port
 
+// What /readyz reports while the service starts (and after: the demo is seeded after "listening").
+const progress: StartupProgress = {
+  database: false,
+  ipData: false,
+  ...(config.seedDemo && role === "single" ? { demo: false } : {}),
+  step: "opening the database",
+};
+/** Set by the first signal once the service runs (the demo's seed stops retrying). */
+let stopping = false;
+/** The port answers from here (one process alone): the app takes over once it is made. */
+let handler: (req: import("node:http").IncomingMessage, res: import("node:http").ServerResponse) => void = startingApp(progress);
+const early: RunningServer | undefined =
+  role === "single"
+    ? await listen((req, res) => handler(req, res), config, logger).catch((error: Error) => {
+        console.error(`cannot listen on ${config.host}:${config.port}: ${error.message}`);
+        process.exit(1);
+      })
+    : undefined;
 // workers share the database their primary opened and migrated
 if (role !== "worker") {
   logger.info("starting", {
     database: config.database.url ? "PostgreSQL (DATABASE_URL)" : `embedded, in ${config.database.dataDir} (the first start creates it: up to a minute)`,
+    ...(early ? { port: early.port, answering: "/healthz, /readyz and /docs while the service starts" } : {}),
   });
 }
+// A signal before the start has finished ends the process at once (its 'exit' stops the IP data's
+// process; the database's process closes when it sees this one gone); from "listening" on, it drains.
+const stopWhileStarting = (signal: NodeJS.Signals) => {
+  logger.info("stopped before the start finished", { signal });
+  process.exit(signal === "SIGINT" ? 130 : 143);
+};
+if (role === "single") {
+  process.on("SIGTERM", stopWhileStarting);
+  process.on("SIGINT", stopWhileStarting);
+}
+setIpDataCacheDir(config.tracking.ipDataCacheDir);
+const ipDataReady = role === "primary" ? Promise.resolve() : prepareIpData();
+const modules = importServiceModules();
+const { openDatabaseOrExit } = await import("./db/database.ts");
 const db = await openDatabaseOrExit(config.database, { share: role === "worker" });
-const applied = role === "worker" ? [] : await db.migrate();
+const applied =
+  role === "worker"
+    ? []
+    : await db.migrate().catch((error: Error) => {
+        console.error(`the database's migrations failed: ${error.message.split("\n")[0]}: check the database (npm run migrate:check), or restore it from a backup`);
+        process.exit(1);
+      });
 if (role !== "worker") logger.info("database ready", { kind: db.kind, migrationsApplied: applied });
+progress.database = true;
+const { createApp, createServices, createRateLimiter, demoWebsiteDataset, ensureDemo, sharedResolver, startProcessParts, throughWaits } = await modules;
 
 // Links in mail point at PUBLIC_BASE_URL, or at the address this process listens on (known after listen).
 let publicUrl = config.notify.publicUrl ?? config.notify.fallbackUrl;
@@ -100,18 +150,19 @@ const rateLimiter = await createRateLimiter(config.rateLimit, logger);
 // Tracking: the resolution data loads before the first request needs it; the ingest writer
 // drains the collector's queue (and whatever a previous process left in it).
 const tracking = trackingSettings();
-if (role === "single") logger.info("loading the IP-to-network data (a few seconds)");
+progress.step = "loading the IP-to-network data";
+await ipDataReady;
+const loadingStarted = performance.now();
 sharedResolver({ ipv6Geo: config.tracking.ipv6Geo });
-// The ingest log: the queue table, or the JetStream stream of INGEST_LOG_URL (unreachable: exit).
-const ingestLog = await openIngestLog(db.prisma, config.ingestLog, logger, db.sql).catch((error: Error) => {
+progress.ipData = true;
+progress.step = "starting the API";
+if (role === "single") logger.info("IP-to-network data loaded", { seconds: Math.round((performance.now() - loadingStarted) / 100) / 10 });
+// The ingest log (the queue table, or the JetStream stream of INGEST_LOG_URL: unreachable, exit)
+// and this process's writer, as in `npm run ingest` (server/runtime.ts).
+const parts = await startProcessParts(db, services, config, logger).catch((error: Error) => {
   console.error(`configuration error: ${error.message}`);
   process.exit(1);
 });
-if (config.ingestLog) logger.info("ingest log", { kind: ingestLog.kind, stream: config.ingestLog.stream, replicas: config.ingestLog.replicas });
-// The writer's hooks (segment entries, webhook events) come with the services, as in `npm run ingest`.
-const ingest = tracking.writer.enabled
-  ? startIngestWriter(db.prisma, services.ingestWiring.deps, logger, { ...tracking.writer, ...services.ingestWiring.hooks, log: ingestLog })
-  : undefined;
 const app = createApp({
   db,
   services,
@@ -121,20 +172,23 @@ const app = createApp({
   limits: config.limits,
   requireHttps: config.requireHttps,
   trustProxy: config.trustProxy,
-  tracking: { config: tracking, log: ingestLog, onQueued: ingest?.wake },
+  tracking: { config: tracking, log: parts.ingestLog, onQueued: parts.writer?.wake },
   demoDataset: config.seedDemo && !config.production ? () => demoWebsiteDataset(services) : undefined,
+  startup: progress,
 });
-const running = await listen(app, config, logger);
+let running: RunningServer;
+if (early) {
+  handler = app;
+  running = early;
+} else running = await listen(app, config, logger);
 if (!config.notify.publicUrl) publicUrl = baseUrl(running.port, running.protocol);
-// Background jobs (certificates, mail, digests, webhooks, ...): picks up what a previous process
-// left (a job whose lease ran out), in every process.
-services.jobs.start();
-const digests = startDigestScheduler(services.segmentAlerts, logger);
-const retentionScheduler = startRetentionScheduler(services.retention, logger);
+// Background jobs (certificates, mail, digests, webhooks, retention, ...)
+parts.startJobs();
 logger.info("mail transport", { destination: services.mailer.destination });
 // declared before the handlers: a signal can arrive while the demo below is still being seeded
-let stopping = false;
 let seeding: Promise<void> | undefined;
+process.off("SIGTERM", stopWhileStarting);
+process.off("SIGINT", stopWhileStarting);
 process.on("SIGTERM", () => void stop("SIGTERM"));
 process.on("SIGINT", () => void stop("SIGINT"));
 // "listening" is what operators and tests wait for: from here a signal stops the process gracefully
@@ -145,7 +199,50 @@ logger.info("listening", {
   rateLimit: { requests: config.rateLimit.requests, windowSeconds: config.rateLimit.windowSeconds, shared: !!config.rateLimit.redis },
   requireHttps: config.requireHttps,
 });
-if (config.seedDemo && role === "single") await (seeding = printDemo(baseUrl(running.port, running.protocol)));
+if (config.seedDemo && role === "single") {
+  progress.step = "preparing the demo account";
+  await (seeding = printDemo(baseUrl(running.port, running.protocol)));
+  progress.demo = true;
+}
+
+/** The modules of everything but the first answer, loaded while the database opens. */
+async function importServiceModules() {
+  const [app, services, rateLimiter, demo, resolver, runtime, waits] = await Promise.all([
+    import("./app.ts"),
+    import("./services/index.ts"),
+    import("./rate-limiter.ts"),
+    import("./demo.ts"),
+    import("./tracking/resolver.ts"),
+    import("./runtime.ts"),
+    import("./db/waits.ts"),
+  ]);
+  return {
+    createApp: app.createApp,
+    createServices: services.createServices,
+    createRateLimiter: rateLimiter.createRateLimiter,
+    demoWebsiteDataset: demo.demoWebsiteDataset,
+    ensureDemo: demo.ensureDemo,
+    sharedResolver: resolver.sharedResolver,
+    startProcessParts: runtime.startProcessParts,
+    throughWaits: waits.throughWaits,
+  };
+}
+
+/**
+ * A first start (per version of the data packages) prepares the IP data's cached forms in a
+ * process of its own, beside the database's start, so that this process keeps answering; later
+ * starts read them (well under a second). Should it fail, the resolver computes them here.
+ */
+async function prepareIpData(): Promise<void> {
+  if (ipDataPrepared()) return;
+  logger.info("preparing the IP-to-network data (once per data version: 10 to 30 s, beside the database's start)");
+  const script = path.join(path.dirname(fileURLToPath(import.meta.url)), "tracking", "prepare-ip-data.ts");
+  const child = fork(script, config.tracking.ipDataCacheDir ? [config.tracking.ipDataCacheDir] : [], { execArgv: ["--import", "tsx"], stdio: ["ignore", "inherit", "inherit", "ipc"] });
+  const stopChild = () => child.kill();
+  process.on("exit", stopChild); // a start that fails meanwhile leaves nothing running
+  await once(child, "exit").catch(() => {}); // not started: the resolver prepares the data here
+  process.off("exit", stopChild);
+}
 
 function baseUrl(port: number, protocol: string): string {
   const host = config.host === "0.0.0.0" ? "127.0.0.1" : config.host;
@@ -154,9 +251,14 @@ function baseUrl(port: number, protocol: string): string {
 
 async function printDemo(baseUrl: string): Promise<void> {
   logger.info("preparing the demo account");
-  const demo = await ensureDemo(services);
-  // the demo website's form is tracked and enriched (a found profile costs a credit)
-  await db.prisma.dataset.update({ where: { id: demo.datasetIds[0] }, data: { formTracking: true, contactEnrichment: true } });
+  // The seed starts over cleanly (server/demo.ts); a database slow to answer on a busy machine's
+  // first start is waited for, not the end of the process.
+  const demo = await throughWaits(() => ensureDemo(services), {
+    logger,
+    what: "preparing the demo account",
+    boundMs: 10 * 60_000,
+    giveUp: () => stopping,
+  });
   const [website] = demo.datasetIds;
   const key = `-H "x-api-key: ${demo.key}"`;
   // Shown on the console for the person who started the service, never through the logger.
@@ -193,12 +295,8 @@ async function stop(signal: string): Promise<void> {
   logger.info("stopping", { signal, timeoutMs: config.timeouts.shutdownMs });
   await running.shutdown();
   await seeding?.catch(() => {}); // the demo's statements finish before the database closes (its failure is reported where it is awaited)
-  digests.stop();
-  retentionScheduler.stop();
-  await services.jobs.stop();
+  await parts.stop();
   services.mailer.close();
-  await ingest?.stop();
-  await ingestLog.close();
   await rateLimiter.close();
   await db.close();
   logger.info("stopped");

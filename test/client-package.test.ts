@@ -15,6 +15,8 @@ import { startTestApi, type TestApi } from "./support/api.ts";
 import { createTenant, type Tenant } from "./support/tenants.ts";
 
 const run = promisify(execFile);
+/** The bound of one npm or tsc step: seconds when quiet, minutes with two suites at once on 2 cores. */
+const STEP_MS = 240_000;
 const resolveBin = createRequire(import.meta.url).resolve;
 const tsc = resolveBin("typescript/bin/tsc");
 const tsx = resolveBin("tsx/cli");
@@ -77,11 +79,11 @@ beforeAll(async () => {
   await new Promise((resolve) => server.once("listening", resolve));
   baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   work = mkdtempSync(path.join(tmpdir(), "lead-intel-client-"));
-  const packed = await run(process.execPath, [tsx, "scripts/build-client.ts", "--pack", work], { timeout: 120_000 });
+  const packed = await run(process.execPath, [tsx, "scripts/build-client.ts", "--pack", work], { timeout: STEP_MS });
   tarball = packed.stdout.trim().split("\n").at(-1)!;
-}, 180_000);
+}, 2 * STEP_MS);
 afterAll(async () => {
-  await new Promise((resolve) => server?.close(resolve));
+  if (server) await new Promise((resolve) => server.close(resolve));
   await api?.close();
   if (work) rmSync(work, { recursive: true, force: true });
 });
@@ -112,12 +114,12 @@ describe("the packed client", () => {
     await run(
       "npm",
       ["install", "--prefer-offline", "--no-audit", "--no-fund", "--ignore-scripts", tarball, `@types/node@${rootManifest.devDependencies["@types/node"]}`],
-      { cwd: project, timeout: 120_000 },
+      { cwd: project, timeout: STEP_MS },
     );
     writeFileSync(path.join(project, "tsconfig.json"), JSON.stringify({ ...tsconfig, files: ["main.ts"] }));
     writeFileSync(path.join(project, "main.ts"), program);
     // tsc reports on stdout: a failure shows it
-    await run(process.execPath, [tsc, "-p", "tsconfig.json"], { cwd: project, timeout: 60_000 }).catch((error: { stdout?: string; message: string }) => {
+    await run(process.execPath, [tsc, "-p", "tsconfig.json"], { cwd: project, timeout: STEP_MS }).catch((error: { stdout?: string; message: string }) => {
       throw new Error(`${error.message}\n${error.stdout ?? ""}`);
     });
 
@@ -133,12 +135,12 @@ describe("the packed client", () => {
 
     writeFileSync(path.join(project, "tsconfig.wrong.json"), JSON.stringify({ ...tsconfig, files: ["wrong.ts"] }));
     writeFileSync(path.join(project, "wrong.ts"), wrongBody);
-    const refused = await run(process.execPath, [tsc, "-p", "tsconfig.wrong.json", "--noEmit"], { cwd: project }).catch((error: { stdout: string }) => error);
+    const refused = await run(process.execPath, [tsc, "-p", "tsconfig.wrong.json", "--noEmit"], { cwd: project, timeout: STEP_MS }).catch((error: { stdout: string }) => error);
     expect("stdout" in refused ? refused.stdout : "").toMatch(/error TS\d+: .*'mail' does not exist/);
 
     writeFileSync(path.join(project, "tsconfig.readme.json"), JSON.stringify({ ...tsconfig, files: ["readme.ts"] }));
     writeFileSync(path.join(project, "readme.ts"), readmeProgram());
-    const readme = await run(process.execPath, [tsc, "-p", "tsconfig.readme.json", "--noEmit"], { cwd: project }).catch((error: { stdout: string }) => error);
+    const readme = await run(process.execPath, [tsc, "-p", "tsconfig.readme.json", "--noEmit"], { cwd: project, timeout: STEP_MS }).catch((error: { stdout: string }) => error);
     expect("stdout" in readme ? readme.stdout : "", "the README's code type-checks as written").toBe("");
-  }, 180_000);
+  }, 5 * STEP_MS); // npm install and three compiles
 });

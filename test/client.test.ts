@@ -22,7 +22,7 @@ beforeAll(async () => {
   client = createPartnerClient({ baseUrl: `http://127.0.0.1:${port}/`, apiKey: tenant.key });
 });
 afterAll(async () => {
-  await new Promise((resolve) => server?.close(resolve));
+  if (server) await new Promise((resolve) => server.close(resolve));
   await api?.close();
 });
 

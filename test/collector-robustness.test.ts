@@ -158,6 +158,25 @@ describe("collectEvents: UTF-8 only", () => {
   });
 });
 
+describe("collectEvents: the batch judged by spec/collector.yaml", () => {
+  const page = () => ({ type: "pageview", visitorId: visitor(), url: "https://a.example/" });
+  it.each([
+    ["an event that is not an object", [page(), null], "events.1", /must be object/],
+    ["an event of an unknown type", [{ ...page(), type: "click" }], "events.0.type", /pageview or form/],
+    ["an event without a type", [{ visitorId: visitor(), url: "https://a.example/" }], "events.0.type", /pageview or form/],
+    ["a property the event does not have", [{ ...page(), colour: "red" }], "events.0.colour", /not a field/],
+    ["a form without fields", [{ type: "form", visitorId: visitor(), url: "https://a.example/" }], "events.0.fields", /is required/],
+    ["a form field that is not text", [{ type: "form", visitorId: visitor(), url: "https://a.example/", fields: { size: 3 } }], "events.0.fields.size", /string/],
+    ["a visitor id too short", [{ ...page(), visitorId: "short" }], "events.0.visitorId", /fewer than 8/],
+  ])("when a batch holds %s, then 400 invalid_batch naming that field alone and nothing is queued", async (_what, events, field, message) => {
+    const before = await t.count("IngestQueue");
+    const res = await post("text/plain", JSON.stringify({ events }));
+    expect(res.status, JSON.stringify(res.body)).toBe(400);
+    expect(res.body).toEqual({ error: "invalid_batch", message: expect.any(String), details: [{ location: "body", field, message: expect.stringMatching(message) }] });
+    expect(await t.count("IngestQueue")).toBe(before);
+  });
+});
+
 describe("collector methods and media types", () => {
   it.each([
     ["/collect", "GET, HEAD, POST, OPTIONS"],

@@ -1,6 +1,7 @@
 // Operating configuration from the environment: defaults and refusals of nonsense.
 import { describe, expect, it } from "vitest";
 import { loadConfig, loadOperatorConfig } from "../server/config.ts";
+import { databaseProblem } from "../server/db/database.ts";
 
 /** What production requires (a key of 32 zero bytes is fine for a test of the schema). */
 const PRODUCTION = { NODE_ENV: "production", SMTP_URL: "smtp://mail.example:587", CTD_ENCRYPTION_KEY: "0".repeat(64) };
@@ -122,5 +123,41 @@ describe("loadConfig", () => {
     expect(loadConfig({}).database.timeouts?.queryMs).toBe(5_000);
     expect(loadOperatorConfig({}).database.timeouts?.queryMs).toBe(600_000);
     expect(loadOperatorConfig({ DATABASE_QUERY_TIMEOUT_MS: "1234" }).database.timeouts?.queryMs).toBe(1_234);
+  });
+});
+
+describe("loadConfig start-up settings", () => {
+  it("when DATABASE_URL is not a postgresql:// URL with a host, then it is refused naming the variable and the form it needs", () => {
+    for (const url of ["not-a-url", "mysql://u@h/db", "postgresql://"]) {
+      expect(() => loadConfig({ DATABASE_URL: url })).toThrow(/^DATABASE_URL must be a postgresql:\/\/ URL/);
+    }
+    for (const url of ["postgresql://u:p@127.0.0.1:5432/db", "postgres://db.example/x", "postgresql:///db?host=/var/run/postgresql"]) {
+      expect(loadConfig({ DATABASE_URL: url }).database.url).toBe(url);
+    }
+  });
+
+  it("when a DNS server setting is not an address (or off, for the tracking resolver), then it is refused naming the variable", () => {
+    expect(() => loadConfig({ CTD_DNS_SERVERS: "off" })).toThrow(/^CTD_DNS_SERVERS must be comma-separated DNS server addresses/);
+    expect(() => loadConfig({ TRACKING_DNS_SERVERS: "dns.example" })).toThrow(/^TRACKING_DNS_SERVERS must be/);
+    expect(loadConfig({ CTD_DNS_SERVERS: "127.0.0.1:9, [::1]:53" }).trackingDomains.dns.servers).toEqual(["127.0.0.1:9", "[::1]:53"]);
+    expect(loadConfig({ TRACKING_DNS_SERVERS: "off" }).tracking.reverseDns.enabled).toBe(false);
+  });
+});
+
+describe("databaseProblem", () => {
+  const postgres = { url: "postgresql://app:secret@db.example:6543/leads" };
+  const failure = (code: string, message = "failed") => Object.assign(new Error(message), { code });
+
+  it("when PostgreSQL refuses or cannot be reached, then the line names the server (never the password) and what to do", () => {
+    expect(databaseProblem(failure("3D000"), postgres)).toBe('database "leads" does not exist on the PostgreSQL server at db.example:6543: create it (createdb leads) or correct DATABASE_URL');
+    expect(databaseProblem(failure("28P01"), postgres)).toBe("the PostgreSQL server at db.example:6543 refused the login: correct the user or password in DATABASE_URL");
+    expect(databaseProblem(failure("ECONNREFUSED"), postgres)).toMatch(/^no PostgreSQL server answers at db\.example:6543 \(ECONNREFUSED\): start it, correct DATABASE_URL/);
+    expect(databaseProblem(new Error("Connection terminated due to connection timeout"), postgres)).toMatch(/did not answer in time/);
+    for (const code of ["3D000", "28P01", "ECONNREFUSED", "XX000"]) expect(databaseProblem(failure(code), postgres)).not.toContain("secret");
+  });
+
+  it("when the embedded database's process fails, then the line names DATA_DIR and what to check, on one line", () => {
+    const line = databaseProblem(new Error("exited with 1\nmore"), { dataDir: "/srv/pglite" });
+    expect(line).toBe("the embedded database in /srv/pglite did not start: exited with 1 more. Check DATA_DIR (free disk space, write access), or use PostgreSQL with DATABASE_URL=");
   });
 });

@@ -66,7 +66,7 @@ beforeAll(async () => {
   trackingOrigin = await serve(trackingProxy(service), "localhost");
   pageOrigin = await serve(website(), "127.0.0.1");
   browser = await launchChromium();
-}, 120_000);
+}, 300_000);
 
 afterAll(async () => {
   await browser?.close();

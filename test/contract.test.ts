@@ -180,6 +180,9 @@ const expectedOutcome: Record<string, { status: number; why: string }> = {
   eraseDataSubject: { status: 200, why: "nothing is held about the example address: a receipt of zeros" },
   exportDataSubject: { status: 200, why: "nothing is held about the example address: empty lists" },
   listErasures: { status: 200, why: "the account's erasure records (none yet)" },
+  listDeclaredNetworks: { status: 200, why: "the account's declared networks (none yet)" },
+  declareNetwork: { status: 201, why: "the example network is not yet declared in the fresh account" },
+  removeDeclaredNetwork: { status: 404, why: "the example declaration is not in the fresh account" },
 };
 
 

@@ -18,7 +18,8 @@ import { createServices, type Services } from "../server/services/index.ts";
 import { isTransientFault } from "../server/db/errors.ts";
 import { metricsRegistry } from "../server/metrics.ts";
 import { tableLog } from "../server/tracking/ingest-log.ts";
-import { createIngestWriter } from "../server/tracking/writer.ts";
+import { wiredIngestWriter } from "../server/runtime.ts";
+import { ONLY_EVIDENCE } from "./support/tracking.ts";
 
 const TIMEOUTS = { connectMs: 1_000, queryMs: 2_000 };
 /** The documented bound of a request that needs the database, plus room for a loaded machine. */
@@ -139,7 +140,7 @@ describe.skipIf(!postgres)("a frozen database", () => {
       if (!frozen) proxy.freeze();
       frozen = true;
     };
-    const writer = createIngestWriter(db.prisma, services.ingestWiring.deps, createLogger("silent"), { log, maxAttempts: 1, onIngested: freezeOnce });
+    const writer = wiredIngestWriter(db, services, createLogger("silent"), { ...ONLY_EVIDENCE, log, maxAttempts: 1, onIngested: freezeOnce });
     const failure = await writer.drain().then(() => undefined, (error: unknown) => error).finally(() => proxy.thaw());
     expect(isTransientFault(failure)).toBe(true);
     expect({ transient: await failed("transient"), permanent: await failed("permanent") }).toEqual({ transient: before.transient + 1, permanent: before.permanent });

@@ -35,7 +35,7 @@ beforeAll(async () => {
   writer = startWiredWriter(api, { ...ONLY_EVIDENCE, pollMs: 100 });
   origin = await api.listen();
   browser = await launchChromium();
-}, 120_000);
+}, 300_000);
 
 afterAll(async () => {
   await browser?.close();

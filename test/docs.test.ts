@@ -1,6 +1,6 @@
 // The API reference page and the contract documents, without a key: GET /docs rendered by Redoc
 // in a real (headless) Chromium, offline: every request the page makes must stay on loopback.
-import { mkdirSync, readFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
@@ -33,7 +33,7 @@ beforeAll(async () => {
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 });
 afterAll(async () => {
-  await new Promise((resolve) => server?.close(resolve));
+  if (server) await new Promise((resolve) => server.close(resolve));
   await api?.close();
 });
 
@@ -135,9 +135,12 @@ describe.skipIf(chromiumMissing)(`GET /docs in Chromium${chromiumMissing ? ` (sk
   });
   afterAll(() => browser?.close());
 
+  const renderBound = 60_000;
+
   /** Opens a page, failing any request that would leave loopback; returns what it saw. */
   async function render(url: string, screenshot: string, focus?: string) {
     const context = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
+    context.setDefaultTimeout(renderBound);
     const page = await context.newPage();
     const outside: string[] = [];
     const problems: string[] = [];
@@ -150,9 +153,10 @@ describe.skipIf(chromiumMissing)(`GET /docs in Chromium${chromiumMissing ? ` (sk
     page.on("console", (message) => {
       if (message.type() === "error") problems.push(`console: ${message.text()}`);
     });
-    await page.goto(url, { waitUntil: "load", timeout: 20_000 });
-    await page.waitForSelector(".api-content h2", { timeout: 20_000 });
-    await page.waitForLoadState("networkidle", { timeout: 10_000 });
+    // Bounds for a loaded machine: CI once took over 20 s for Redoc to render the whole spec.
+    await page.goto(url, { waitUntil: "load", timeout: renderBound });
+    await page.waitForSelector(".api-content h2", { timeout: renderBound });
+    await page.waitForLoadState("networkidle", { timeout: renderBound });
     const text = await page.locator(".api-content").innerText();
     mkdirSync(artefacts, { recursive: true });
     await page.screenshot({ path: path.join(artefacts, screenshot) });
@@ -179,12 +183,45 @@ describe.skipIf(chromiumMissing)(`GET /docs in Chromium${chromiumMissing ? ` (sk
     expect(curl).toContain(`curl -s -X POST '${base}/v1/email-lookup'`);
     expect(curl).toContain(`-H "x-api-key: $API_KEY"`);
     expect(curl).toContain(`"email":"jane.doe@acme.example"`);
-  });
+  }, 4 * renderBound);
 
   it("when the operator page is opened, then its operations appear", async () => {
     const { text, outside, problems } = await render(`${base}/docs/operator`, "docs-operator.png");
     expect(outside).toEqual([]);
     expect(problems).toEqual([]);
     expect(summaries(specOf("operator")).filter((summary) => !text.includes(summary))).toEqual([]);
+  }, 4 * renderBound);
+});
+
+/** GitHub's anchor of a heading: lower case, punctuation dropped, spaces as hyphens. */
+const anchorOf = (heading: string) =>
+  heading.trim().toLowerCase().replace(/[^\p{L}\p{N} _-]/gu, "").replaceAll(" ", "-");
+
+function anchorsIn(markdown: string): Set<string> {
+  const withoutCode = markdown.replace(/```[\s\S]*?```/g, "");
+  return new Set([...withoutCode.matchAll(/^#{1,6} (.+)$/gm)].map((m) => anchorOf(m[1]!)));
+}
+
+describe("the documentation's links", () => {
+  const files = ["README.md", ...readdirSync("docs").filter((f) => f.endsWith(".md")).map((f) => `docs/${f}`)];
+
+  it("when README.md or docs/*.md links a file or a heading of the repository, then it exists", () => {
+    const broken: string[] = [];
+    for (const file of files) {
+      const text = readFileSync(file, "utf8").replace(/```[\s\S]*?```/g, "");
+      for (const [, target] of text.matchAll(/\]\(([^)\s]+)\)/g)) {
+        if (/^[a-z]+:/i.test(target!) || target!.startsWith("/")) continue; // a URL, or a path of the service
+        const [relative, anchor] = target!.split("#") as [string, string | undefined];
+        const linked = relative ? path.join(path.dirname(file), relative) : file;
+        if (!existsSync(linked)) broken.push(`${file}: ${target} (no such file)`);
+        else if (anchor && linked.endsWith(".md") && !anchorsIn(readFileSync(linked, "utf8")).has(anchor)) broken.push(`${file}: ${target} (no such heading)`);
+      }
+    }
+    expect(broken).toEqual([]);
+  });
+
+  it("when an operator reads docs/operations.md, then it is a guide of at most 250 lines (the benchmarks' runs are in docs/benchmarks.md)", () => {
+    expect(readFileSync("docs/operations.md", "utf8").trimEnd().split("\n").length).toBeLessThanOrEqual(250);
+    expect(readFileSync("docs/benchmarks.md", "utf8")).toMatch(/^## Current figures$/m);
   });
 });

@@ -11,7 +11,8 @@ import { ADDRESSES, startTracking, type TrackingSuite } from "./support/tracking
 let nextNet = 10;
 const daimler = () => `129.9.${nextNet++}.20`;
 
-const TIMEOUT_MS = 400;
+// The DNS server runs in this test's process: on a busy machine it answers late (400 ms missed answers with two suites at once).
+const TIMEOUT_MS = 2000;
 const OPERATOR_PREFIXES = 3;
 
 let dns: TestDnsServer;
@@ -119,7 +120,8 @@ describe("lookupIp", () => {
     const took = Date.now() - started;
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ organizationName: "DaimlerChrysler Corporation", organizationDomain: null, domainSource: null });
-    expect(took).toBeLessThan(TIMEOUT_MS + 1500);
+    // within the bound, with room for a loaded machine; without it the resolver would try for 30 s or more
+    expect(took).toBeLessThan(2 * TIMEOUT_MS + 3000);
     expect((await ipLookup(ip)).status).toBe(200);
     expect(ptrAsked(ip)).toBe(1);
   });

@@ -211,7 +211,9 @@ function setAt(target: unknown, path: (string | number)[], value: unknown): unkn
 /** The request with `value` put in one text slot (chosen by `pick`; a date-looking one first for dates). */
 function plantText(request: FuzzRequest, value: string, pick: number, datesFirst: boolean): FuzzRequest {
   const body = request.body === undefined ? undefined : JSON.parse(request.body);
-  let slots = textSlots(request, body);
+  // an empty path segment makes the URL another path's (DELETE /v1/x/{id} becomes /v1/x/: 405), which
+  // "paths no operation has" covers: empty text goes to the other slots
+  let slots = textSlots(request, body).filter((slot) => value !== "" || slot.at !== "path");
   const looksLikeDate = (slot: Slot) => slot.at === "body" && /^\d{4}-\d{2}-\d{2}/.test(String(slot.path.reduce((v: any, k) => v[k], body)));
   if (datesFirst && slots.some(looksLikeDate)) slots = slots.filter(looksLikeDate);
   const mutated: FuzzRequest = { ...request, path: { ...request.path }, query: request.query.map(([k, v]) => [k, v] as [string, string]) };

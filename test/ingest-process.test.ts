@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newEncryptionKey } from "../server/security/secret-box.ts";
 import { createServices } from "../server/services/index.ts";
 import { eventually } from "./support/eventually.ts";
-import { type ServerDatabase, type ServerProcess, prepareServerDatabase, startServerProcess } from "./support/server-process.ts";
+import { type ServerDatabase, type ServerProcess, fetchThrough503, prepareServerDatabase, processTestBound, startServerProcess } from "./support/server-process.ts";
 import { ADDRESSES, BROWSER_UA } from "./support/tracking.ts";
 import { hermeticEnv, testConfig } from "./support/config.ts";
 
@@ -45,7 +45,7 @@ beforeAll(async () => {
   database = await prepareServerDatabase();
   await database.inspect((db) => createServices(db.prisma, { config: testConfig() }).contacts.upsertMany([contact]));
   await new Promise<void>((resolve) => hooks.server.listen(0, "127.0.0.1", resolve));
-}, 120_000);
+}, 300_000);
 afterAll(async () => {
   writer?.kill("SIGKILL");
   await service?.stop("SIGKILL");
@@ -59,7 +59,7 @@ describe("npm run ingest", () => {
     service = await startServerProcess(settings);
     const { tenant } = database;
     const call = (method: string, url: string, body?: unknown, headers: Record<string, string> = {}) =>
-      fetch(`http://127.0.0.1:${service.port}${url}`, {
+      fetchThrough503(`http://127.0.0.1:${service.port}${url}`, {
         method,
         headers: { "x-api-key": tenant.key, "content-type": "application/json", ...headers },
         body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body),
@@ -84,5 +84,5 @@ describe("npm run ingest", () => {
     await eventually(() => expect(hooks.types).toContain("lead.created"), { timeoutMs: 60_000 });
     expect((await collect([page])).status).toBe(202);
     await eventually(() => expect([...new Set(hooks.types)].sort()).toEqual(["contact.enriched", "lead.created", "lead.visited"]), { timeoutMs: 60_000 });
-  }, 180_000);
+  }, processTestBound(1, 120_000)); // the service, then the writer and the deliveries
 });

@@ -201,11 +201,12 @@ describe("listLeads", () => {
       newLead({ leadId: "l1", organizationName: "Acme GmbH", organizationDomain: "Acme.example", industry: "Software", employeeCount: 1200, country: "de", city: "Berlin",
         firstVisitAt: at("2025-01-10T00:00:00Z"), lastVisitAt: at("2025-06-10T12:00:00Z"), visitCount: 7, tags: ["Hot", "vip"], assigneeUserId: tenant.member.id }),
       newLead({ leadId: "l2", organizationName: "Globex AG", organizationDomain: "globex.example", industry: "Manufacturing", employeeCount: 300, country: "DE", city: "Munich",
-        firstVisitAt: at("2025-02-01T00:00:00Z"), lastVisitAt: at("2025-06-09T12:00:00Z"), visitCount: 2, tags: ["cold"] }),
+        firstVisitAt: at("2025-02-01T00:00:00Z"), lastVisitAt: at("2025-06-09T12:00:00Z"), visitCount: 2, tags: ["cold"], identitySource: "declared" }),
       newLead({ leadId: "l3", organizationName: "Initech", organizationDomain: "initech.example", industry: "Software", employeeCount: 50, country: "US", city: "Austin",
-        firstVisitAt: at("2025-03-01T00:00:00Z"), lastVisitAt: at("2025-06-08T12:00:00Z"), visitCount: 1 }),
+        firstVisitAt: at("2025-03-01T00:00:00Z"), lastVisitAt: at("2025-06-08T12:00:00Z"), visitCount: 1, identitySource: "form_email", identityConfidence: 0.6 }),
       newLead({ leadId: "l4", organizationName: "Umbrella Corp", organizationDomain: "umbrella.example", industry: "Pharma", employeeCount: 5000, country: "GB", city: "London",
-        firstVisitAt: at("2025-04-01T00:00:00Z"), lastVisitAt: at("2025-06-07T12:00:00Z"), visitCount: 12, tags: ["hot"], assigneeUserId: tenant.admin.id }),
+        firstVisitAt: at("2025-04-01T00:00:00Z"), lastVisitAt: at("2025-06-07T12:00:00Z"), visitCount: 12, tags: ["hot"], assigneeUserId: tenant.admin.id,
+        identitySource: "reverse_dns", identityConfidence: 0.85 }),
       newLead({ leadId: "l5", organizationName: "Stark Industries",
         firstVisitAt: at("2025-05-01T00:00:00Z"), lastVisitAt: at("2025-06-06T12:00:00Z"), visitCount: 3, tags: ["warm lead"] }),
     ];
@@ -235,7 +236,11 @@ describe("listLeads", () => {
       assigneeUserId: tenant.member.id,
       // a visit months ago adds nothing for recency; 7 page views are 20 * 7 / 20
       score: 7,
+      // recognised by its own network, as every lead before identities
+      identitySource: "network",
+      identityConfidence: 1,
     });
+    expect(res.body.data[2]).toMatchObject({ leadId: "l3", identitySource: "form_email", identityConfidence: 0.6 });
     expect(res.body.data[4]).toMatchObject({ leadId: "l5", organizationDomain: null, domainSource: null, industry: null, employeeCount: null, country: null, city: null, assigneeUserId: null });
   });
 
@@ -261,6 +266,9 @@ describe("listLeads", () => {
     ["tags exists false", where("tags", "exists", false), ["l3"]],
     ["assignee eq", where("assigneeUserId", "eq", 0), ["l1"]], // 0 is replaced by the member's id below
     ["assignee exists", where("assigneeUserId", "exists", true), ["l1", "l4"]],
+    ["identity source eq", where("identitySource", "eq", "form_email"), ["l3"]],
+    ["identity source neq", where("identitySource", "neq", "network"), ["l2", "l3", "l4"]],
+    ["identity source in", where("identitySource", "in", ["declared", "reverse_dns"]), ["l2", "l4"]],
     [
       "match any",
       { match: "any", conditions: [{ field: "country", operator: "eq", value: "US" }, { field: "tags", operator: "contains", value: "cold" }] },
@@ -287,6 +295,26 @@ describe("listLeads", () => {
     });
     expect(await listed(datasetId, { segmentId })).toEqual(["l1", "l3"]);
     expect(await listed(datasetId, { segmentId, filter: json(where("country", "eq", "US")) })).toEqual(["l3"]);
+  });
+
+  it("when identitySource is given, then only the leads recognised that way; with a filter, those matching both", async () => {
+    expect(await listed(datasetId, { identitySource: "network" })).toEqual(["l1", "l5"]);
+    expect(await listed(datasetId, { identitySource: "network", filter: json(where("country", "eq", "DE")) })).toEqual(["l1"]);
+  });
+
+  it("when identitySource is not one of the four, then 400 naming it", async () => {
+    const res = await list({ datasetId, identitySource: "guessed" });
+    expect(res.status).toBe(400);
+    expect(res.body.details).toContainEqual(expect.objectContaining({ location: "query", field: "identitySource" }));
+  });
+
+  it("when an identitySource condition names no source or takes another operator, then 400 naming it", async () => {
+    const value = await list({ datasetId, filter: json(where("identitySource", "eq", "NETWORK")) });
+    expect(value.status).toBe(400);
+    expect(value.body.details).toEqual([{ location: "query", field: "filter.conditions[0].value", message: expect.stringContaining("form_email") }]);
+    const operator = await list({ datasetId, filter: json(where("identitySource", "contains", "net")) });
+    expect(operator.status).toBe(400);
+    expect(operator.body.details).toEqual([{ location: "query", field: "filter.conditions[0].operator", message: expect.any(String) }]);
   });
 
   it("when the segment belongs to another dataset, then 404", async () => {

@@ -8,12 +8,12 @@ import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { generateProfile } from "../server/contacts/generate.ts";
 import { hermeticEnv } from "./support/config.ts";
-import { type ServerDatabase, type ServerProcess, prepareServerDatabase, startServerProcess } from "./support/server-process.ts";
+import { type ServerDatabase, type ServerProcess, prepareServerDatabase, processTestBound, startServerProcess } from "./support/server-process.ts";
 
 const run = promisify(execFile);
 const root = path.resolve(import.meta.dirname, "..");
-// Each command is a process of its own: slow on a busy machine.
-const slow = 120_000;
+// Each command is a process of its own, and the service one more: slow on a busy machine.
+const slow = processTestBound(1);
 
 let database: ServerDatabase;
 let service: ServerProcess;

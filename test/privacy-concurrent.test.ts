@@ -8,7 +8,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ERASURE_LOCK } from "../server/tracking/erasure-tombstones.ts";
-import type { Tx } from "../server/tracking/ingest.ts";
+import type { Tx } from "../server/tracking/write-result.ts";
 import type { IngestWriter } from "../server/tracking/writer.ts";
 import { eventually } from "./support/eventually.ts";
 import { sharedResolver } from "../server/tracking/resolver.ts";

@@ -21,7 +21,7 @@ const onServer = Boolean(process.env.TEST_DATABASE_URL);
 let t: TrackingSuite;
 
 beforeAll(async () => {
-  t = await startTracking({}, { now, tracking: { now }, retention: { jobDays: 7, webhookDeliveryDays: 10, batchSize: BATCH, tombstoneHours: 48 } });
+  t = await startTracking({}, { now, tracking: { now }, retention: { jobDays: 7, webhookDeliveryDays: 10, batchSize: BATCH, tombstoneHours: 48, deadLetterDays: 30 } });
 });
 afterAll(async () => {
   await t?.close();
@@ -60,6 +60,21 @@ async function visitsOf(datasetId: string): Promise<number> {
 }
 
 describe("retention job", () => {
+  it("when events of a shared network waited longer than TRACKING_PENDING_DAYS (30) without an identity, then the retention job deletes them and keeps newer ones", async () => {
+    const ds = t.tenant.datasets[0]!;
+    const before = days;
+    days -= 31;
+    await t.collect(ds, ADDRESSES.isp, [t.pageView(newVisitor())]);
+    days = before;
+    await t.collect(ds, ADDRESSES.isp, [t.pageView(newVisitor())]);
+    await t.writer.drain();
+    const pendingOf = () => t.api.db.prisma.pendingEvent.count({ where: { datasetId: ds } });
+    expect(await pendingOf()).toBe(2);
+    const result = await runRetention();
+    expect(result.pendingEvents).toBe(1);
+    expect(await pendingOf()).toBe(1);
+  });
+
   it("when a dataset keeps 30 days, then after 31 days its visits, forms and visitors are purged in batches, the lead keeps its count, and a dataset without retention keeps all", async () => {
     const [kept, purged] = t.tenant.datasets;
     for (const ds of [kept, purged]) await t.settings(ds, { formTracking: true });

@@ -1,8 +1,9 @@
 // Two instances of server/main.ts sharing one Redis enforce one rate limit per API key.
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { eventually } from "./support/eventually.ts";
 import { redisAvailable, redisTestUrl, deleteKeys } from "./support/redis.ts";
-import { type ServerDatabase, type ServerProcess, prepareServerDatabase, startServerProcess } from "./support/server-process.ts";
+import { type ServerDatabase, type ServerProcess, expectAnsweredWithinLimit, prepareServerDatabase, startServerProcess } from "./support/server-process.ts";
 
 const LIMIT = 10;
 const withRedis = await redisAvailable();
@@ -27,6 +28,8 @@ afterAll(async () => {
 describe.skipIf(!withRedis)("getUserDatasets on two instances sharing Redis", () => {
   it("when one key's requests alternate between the instances, then together they get the limit once, not twice", async () => {
     const { tenant } = database;
+    // both ready (database and IP data), as a load balancer would wait for
+    for (const { port } of instances) await eventually(async () => expect((await fetch(`http://127.0.0.1:${port}/readyz`)).status).toBe(200), { timeoutMs: 120_000 });
     const answers = [];
     for (let i = 0; i < LIMIT + 6; i++) {
       const { port } = instances[i % 2]!;
@@ -36,7 +39,7 @@ describe.skipIf(!withRedis)("getUserDatasets on two instances sharing Redis", ()
       );
       answers.push({ instance: i % 2, status: res.status, rateLimit: res.headers.get("ratelimit"), retryAfter: res.headers.get("retry-after"), body: await res.json() });
     }
-    expect(answers.slice(0, LIMIT).map((a) => a.status)).toEqual(Array(LIMIT).fill(200));
+    expectAnsweredWithinLimit(answers.slice(0, LIMIT), LIMIT - 1);
     // the count left is shared: it goes down by one per request whichever instance answers
     expect(answers.slice(0, LIMIT).map((a) => /r=(\d+)/.exec(a.rateLimit!)?.[1])).toEqual(
       Array.from({ length: LIMIT }, (_, i) => String(LIMIT - 1 - i)),

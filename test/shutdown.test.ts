@@ -6,7 +6,7 @@ import http from "node:http";
 import net from "node:net";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { eventually } from "./support/eventually.ts";
-import { type ServerDatabase, type ServerProcess, prepareServerDatabase, startServerProcess } from "./support/server-process.ts";
+import { type ServerDatabase, type ServerProcess, prepareServerDatabase, processTestBound, startServerProcess } from "./support/server-process.ts";
 
 /**
  * What shutdown must answer is decided here, not by a loaded machine's database: a request waits
@@ -147,7 +147,7 @@ describe("SIGTERM", () => {
       db.prisma.dataset.findMany({ where: { accountId: database.tenant.accountId, name: { startsWith: "Drain " } } }),
     );
     expect(names).toHaveLength(LOAD);
-  }, 240_000); // a process start, then 16 requests on the embedded database of a loaded machine
+  }, processTestBound(1, 120_000)); // a process start, then 16 requests on the embedded database of a loaded machine
 
   it("when a request never completes, then its connection is closed at the shutdown timeout and the process exits 0", async () => {
     // nothing else is in flight: the only wait is the unfinished request's, cut at the bound
@@ -160,7 +160,7 @@ describe("SIGTERM", () => {
     expect(await server.exited).toBe(0);
     expect(server.logs.find((l) => l.msg === "shutdown timeout: closing the connections of unfinished requests")).toMatchObject({ requests: 1 });
     expect(server.logs.at(-1)).toMatchObject({ msg: "stopped" });
-  }, 180_000); // a process start on a loaded machine
+  }, processTestBound(1));
 });
 
 /** A partner request as raw HTTP/1.1, to pipeline several on one connection. */
@@ -213,7 +213,7 @@ describe("SIGTERM while the event loop is busy", () => {
     const connections = await Promise.all(Array.from({ length: CONNECTIONS }, () => rawConnection(busy.port)));
     // every connection has been accepted and answered once: open and idle
     for (const c of connections) c.socket.write(rawRequest());
-    await eventually(() => expect(connections.map((c) => statuses(c.received()).length)).toEqual(Array(CONNECTIONS).fill(1)), { intervalMs: 20 });
+    await eventually(() => expect(connections.map((c) => statuses(c.received()).length)).toEqual(Array(CONNECTIONS).fill(1)), { intervalMs: 20, timeoutMs: 60_000 });
 
     // a stopped process is the busiest event loop: the requests wait in the kernel, unread
     await stopProcess(busy);
@@ -269,7 +269,7 @@ describe("SIGTERM right after pipelined requests, round after round", () => {
       }
     }
     expect(answeredPerRound).toEqual(Array(ROUNDS).fill(CONNECTIONS * PIPELINED));
-  }, 60_000 + ROUNDS * 40_000); // a process start per round: slow on a loaded machine
+  }, processTestBound(ROUNDS)); // a process start per round
 });
 
 describe("SIGTERM during start-up", () => {
@@ -281,5 +281,5 @@ describe("SIGTERM during start-up", () => {
     expect(starting.logs.at(-1)).toMatchObject({ msg: "stopped" });
     expect(starting.lines.some((l) => l.includes("Demo account ready"))).toBe(true);
     expect(starting.lines.join("\n")).not.toMatch(/ReferenceError|Cannot use a pool after calling end/);
-  }, 120_000); // a process start and the demo's seeding: slow on a loaded machine
+  }, processTestBound(1)); // a process start and the demo's seeding
 });

@@ -145,7 +145,7 @@ beforeAll(async () => {
     // the back/forward cache on, as in a person's Chrome (Playwright turns it off by default)
     ignoreDefaultArgs: ["--disable-back-forward-cache"],
   });
-}, 120_000);
+}, 300_000);
 
 afterAll(async () => {
   await browser?.close();

@@ -1,6 +1,6 @@
 // The collector (spec/collector.yaml) and what it writes, seen through the partner API: page views
-// of an organisation's network become a lead with visits; bots, ISPs, hosting and mobile networks
-// write nothing; a batch over the limits is refused whole; masking stores no full address.
+// of an organisation's network become a lead with visits; bots are dropped; ISPs', hosting and mobile
+// networks' wait pending (unlisted) for their address's identity; a batch over the limits is refused whole; masking stores no full address.
 import { readFileSync } from "node:fs";
 import { gzipSync } from "node:zlib";
 import { Ajv2020 } from "ajv/dist/2020.js";
@@ -119,14 +119,15 @@ describe("collect", () => {
     ["a hosting provider", ADDRESSES.hosting],
     ["a mobile carrier", ADDRESSES.mobile],
     ["no network (private)", "10.20.30.40"],
-  ])("when the visitor is on %s's network, then no lead and no visit are written", async (_name, ip) => {
-    const ds = await dataset("Dropped");
+  ])("when the visitor is on %s's network, then the page view waits pending, unlisted: no lead, no visitor", async (_name, ip) => {
+    const ds = await dataset("Pending");
     const res = await t.collect(ds, ip, [t.pageView(newVisitor())]);
     expect(res.status).toBe(202);
-    expect(res.body.queued).toBe(0);
+    expect(res.body.queued).toBe(1);
     await t.writer.drain();
     expect(await t.leads(ds)).toEqual([]);
     expect(await t.api.db.prisma.visitor.count({ where: { datasetId: ds } })).toBe(0);
+    expect(await t.api.db.prisma.pendingEvent.count({ where: { datasetId: ds } })).toBe(1);
   });
 
   it("when the batch has more events than the limit, then it is refused whole and nothing is queued", async () => {

@@ -8,7 +8,7 @@ import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newEncryptionKey } from "../server/security/secret-box.ts";
 import { eventually } from "./support/eventually.ts";
-import { type ServerDatabase, type ServerProcess, prepareServerDatabase, startServerProcess } from "./support/server-process.ts";
+import { type ServerDatabase, type ServerProcess, prepareServerDatabase, processTestBound, startServerProcess } from "./support/server-process.ts";
 
 const EVENTS = 5;
 
@@ -114,5 +114,5 @@ describe("webhook delivery across SIGKILL", () => {
     expect([...receiver.processed].sort()).toEqual([...ids].sort());
     for (const d of deliveries) expect(d.attempts.at(-1)!.statusCode).toBe(204);
     await second.stop("SIGTERM");
-  }, 120_000);
+  }, processTestBound(2)); // two service processes start in turn
 });

@@ -9,7 +9,7 @@ import os from "node:os";
 import path from "node:path";
 import { PGlite } from "@electric-sql/pglite";
 import { PrismaPGlite } from "pglite-prisma-adapter";
-import { DatabaseLockedError, lockDataDir } from "./data-dir-lock.ts";
+import { DatabaseLockedError, lockDataDir, markClosing } from "./data-dir-lock.ts";
 import { serveEmbedded, SOCKET_PORT } from "./embedded-server.ts";
 import { allMigrationsApplied, applyMigrations } from "./migrations.ts";
 
@@ -24,7 +24,10 @@ async function socketDirFor(dataDir: string): Promise<string> {
   return socketFile.length <= 100 ? beside : mkdtemp(path.join(os.tmpdir(), "pglite-"));
 }
 
-const send = (message: EmbeddedMessage) => process.send?.(message);
+/** To the parent, while it is there (it may have gone during a step: then this process closes). */
+const send = (message: EmbeddedMessage) => {
+  if (process.connected) process.send?.(message);
+};
 
 async function main(dataDir: string): Promise<void> {
   const socketDir = await socketDirFor(dataDir);
@@ -35,16 +38,29 @@ async function main(dataDir: string): Promise<void> {
   const applied = upToDate ? [] : await applyMigrations(new PrismaPGlite(pglite));
   const server = await serveEmbedded(pglite, socketDir);
   let closing = false;
-  process.on("disconnect", async () => {
+  stop = async () => {
     if (closing) return;
     closing = true;
+    // a new process on this directory (a restart) waits for the lock rather than being refused
+    await markClosing(dataDir, socketDir);
     await server.stop();
     await pglite.close();
     await release();
     process.exit(0);
-  });
+  };
+  // the parent went away while this process was still starting (Ctrl-C during a first start's
+  // migrations): the step in hand has finished, now close cleanly rather than serve nobody
+  if (parentGone) await stop();
   send({ type: "ready", socketDir, applied });
 }
+
+/** Set once the database serves; until then a lost parent is only noted, and acted on when the step in hand is done. */
+let stop: (() => Promise<void>) | undefined;
+let parentGone = false;
+process.on("disconnect", () => {
+  parentGone = true;
+  void stop?.();
+});
 
 process.on("SIGINT", () => {});
 process.on("SIGTERM", () => {});

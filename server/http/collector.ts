@@ -10,6 +10,7 @@ import { isbot } from "isbot";
 import { RateLimiterMemory, RateLimiterRes } from "rate-limiter-flexible";
 import type { Db } from "../db/database.ts";
 import { Invalid, type InvalidField } from "../domain/errors.ts";
+import { batchErrors } from "./collector-batch.ts";
 import { MethodNotAllowedError, UnsupportedMediaTypeError } from "./errors.ts";
 import { PERCENT_ENCODING_MESSAGE, parseQuery } from "./form-encoding.ts";
 import { nestsDeeperThan, TOO_DEEP_MESSAGE } from "./json-depth.ts";
@@ -19,7 +20,7 @@ import { cookielessVisitorIds } from "../tracking/cookieless.ts";
 import type { TrackedDataset, TrackedDatasets } from "../tracking/datasets.ts";
 import { demoConsentScript, demoPage } from "../tracking/demo-page.ts";
 import { SECRET_FIELD_NAME } from "../tracking/form-fields.ts";
-import { type AcceptedEvent, batchSchema, keptFields, leadIdOf, LIMITS, type QueuedBatch, type TrackedEvent } from "../tracking/events.ts";
+import { type AcceptedEvent, type Batch, keptFields, leadIdOf, LIMITS, type QueuedBatch, type TrackedEvent } from "../tracking/events.ts";
 import { groupedAppends, type IngestLog, tableLog } from "../tracking/ingest-log.ts";
 import { sendText } from "./reply.ts";
 import { maskIp, withoutPort } from "../tracking/ip.ts";
@@ -132,12 +133,9 @@ function parseBatch(body: unknown): TrackedEvent[] {
     }
   }
   checkText(value, "body", dotted);
-  const parsed = batchSchema.safeParse(value);
-  if (!parsed.success) {
-    const details = parsed.error.issues.map((issue) => ({ location: "body" as const, field: dotted(issue.path.map(String)), message: issue.message }));
-    throw batchRefused(details);
-  }
-  return parsed.data.events;
+  const details = batchErrors(value);
+  if (details.length) throw batchRefused(details);
+  return (value as Batch).events;
 }
 
 /** The query parameters among `names` that are not percent-encoded UTF-8 (Express's parser keeps them as sent). */
@@ -196,7 +194,7 @@ export function collectorRoutes(deps: CollectorDeps): Router {
   const derivedVisitorId = (req: Request, dataset: TrackedDataset) =>
     dataset.consentMode === "cookieless" ? cookieless.visitorId(now(), dataset.datasetId, clientIp(req), req.get("user-agent") ?? "") : undefined;
 
-  /** Resolves, filters and masks the events; the batch to queue (none for bots, opted-out browsers and non-business networks). */
+  /** Resolves, filters and masks the events; the batch to queue (none for bots and opted-out browsers; pending for networks that are not a lead's). */
   function accept(
     req: Request,
     dataset: TrackedDataset,
@@ -216,10 +214,8 @@ export function collectorRoutes(deps: CollectorDeps): Router {
     const resolver = deps.resolver();
     const network = resolver.resolve(ip, { geo: false, overrides });
     const type = network?.networkType ?? "unknown";
-    if (!network || !LEAD_NETWORKS.has(type) || !network.organizationName) {
-      trackingMetrics.events.inc({ outcome: type }, events.length);
-      return undefined;
-    }
+    // isp, hosting, mobile and unknown networks: kept unlisted, pending the address's identity (the writer's)
+    const pending = !network || !LEAD_NETWORKS.has(type) || !network.organizationName;
     const accepted: AcceptedEvent[] = [];
     for (const event of events) {
       if (event.type === "form" && (!dataset.formTracking || (event.partial && !dataset.partialFormTracking))) {
@@ -230,7 +226,7 @@ export function collectorRoutes(deps: CollectorDeps): Router {
       if (!visitorId) throw new Invalid("The batch was refused whole: nothing was written", [{ location: "body", field: "events.visitorId", message: "is required" }], "invalid_batch");
       accepted.push(event.type === "form" ? { ...event, visitorId, fields: keptFields(event.fields) } : { ...event, visitorId });
     }
-    trackingMetrics.events.inc({ outcome: "queued" }, accepted.length);
+    trackingMetrics.events.inc({ outcome: pending ? "pending" : "queued" }, accepted.length);
     if (!accepted.length) return undefined;
     const place = resolver.placeOf(ip);
     return {
@@ -239,15 +235,17 @@ export function collectorRoutes(deps: CollectorDeps): Router {
       at: now().toISOString(),
       enrich: dataset.contactEnrichment,
       network: {
-        leadId: leadIdOf(network.organizationName),
-        organizationName: network.organizationName,
-        organizationDomain: network.organizationDomain,
-        asn: network.asn,
+        leadId: pending ? "" : leadIdOf(network.organizationName!),
+        organizationName: network?.organizationName ?? "",
+        organizationDomain: network?.organizationDomain ?? null,
+        asn: network?.asn ?? null,
         networkType: type,
         country: place.country,
         city: place.city,
         // masked after resolution, before anything is stored
         ip: dataset.allowIpMasking ? maskIp(ip)! : ip,
+        ...(pending && { pending: true as const }),
+        ...(pending && dataset.allowIpMasking && { masked: true as const }),
       },
       events: accepted,
     };

@@ -72,7 +72,7 @@ export function registerOperations(router: Router, contract: Contract, handlers:
     const ops = byPath.get(path)!;
     const expressPath = path.replace(/\{([^}]+)\}/g, ":$1");
     for (const op of ops) {
-      router[op.method](expressPath, operationContext(op.operationId), ...chain.guard, ...chain.input, requestValidator(contract, op), handle(op, handlers, chain.check));
+      router[op.method](expressPath, operationContext(op.operationId), ...chain.guard, ...chain.input, ...requestValidator(contract, op), handle(op, handlers, chain.check));
     }
     const allow = ops.map((op) => op.method.toUpperCase()).join(", ");
     router.all(expressPath, ...chain.guard, () => {

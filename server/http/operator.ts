@@ -4,17 +4,19 @@
 import { Router } from "express";
 import type { Database } from "../db/database.ts";
 import { metricsRegistry } from "../metrics.ts";
+import { readiness, type StartupProgress } from "./starting.ts";
 
-export function operatorRoutes(db: Pick<Database, "ping">): Router {
+/** `progress`: the service's start-up (server/main.ts); without it, readiness is the database alone. */
+export function operatorRoutes(db: Pick<Database, "ping">, progress?: StartupProgress): Router {
   const router = Router();
   // The process answers: nothing else is checked, so a database outage does not get it restarted.
   router.get("/healthz", (_req, res) => {
     res.json({ status: "ok" });
   });
-  // Ready for traffic when the database answers; a load balancer takes the instance out otherwise.
+  // Ready for traffic when the database answers (and the start-up is done); a load balancer takes the instance out otherwise.
   router.get("/readyz", async (_req, res) => {
-    const database = await db.ping();
-    res.status(database ? 200 : 503).json({ status: database ? "ready" : "unavailable", checks: { database } });
+    const { ready, body } = readiness(await db.ping(), progress);
+    res.status(ready ? 200 : 503).json(body);
   });
   router.get("/metrics", async (_req, res) => {
     res.type(metricsRegistry.contentType).send(await metricsRegistry.metrics());

@@ -1,7 +1,10 @@
 // Request validation. express-openapi-validator (EOV) checks every operation's request against
 // the one loaded spec (server/spec.ts): path, query and header parameters, the body, unknown query
 // parameters, formats (ajv-formats "full": a date is a day of the calendar), the spec's defaults
-// applied, parameter types read from their text, the body's types not coerced.
+// applied, parameter types read from their text, the body's types not coerced. It is used through
+// its public `middleware(options)` only: one per spec path (given that path's spec and the
+// components it refers to), made at the path's first request and run whole in each of the path's
+// operation routes, between the contract's rules and one error handler.
 //
 // In front of it, in one pass, the rules of the contract EOV has no option for (spec/openapi.yaml,
 // info.description "Text"):
@@ -15,7 +18,7 @@
 //   - a required body present (EOV reads "required" from the body schema's required fields).
 // Both lists of findings are one answer: one detail per field (the first found, so the rules
 // above win), translated from EOV's errors by server/http/errors.ts.
-import type { Request, RequestHandler, Response } from "express";
+import type { ErrorRequestHandler, Request, RequestHandler, Response } from "express";
 import * as eov from "express-openapi-validator";
 import type { Contract, Operation, ParameterObject, SchemaObject } from "../contract.ts";
 import { Invalid, type InvalidField } from "../domain/errors.ts";
@@ -57,9 +60,10 @@ function typeOf(contract: Contract, schema: SchemaObject | undefined): string | 
  * is a space: `allowReserved`) and an empty value judged by its schema (`allowEmptyValue`).
  */
 function specOf(path: string): object {
-  const spec = loadSpec() as unknown as { paths: Record<string, Record<string, { parameters?: unknown[] }>>; components: { parameters?: Record<string, unknown> } };
+  const spec = loadSpec() as unknown as { paths: Record<string, Record<string, { parameters?: unknown[] }>>; components: Record<string, Record<string, unknown>> & { parameters?: Record<string, unknown> } };
   const item = spec.paths[path]!;
   spec.paths = { [path]: item };
+  spec.components = referencedComponents(item, spec.components);
   const asForm = (parameter: unknown) => {
     const p = parameter as ParameterObject & { allowReserved?: boolean; allowEmptyValue?: boolean };
     if (p.in === "query") Object.assign(p, { allowReserved: true, allowEmptyValue: true });
@@ -69,14 +73,41 @@ function specOf(path: string): object {
   return spec;
 }
 
-const validators = new Map<string, RequestHandler[]>();
-const VALIDATING = ["metadataMiddleware", "requestMiddleware"];
+/**
+ * The components `root` refers to, directly or through other components: EOV compiles every
+ * schema of the components it is given, so each path's copy keeps only its own (all of them, for
+ * each of the ~40 paths, was one block of 4 s of CPU after an app was made, 30 s and more on a
+ * loaded machine, which timed out the database's waits queued behind it).
+ */
+function referencedComponents(root: unknown, components: Record<string, Record<string, unknown>>): Record<string, Record<string, unknown>> {
+  const kept: Record<string, Record<string, unknown>> = { securitySchemes: components.securitySchemes ?? {} };
+  const visit = (value: unknown): void => {
+    if (Array.isArray(value)) return value.forEach(visit);
+    if (!value || typeof value !== "object") return;
+    for (const [key, member] of Object.entries(value)) {
+      const ref = key === "$ref" && typeof member === "string" ? /^#\/components\/([^/]+)\/([^/]+)$/.exec(member) : null;
+      if (ref) {
+        const [, kind, name] = ref as unknown as [string, string, string];
+        if (kept[kind]?.[name] !== undefined) continue;
+        (kept[kind] ??= {})[name] = components[kind]?.[name];
+        visit(components[kind]?.[name]);
+      } else visit(member);
+    }
+  };
+  visit(root);
+  return kept;
+}
 
-/** EOV's middleware for one spec path, made once per process. */
+const validators = new Map<string, RequestHandler[]>();
+
+/**
+ * EOV's middleware for one spec path (its public `middleware(options)`), made once per process:
+ * shown one path, it matches and compiles one path.
+ */
 function validatorOf(path: string): RequestHandler[] {
   let found = validators.get(path);
   if (!found) {
-    const all = eov.middleware({
+    found = eov.middleware({
       apiSpec: specOf(path) as never,
       validateApiSpec: false, // `npm run lint:spec` validates the spec; here it is loaded once per path
       validateRequests: { allErrors: true, allowUnknownQueryParameters: false, coerceTypes: false },
@@ -85,29 +116,28 @@ function validatorOf(path: string): RequestHandler[] {
       fileUploader: false,
       ajvFormats: { mode: "full" },
     }) as unknown as RequestHandler[];
-    // Of its middleware, the two that validate: the route's metadata, then the request. The
-    // others do nothing with these options (security, multipart) or are not wanted (path
-    // parameters registered on the app; ours come from the metadata), and each is a promise hop.
-    found = all.filter((handler) => VALIDATING.includes(handler.name));
-    if (found.length !== VALIDATING.length) throw new Error(`express-openapi-validator: expected its ${VALIDATING.join(" and ")}`);
     validators.set(path, found);
   }
   return found;
 }
 
-/** Runs handlers one after the other, as Express would, and calls `done` with the first error. */
-function runAll(handlers: RequestHandler[], req: Request, res: Response, done: (error?: unknown) => void): void {
-  let at = 0;
-  const step = (error?: unknown): void => {
-    if (error || at === handlers.length) return done(error);
-    const handler = handlers[at++]!;
-    try {
-      void handler(req, res, step);
-    } catch (thrown) {
-      done(thrown);
-    }
+/**
+ * The path's EOV middleware, made at the path's first request: made for every path when an app
+ * is made, their compiling ran as one block of seconds of CPU soon after (minutes of waits on a
+ * loaded machine), and most processes (tests, a short-lived service) use a few paths only.
+ */
+function eovOnFirstUse(path: string): RequestHandler {
+  return (req, res, next) => {
+    const handlers = validatorOf(path);
+    let at = 0;
+    const step = (error?: unknown): void => {
+      if (error) return next(error);
+      const handler = handlers[at++];
+      if (!handler) return next();
+      handler(req, res, step);
+    };
+    step();
   };
-  step();
 }
 
 /** One detail per field: the first found (the contract's own rules come first). */
@@ -121,7 +151,8 @@ function onePerField(details: InvalidField[]): InvalidField[] {
   });
 }
 
-export function requestValidator(contract: Contract, operation: Operation): RequestHandler {
+/** The operation's request validation, as handlers of its route: the rules, EOV's middleware, one answer. */
+export function requestValidator(contract: Contract, operation: Operation): (RequestHandler | ErrorRequestHandler)[] {
   const declared = (where: ParameterObject["in"]) => operation.parameters.filter((p) => p.in === where);
   /** Parameters whose text must be a canonical number, by location. */
   const numeric = (["path", "query", "header"] as const).flatMap((where) =>
@@ -200,18 +231,24 @@ export function requestValidator(contract: Contract, operation: Operation): Requ
     return new Invalid(`Invalid request: ${unique.map((d) => `${d.location} ${d.field} ${d.message}`).join("; ")}`, unique);
   };
 
-  return (req, res, next) => {
+  /** The contract's own rules first; their findings wait for EOV's (one answer for both). */
+  const rules: RequestHandler = (req, res, next) => {
     const { details, stop } = contractRules(req, res);
     if (stop) return next(refuse(details));
-    runAll(validatorOf(operation.path), req, res, (error) => {
-      if (error !== undefined && !(isValidatorError(error) && error.status === 400)) return next(error);
-      if (isValidatorError(error)) {
-        const found = validatorDetails(error).map((d) => (d.location === "header" ? { ...d, field: headerName.get(d.field) ?? d.field } : d));
-        details.push(...found);
-      }
-      if (details.length) return next(refuse(details));
-      res.locals.input = { path: req.params, query: req.query, body: req.body } satisfies ValidatedRequest;
-      next();
-    });
+    res.locals.inputFindings = details;
+    next();
   };
+  /** EOV's 400: its findings after the rules' ones; any other error goes on to errors.ts. */
+  const validatorFindings: ErrorRequestHandler = (error, _req, res, next) => {
+    if (!(isValidatorError(error) && error.status === 400)) return next(error);
+    const found = validatorDetails(error).map((d) => (d.location === "header" ? { ...d, field: headerName.get(d.field) ?? d.field } : d));
+    next(refuse([...(res.locals.inputFindings as InvalidField[]), ...found]));
+  };
+  const validated: RequestHandler = (req, res, next) => {
+    const details = res.locals.inputFindings as InvalidField[];
+    if (details.length) return next(refuse(details));
+    res.locals.input = { path: req.params, query: req.query, body: req.body } satisfies ValidatedRequest;
+    next();
+  };
+  return [rules, eovOnFirstUse(operation.path), validatorFindings, validated];
 }

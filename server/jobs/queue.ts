@@ -10,6 +10,7 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import { Prisma, type PrismaClient } from "../../generated/prisma/client.ts";
+import { logAtLevelOf, waits } from "../db/waits.ts";
 import { type Logger, redact } from "../logging.ts";
 
 export interface Job {
@@ -122,6 +123,12 @@ export function errorText(error: unknown): string {
   return redact(text).slice(0, ERROR_LIMIT);
 }
 
+/** Deletes at most `limit` finished jobs (done or dead) that finished before `before` (the retention job); how many. */
+export function purgeFinishedJobs(db: Pick<PrismaClient, "$executeRaw">, before: Date, limit: number): Promise<number> {
+  return db.$executeRaw`DELETE FROM "Job" WHERE id IN (
+    SELECT id FROM "Job" WHERE state IN ('done', 'dead') AND "finishedAt" < ${before} LIMIT ${limit})`;
+}
+
 /** `pollMs`: how often an idle queue looks for due jobs (JOB_POLL_MS, server/config.ts). */
 export function createJobQueue(db: PrismaClient, logger: Logger, options: { pollMs: number; now?: () => Date }): JobQueue {
   const { pollMs } = options;
@@ -134,6 +141,9 @@ export function createJobQueue(db: PrismaClient, logger: Logger, options: { poll
   let timer: NodeJS.Timeout | undefined;
   let ticking: Promise<void> | undefined;
   let again = false;
+
+  // a database that does not answer (the embedded one busy starting, a restart) is waited out
+  const claimWait = waits(logger, "job queue", "job queue could not claim");
 
   async function claim(kind: string, leaseMs: number): Promise<Claimed | undefined> {
     const at = now();
@@ -204,7 +214,7 @@ export function createJobQueue(db: PrismaClient, logger: Logger, options: { poll
       const until = new Date(now().getTime() + leaseMs);
       asHolder(job, Prisma.sql`"leaseUntil" = ${until}`).then(
         (held) => held || logger.warn("job lease lost", fields),
-        (error: unknown) => logger.error("job lease renewal failed", { ...fields, error: errorText(error) }),
+        (error: unknown) => logAtLevelOf(error, logger, "job lease renewal failed", { ...fields, error: errorText(error) }),
       );
     }, Math.max(leaseMs / 3, 10));
     try {
@@ -230,7 +240,7 @@ export function createJobQueue(db: PrismaClient, logger: Logger, options: { poll
         claimed++;
         registered.inFlight++;
         const done: Promise<void> = run(job, registered)
-          .catch((error: unknown) => logger.error("job could not record its outcome", { jobId: String(job.id), kind, error: errorText(error) }))
+          .catch((error: unknown) => logAtLevelOf(error, logger, "job could not record its outcome", { jobId: String(job.id), kind, error: errorText(error) }))
           .finally(() => {
             registered.inFlight--;
             inHand.delete(done);
@@ -255,10 +265,10 @@ export function createJobQueue(db: PrismaClient, logger: Logger, options: { poll
       return;
     }
     ticking = claimRound()
-      .catch((error: unknown) => {
-        logger.error("job queue could not claim", { error: errorText(error) });
-        return 0;
-      })
+      .then(
+        () => claimWait.succeeded(),
+        (error: unknown) => claimWait.failed(error),
+      )
       .then(() => {
         ticking = undefined;
         if (again) {

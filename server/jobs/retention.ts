@@ -2,18 +2,34 @@
 // deletes what is past its time, in bounded batches (one short DELETE each): visits, form
 // submissions and visitors not seen since their dataset's `retentionDays`; finished jobs and
 // settled webhook deliveries after their own retention (RetentionConfig); salts of past days;
-// erasure tombstones after the ingest log's max age (server/tracking/erasure-tombstones.ts).
+// erasure tombstones after the ingest log's max age (server/tracking/erasure-tombstones.ts);
+// dead-lettered ingest batches after RETENTION_DEAD_LETTER_DAYS or their dataset's retention;
+// pending events of shared networks after TRACKING_PENDING_DAYS, and identity evidence not
+// renewed within TRACKING_IDENTITY_DAYS (server/identity/identities.ts expire).
 // The visits are partitioned by month (server/jobs/partitions.ts): first the job makes the months
 // ahead and drops each past month whose visits are all past retention, then deletes the rest.
 // Leads (organisations) keep their counters: retention drops raw data, not the aggregate.
-import { Prisma } from "../../generated/prisma/client.ts";
+// Each statement lives with the store of its table; this module only runs them in order.
 import type { RetentionConfig } from "../config.ts";
 import type { Db } from "../db/database.ts";
 import type { Logger } from "../logging.ts";
 import { type PartitionResult, visitPartitions } from "./partitions.ts";
 import { runPeriodically } from "./periodic.ts";
+import { purgeFinishedJobs } from "./queue.ts";
+import { purgeSettledDeliveries } from "../notify/webhook-store.ts";
+import { purgePastSalts } from "../tracking/cookieless.ts";
+import { expireFormSubmissions, expireVisitors, expireVisits } from "../tracking/expiry.ts";
+import { purgeDeadLetters } from "../tracking/dead-letters.ts";
 import { purgeTombstones } from "../tracking/erasure-tombstones.ts";
 import type { JobQueue } from "./queue.ts";
+import type { IdentityStore } from "../identity/identities.ts";
+import { purgePending } from "../tracking/pending.ts";
+
+/** Pending events' window (TRACKING_PENDING_DAYS) and the identity store whose evidence expires (TRACKING_IDENTITY_DAYS). */
+export interface IdentityRetention {
+  pendingDays: number;
+  identities?: IdentityStore;
+}
 
 export const RETENTION_JOB = "retention";
 const DAY_MS = 86_400_000;
@@ -26,19 +42,20 @@ export interface RetentionResult {
   webhookDeliveries: number;
   /** Erasure tombstones older than the ingest log's max age. */
   tombstones: number;
+  /** Dead-lettered ingest batches. */
+  deadLetters: number;
+  /** Events of shared networks that waited longer than TRACKING_PENDING_DAYS without an identity. */
+  pendingEvents: number;
+  /** Identity evidence not renewed within TRACKING_IDENTITY_DAYS, and identities past their expiry. */
+  identityEvidence: number;
+  identities: number;
   /** DELETE statements run (each at most `batchSize` rows). */
   batches: number;
   /** The visits' month partitions made and dropped (a dropped month's visits are not in `visits`). */
   partitions: PartitionResult;
 }
 
-/** Rows of a dataset-kept table older than their dataset's retention: `id IN (...)` of one batch. */
-const expiredOfDatasets = (table: string, at: string, now: Date, limit: number) => Prisma.sql`
-  SELECT x.id FROM ${Prisma.raw(`"${table}"`)} x JOIN "Dataset" d ON d.id = x."datasetId"
-  WHERE d."retentionDays" IS NOT NULL AND x.${Prisma.raw(`"${at}"`)} < ${now}::timestamptz - make_interval(days => d."retentionDays")
-  LIMIT ${limit}`;
-
-export function retention(db: Db, config: RetentionConfig, now: () => Date) {
+export function retention(db: Db, config: RetentionConfig, now: () => Date, identity: IdentityRetention = { pendingDays: 30 }) {
   const partitions = visitPartitions(db);
   /** Runs `batch` until it deletes less than a full batch; the rows deleted. */
   async function inBatches(batch: () => Promise<number>, result: RetentionResult): Promise<number> {
@@ -58,39 +75,40 @@ export function retention(db: Db, config: RetentionConfig, now: () => Date) {
       const n = config.batchSize;
       // whole months first: what they drop is not deleted row by row below
       const partitionResult = await partitions.maintain(at);
-      const result: RetentionResult = { visits: 0, formSubmissions: 0, visitors: 0, jobs: 0, webhookDeliveries: 0, tombstones: 0, batches: 0, partitions: partitionResult };
-      result.visits = await inBatches(() => db.$executeRaw`DELETE FROM "Visit" WHERE id IN (${expiredOfDatasets("Visit", "at", at, n)})`, result);
-      result.formSubmissions = await inBatches(() => db.$executeRaw`DELETE FROM "FormSubmission" WHERE id IN (${expiredOfDatasets("FormSubmission", "at", at, n)})`, result);
+      const result: RetentionResult = {
+        visits: 0, formSubmissions: 0, visitors: 0, jobs: 0, webhookDeliveries: 0, tombstones: 0, deadLetters: 0, pendingEvents: 0, identityEvidence: 0, identities: 0, batches: 0,
+        partitions: partitionResult,
+      };
+      result.visits = await inBatches(() => expireVisits(db, at, n), result);
+      result.formSubmissions = await inBatches(() => expireFormSubmissions(db, at, n), result);
       // a visitor not seen within the retention: its address and enrichment go too (its rows above are gone already)
-      result.visitors = await inBatches(
-        () => db.$executeRaw`DELETE FROM "Visitor" WHERE ("datasetId", id) IN (
-          SELECT v."datasetId", v.id FROM "Visitor" v JOIN "Dataset" d ON d.id = v."datasetId"
-          WHERE d."retentionDays" IS NOT NULL AND v."lastSeenAt" < ${at}::timestamptz - make_interval(days => d."retentionDays") LIMIT ${n})`,
-        result,
-      );
+      result.visitors = await inBatches(() => expireVisitors(db, at, n), result);
       const jobsBefore = new Date(at.getTime() - config.jobDays * DAY_MS);
-      result.jobs = await inBatches(
-        () => db.$executeRaw`DELETE FROM "Job" WHERE id IN (
-          SELECT id FROM "Job" WHERE state IN ('done', 'dead') AND "finishedAt" < ${jobsBefore} LIMIT ${n})`,
-        result,
-      );
+      result.jobs = await inBatches(() => purgeFinishedJobs(db, jobsBefore, n), result);
       const deliveriesBefore = new Date(at.getTime() - config.webhookDeliveryDays * DAY_MS);
-      result.webhookDeliveries = await inBatches(
-        () => db.$executeRaw`DELETE FROM "WebhookDelivery" WHERE seq IN (
-          SELECT seq FROM "WebhookDelivery" WHERE state IN ('delivered', 'failed') AND "createdAt" < ${deliveriesBefore} LIMIT ${n})`,
-        result,
-      );
+      result.webhookDeliveries = await inBatches(() => purgeSettledDeliveries(db, deliveriesBefore, n), result);
       const tombstonesBefore = new Date(at.getTime() - config.tombstoneHours * 3_600_000);
       result.tombstones = await inBatches(() => purgeTombstones(db, tombstonesBefore, n), result);
-      await db.$executeRaw`DELETE FROM "VisitorSalt" WHERE day < ${at.toISOString().slice(0, 10)}::date`;
+      const deadLettersBefore = new Date(at.getTime() - config.deadLetterDays * DAY_MS);
+      result.deadLetters = await inBatches(() => purgeDeadLetters(db, deadLettersBefore, at, n), result);
+      await purgePastSalts(db, at);
+      // what stayed unidentified past its window goes; identity evidence not renewed lapses
+      const pending = await purgePending(db, new Date(at.getTime() - identity.pendingDays * DAY_MS), n);
+      result.pendingEvents = pending.deleted;
+      result.batches += pending.batches;
+      if (identity.identities) {
+        const expired = await identity.identities.expire(n);
+        result.identityEvidence = expired.evidence;
+        result.identities = expired.identities;
+      }
       return result;
     },
   };
 }
 
 /** The `retention` job kind; `schedule` queues the day's job (any number of processes: one job per day). */
-export function registerRetentionJobs(db: Db, jobs: JobQueue, config: RetentionConfig, logger: Logger, now: () => Date) {
-  const rules = retention(db, config, now);
+export function registerRetentionJobs(db: Db, jobs: JobQueue, config: RetentionConfig, logger: Logger, now: () => Date, identity?: IdentityRetention) {
+  const rules = retention(db, config, now, identity);
   jobs.register(
     RETENTION_JOB,
     async () => {

@@ -7,17 +7,17 @@
 // published once no rule hides it.
 import { type Lead as PrismaLead, Prisma } from "../../generated/prisma/client.ts";
 import type { Db } from "../db/database.ts";
-import { newId } from "../ids.ts";
 import type { EnrichmentOutcome } from "../tracking/enrichment.ts";
-import type { IngestResult, Tx } from "../tracking/ingest.ts";
+import type { IngestResult, Tx } from "../tracking/write-result.ts";
 import type { JobQueue } from "../jobs/queue.ts";
 import { notExcluded } from "../domain/exclusions.ts";
+import { oweCreatedEventOfHidden, settleOwedCreatedEvents } from "../tracking/lead-store.ts";
+import { insertDelivery } from "./webhook-store.ts";
 
 export const EVENT_TYPES = ["lead.created", "lead.visited", "segment.lead_entered", "contact.enriched"] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 /** Sent only on request (POST .../test), whatever the endpoint subscribes to. */
 export const TEST_EVENT = "webhook.test";
-export const WEBHOOK_JOB = "webhook";
 /** The largest body a delivery may carry. */
 export const MAX_PAYLOAD_BYTES = 20 * 1024;
 
@@ -46,30 +46,12 @@ export function payloadOf(type: string, at: Date, data: Record<string, unknown>)
   return body;
 }
 
-/** The job of a delivery's n-th sending (replays make new jobs). */
-export function deliveryJob(deliveryId: string, replays: number) {
-  return { kind: WEBHOOK_JOB, payload: { deliveryId }, dedupeKey: `webhook:${deliveryId}:${replays}` };
-}
-
-/** Inserts a delivery for `endpointId` and enqueues its job, in `tx`; the delivery id. */
-export async function insertDelivery(
-  tx: Client,
-  jobs: Enqueue,
-  delivery: { accountId: string; endpointId: string; type: string; payload: string; at: Date },
-): Promise<string> {
-  const id = newId("msg");
-  await tx.webhookDelivery.create({
-    data: { id, accountId: delivery.accountId, endpointId: delivery.endpointId, eventType: delivery.type, payload: delivery.payload, createdAt: delivery.at },
-  });
-  await jobs.enqueue(tx as Prisma.TransactionClient, deliveryJob(id, 0));
-  return id;
-}
-
 /** The lead columns an event carries. */
 type Lead = Pick<
   PrismaLead,
   | "accountId" | "datasetId" | "id" | "organizationName" | "organizationDomain" | "industry"
   | "employeeCount" | "country" | "city" | "firstVisitAt" | "lastVisitAt" | "visitCount"
+  | "identitySource" | "identityConfidence"
 >;
 
 function leadData(lead: Lead): Record<string, unknown> {
@@ -87,6 +69,8 @@ function leadData(lead: Lead): Record<string, unknown> {
       firstVisitAt: lead.firstVisitAt.toISOString(),
       lastVisitAt: lead.lastVisitAt.toISOString(),
       visitCount: lead.visitCount,
+      identitySource: lead.identitySource,
+      identityConfidence: lead.identityConfidence,
     },
   };
 }
@@ -109,30 +93,6 @@ async function leadsOf(tx: Client, refs: { datasetId: string; leadId: string }[]
 }
 
 const leadKey = (datasetId: string, leadId: string) => `${datasetId}/${leadId}`;
-const keysOf = (refs: readonly { datasetId: string; leadId: string }[]) => Prisma.join(refs.map((r) => Prisma.sql`(${r.datasetId}, ${r.leadId})`));
-
-/**
- * Of the leads a batch created, those an exclusion rule hides: no lead.created now, so it is owed
- * (`createdEventPending`), whether or not an endpoint exists yet (one may be added while it hides).
- */
-async function oweCreatedEventOfHidden(tx: Client, created: readonly { datasetId: string; leadId: string }[]): Promise<void> {
-  if (!created.length) return;
-  await tx.$executeRaw(
-    Prisma.sql`UPDATE "Lead" l SET "createdEventPending" = true WHERE (l."datasetId", l."id") IN (${keysOf(created)}) AND NOT (${notExcluded})`,
-  );
-}
-
-/**
- * Of these leads, those whose lead.created is owed and that no rule hides any longer: settled in
- * one statement, so that of two transactions publishing events of one lead only one sends it.
- */
-async function settleOwedCreatedEvents(tx: Client, refs: readonly { datasetId: string; leadId: string }[]): Promise<{ datasetId: string; leadId: string }[]> {
-  if (!refs.length) return [];
-  return tx.$queryRaw<{ datasetId: string; leadId: string }[]>(Prisma.sql`
-    UPDATE "Lead" l SET "createdEventPending" = false
-    WHERE (l."datasetId", l."id") IN (${keysOf(refs)}) AND l."createdEventPending" AND ${notExcluded}
-    RETURNING l."datasetId", l."id" AS "leadId"`);
-}
 
 export interface WebhookEventsOptions {
   now?: () => Date;

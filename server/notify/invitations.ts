@@ -50,8 +50,16 @@ export async function openInvitation(db: Db, token: string, now: Date) {
   });
 }
 
-/** Accepts in one transaction: the conditional UPDATE makes the link single-use even under races. */
-export async function acceptInvitation(db: Db, token: string, now: Date): Promise<{ accountName: string } | undefined> {
+/**
+ * Accepts in one transaction: the conditional UPDATE makes the link single-use even under races;
+ * `activate` makes the membership active in it (services/users.ts writes memberships).
+ */
+export async function acceptInvitation(
+  db: Db,
+  token: string,
+  now: Date,
+  activate: (tx: Prisma.TransactionClient, member: { accountId: string; userId: bigint }) => Promise<unknown>,
+): Promise<{ accountName: string } | undefined> {
   if (!token) return undefined;
   return db.$transaction(async (tx) => {
     const rows = await tx.$queryRaw<{ accountId: string; userId: bigint }[]>`
@@ -61,7 +69,7 @@ export async function acceptInvitation(db: Db, token: string, now: Date): Promis
     const accepted = rows[0];
     if (!accepted) return undefined;
     const member = { accountId: accepted.accountId, userId: BigInt(accepted.userId) };
-    await tx.membership.updateMany({ where: member, data: { state: "active" } });
+    await activate(tx, member);
     // the member's other open links are of no use any more
     await tx.invitation.updateMany({ where: { ...member, acceptedAt: null, revokedAt: null }, data: { revokedAt: now } });
     const account = await tx.account.findUniqueOrThrow({ where: { id: member.accountId }, select: { name: true } });

@@ -8,7 +8,7 @@ import type { SecretBox } from "../security/secret-box.ts";
 import type { Logger } from "../logging.ts";
 import type { WebhookConfig } from "../config.ts";
 import { createSender, type AttemptOutcome, type Sender } from "./delivery.ts";
-import { WEBHOOK_JOB } from "./events.ts";
+import { countFailedAttempt, disableEndpoint, endFailingRun, failingSinceOf, failPendingDelivery, markDelivered, recordAttempt, WEBHOOK_JOB } from "./webhook-store.ts";
 import { GiveUp, type JobQueue, RetryAt } from "../jobs/queue.ts";
 import { MAIL_JOB } from "./mail.ts";
 
@@ -37,9 +37,7 @@ export function registerWebhookJobs(db: Db, jobs: JobQueue, options: WebhookWork
   const send = options.sender ?? createSender({ timeoutMs: config.timeoutMs, allowPrivateAddresses: config.allowPrivateAddresses, now });
   const maxAttempts = config.retryScheduleMs.length + 1;
 
-  async function record(deliverySeq: bigint, at: Date, outcome: AttemptOutcome | { statusCode: null; durationMs: number; errorClass: string }) {
-    return { data: { deliverySeq, at, statusCode: outcome.statusCode, durationMs: outcome.durationMs, errorClass: outcome.errorClass } };
-  }
+  const attemptOf = (deliverySeq: bigint, at: Date, outcome: AttemptOutcome) => ({ deliverySeq, at, statusCode: outcome.statusCode, durationMs: outcome.durationMs, errorClass: outcome.errorClass });
 
   jobs.register(
     WEBHOOK_JOB,
@@ -50,23 +48,23 @@ export function registerWebhookJobs(db: Db, jobs: JobQueue, options: WebhookWork
       if (!delivery || delivery.state !== "pending") return;
       const endpoint = delivery.endpoint;
       if (!endpoint.enabled) {
-        await db.webhookDelivery.updateMany({ where: { seq: delivery.seq, state: "pending" }, data: { state: "failed" } });
+        await failPendingDelivery(db, { seq: delivery.seq });
         return;
       }
       if (config.requireHttps && !endpoint.url.startsWith("https:")) {
-        await db.webhookDelivery.updateMany({ where: { seq: delivery.seq, state: "pending" }, data: { state: "failed" } });
+        await failPendingDelivery(db, { seq: delivery.seq });
         throw new GiveUp("endpoint URL is not https");
       }
       const at = now();
       const outcome = await send({ url: endpoint.url, id: delivery.id, secret: secrets.open(endpoint.secretSealed, secretContext(endpoint.id)), body: delivery.payload });
-      const attempt = await record(delivery.seq, at, outcome);
+      const attempt = attemptOf(delivery.seq, at, outcome);
       const fields = { deliveryId: delivery.id, endpointId: endpoint.id, attempt: job.attempt, statusCode: outcome.statusCode, errorClass: outcome.errorClass, durationMs: outcome.durationMs };
 
       if (outcome.ok) {
         await db.$transaction([
-          db.webhookAttempt.create(attempt),
-          db.webhookDelivery.update({ where: { seq: delivery.seq }, data: { state: "delivered", deliveredAt: now(), attempts: { increment: 1 } } }),
-          db.webhookEndpoint.updateMany({ where: { id: endpoint.id, failingSince: { not: null } }, data: { failingSince: null } }),
+          recordAttempt(db, attempt),
+          markDelivered(db, delivery.seq, now()),
+          endFailingRun(db, endpoint.id),
         ]);
         logger.info("webhook delivered", fields);
         return;
@@ -78,28 +76,19 @@ export function registerWebhookJobs(db: Db, jobs: JobQueue, options: WebhookWork
       // when the run reaches the limit, the endpoint disabled (once: a conditional update) with
       // its admins told in the same transaction.
       const disabled = await db.$transaction(async (tx) => {
-        await tx.webhookAttempt.create(attempt);
-        await tx.$executeRaw`UPDATE "WebhookEndpoint" SET "failingSince" = ${at} WHERE id = ${endpoint.id} AND "failingSince" IS NULL`;
-        const current = await tx.webhookEndpoint.findUnique({ where: { id: endpoint.id }, select: { failingSince: true } });
-        const failingSince = current?.failingSince ?? at;
+        await recordAttempt(tx, attempt);
+        const failingSince = await failingSinceOf(tx, endpoint.id, at);
         const failingTooLong = at.getTime() - failingSince.getTime() >= config.disableAfterMs;
         let disabledNow: "gone" | "failing" | undefined;
         if (gone || failingTooLong) {
           const reason = gone ? "gone" : "failing";
-          const changed = await tx.webhookEndpoint.updateMany({
-            where: { id: endpoint.id, enabled: true },
-            data: { enabled: false, disabledReason: reason, updatedAt: at },
-          });
-          if (changed.count) {
+          if (await disableEndpoint(tx, endpoint.id, reason, at)) {
             disabledNow = reason;
             if (reason === "failing") await onEndpointDisabled?.(tx, { accountId: endpoint.accountId, endpointId: endpoint.id, url: endpoint.url, failingSince });
           }
         }
         const settled = gone || failingTooLong || last;
-        await tx.webhookDelivery.update({
-          where: { seq: delivery.seq },
-          data: { attempts: { increment: 1 }, ...(settled ? { state: "failed" as const } : {}) },
-        });
+        await countFailedAttempt(tx, delivery.seq, settled);
         return { settled, disabledNow, failingSince };
       });
       if (disabled.disabledNow) logger.warn("webhook endpoint disabled", { endpointId: endpoint.id, reason: disabled.disabledNow });
@@ -121,7 +110,7 @@ export function registerWebhookJobs(db: Db, jobs: JobQueue, options: WebhookWork
       // a delivery whose job died without a last run of the handler is failed, not pending forever
       onDead: async ({ payload }) => {
         const { deliveryId } = payload as { deliveryId: string };
-        await db.webhookDelivery.updateMany({ where: { id: deliveryId, state: "pending" }, data: { state: "failed" } });
+        await failPendingDelivery(db, { id: deliveryId });
       },
     },
   );

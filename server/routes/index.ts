@@ -14,6 +14,7 @@ import { userRoutes } from "./users.ts";
 import { trackingRoutes } from "./tracking.ts";
 import { webhookRoutes } from "./webhooks.ts";
 import { privacyRoutes } from "./privacy.ts";
+import { declaredNetworkRoutes } from "./declared-networks.ts";
 
 export function createHandlers(services: Services): OperationHandlers {
   return {
@@ -30,5 +31,6 @@ export function createHandlers(services: Services): OperationHandlers {
     ...trackingRoutes(services),
     ...webhookRoutes(services),
     ...privacyRoutes(services),
+    ...declaredNetworkRoutes(services),
   };
 }

@@ -9,7 +9,7 @@ export function trackingRoutes({ tracking }: Services): {
   listLeadVisits: Handler<"listLeadVisits">;
 } {
   return {
-    lookupIp: async ({ query }) => ({ status: 200, body: await tracking.ipLookup(query.ip) }),
+    lookupIp: async ({ auth, query }) => ({ status: 200, body: await tracking.ipLookup(auth.accountId, query.ip) }),
     lookupDomain: async ({ auth, query }) => ({ status: 200, body: await tracking.domainLookup(auth.accountId, query.domain) }),
     listLeadVisits: async ({ auth, path, query }) => ({
       status: 200,

@@ -3,6 +3,7 @@ import { hash, randomBytes } from "node:crypto";
 import type { Db, Sql } from "../db/database.ts";
 import { Prisma } from "../../generated/prisma/client.ts";
 import { NotFound } from "../domain/errors.ts";
+import { deleteLeadsOfAccount } from "../tracking/lead-store.ts";
 import { newId, normaliseEmail } from "../ids.ts";
 
 const DAY_MS = 86_400_000;
@@ -123,7 +124,7 @@ export function accountService(db: Db, sql: Sql, { keyCacheMs = KEY_CACHE_MS } =
     async deleteAccount(accountId: string): Promise<void> {
       await db.$transaction([
         db.segment.deleteMany({ where: { accountId } }),
-        db.lead.deleteMany({ where: { accountId } }),
+        deleteLeadsOfAccount(db, accountId),
         db.account.deleteMany({ where: { id: accountId } }),
       ]);
     },

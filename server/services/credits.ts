@@ -4,6 +4,7 @@ import type { Db, Sql } from "../db/database.ts";
 import { Prisma } from "../../generated/prisma/client.ts";
 import { ChargeGuardFailed, NotFound, PaymentRequired } from "../domain/errors.ts";
 import { metrics } from "../metrics.ts";
+import { updateDataset } from "./datasets.ts";
 
 /** First day of the UTC month of `at`, as `YYYY-MM-DD`. */
 export function monthOf(at: Date): string {
@@ -14,10 +15,26 @@ export function monthOf(at: Date): string {
  * SQL run inside a charge's statement so that something commits with the charge or not at all:
  * `guard` is CTEs (each followed by a comma) ending in one named `guard` that yields a row when
  * the charge may go ahead; `after` is CTEs (each preceded by a comma) that may read `entry`.
+ * (The contact enrichment's: its visitor still pending, then marked enriched.)
  */
 export interface ChargeHook {
   guard: Prisma.Sql;
   after: Prisma.Sql;
+}
+
+/**
+ * A look-up's answer stored with its charge under the Idempotency-Key its request claimed
+ * (services/idempotency.ts claims keys and stores the answers that charge nothing): the charge
+ * goes ahead only while the request still owns the key (the key's row locked), and the answer
+ * commits in the charge's own statement, or neither does.
+ */
+export interface IdempotentAnswer {
+  accountId: string;
+  key: string;
+  /** The claiming request's id (KeyClaim.owner). */
+  owner: string;
+  status: number;
+  body: unknown;
 }
 
 export interface Charge {
@@ -28,6 +45,8 @@ export interface Charge {
   operation: string;
   keyId: string;
   credits?: number;
+  /** Stored with the charge (a look-up with an Idempotency-Key). */
+  answer?: IdempotentAnswer;
   hook?: ChargeHook;
 }
 
@@ -63,7 +82,8 @@ const payers = (accountId: string, datasetId: string | undefined, month: string,
 export function chargeStatement(charge: Charge): Prisma.Sql {
   const credits = charge.credits ?? 1;
   const month = monthOf(charge.at);
-  const hook = charge.hook;
+  if (charge.answer && charge.hook) throw new Error("a charge has an idempotent answer or a hook, not both");
+  const hook = charge.answer ? storedWith(charge.answer) : charge.hook;
   return Prisma.sql`
     WITH ${hook?.guard ?? Prisma.empty}
     candidate AS (${payers(charge.accountId, charge.datasetId, month, credits)} LIMIT 1),
@@ -83,6 +103,20 @@ export function chargeStatement(charge: Charge): Prisma.Sql {
     ${hook?.after ?? Prisma.empty}
     SELECT (SELECT id FROM candidate) AS candidate, (SELECT "datasetId" FROM entry) AS charged,
            ${hook ? Prisma.sql`EXISTS (SELECT 1 FROM guard)` : Prisma.sql`true`} AS guarded`;
+}
+
+/** The key's row while the request that claimed it still owns it, unanswered. */
+const ownedKey = (a: IdempotentAnswer) =>
+  Prisma.sql`"accountId" = ${a.accountId} AND key = ${a.key} AND owner = ${a.owner} AND status IS NULL`;
+
+/** The charge's guard (the key still owned, locked) and the answer stored once the entry is written. */
+function storedWith(answer: IdempotentAnswer): ChargeHook {
+  return {
+    guard: Prisma.sql`guard AS (SELECT 1 FROM "IdempotencyKey" WHERE ${ownedKey(answer)} FOR UPDATE),`,
+    after: Prisma.sql`, stored AS (
+      UPDATE "IdempotencyKey" SET status = ${answer.status}, body = ${JSON.stringify(answer.body)}
+      WHERE ${ownedKey(answer)} AND EXISTS (SELECT 1 FROM entry) RETURNING 1)`,
+  };
 }
 
 /** Runs inside a bulk charge's transaction: `before` may refuse it (throw), `after` commits with it. */
@@ -182,8 +216,7 @@ export function creditService(db: Db, sql: Sql) {
 
     /** Sets the dataset's monthly limit; false when there is no such dataset. */
     async setMonthlyLimit(datasetId: string, limit: number): Promise<boolean> {
-      const { count } = await db.dataset.updateMany({ where: { id: datasetId }, data: { monthlyCreditLimit: limit } });
-      return count > 0;
+      return (await updateDataset(db, { id: datasetId }, { monthlyCreditLimit: limit })) > 0;
     },
   };
 }

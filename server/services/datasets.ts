@@ -1,4 +1,5 @@
-// Dataset Management: one dataset per tracked website.
+// Dataset Management: one dataset per tracked website. The only writer of "Dataset" rows: the
+// credit limit (credits.ts) and the privacy settings (privacy.ts) are written through updateDataset.
 import type { Db } from "../db/database.ts";
 import { type PageWeight, type StoredPageWeight, storedPageWeights } from "./lead-score.ts";
 import { NotFound } from "../domain/errors.ts";
@@ -14,12 +15,17 @@ export interface FormTracking {
   formInputAttribute: string;
 }
 
+type DatasetChange = Parameters<Db["dataset"]["updateMany"]>[0]["data"];
+
+/** Updates a dataset (of the account, when given); how many rows changed (0: none such). */
+export async function updateDataset(db: Pick<Db, "dataset">, where: { id: string; accountId?: string }, data: DatasetChange): Promise<number> {
+  return (await db.dataset.updateMany({ where, data })).count;
+}
 
 export function datasetService(db: Db, access: AccessService) {
   /** Updates the account's dataset; 404 when it has none with this id. */
-  async function update(accountId: string, datasetId: string, data: Parameters<Db["dataset"]["updateMany"]>[0]["data"]) {
-    const { count } = await db.dataset.updateMany({ where: { accountId, id: datasetId }, data });
-    if (count === 0) throw new NotFound(`Dataset ${datasetId} does not exist`);
+  async function update(accountId: string, datasetId: string, data: DatasetChange) {
+    if ((await updateDataset(db, { accountId, id: datasetId }, data)) === 0) throw new NotFound(`Dataset ${datasetId} does not exist`);
   }
 
   return {
@@ -52,7 +58,7 @@ export function datasetService(db: Db, access: AccessService) {
       await update(accountId, datasetId, { name, nameKey: name.toLowerCase() });
     },
 
-    async setFormTracking(accountId: string, actorEmail: string, datasetId: string, settings: FormTracking): Promise<void> {
+    async setFormTracking(accountId: string, actorEmail: string, datasetId: string, settings: Partial<FormTracking>): Promise<void> {
       await access.admin(accountId, actorEmail);
       await update(accountId, datasetId, settings);
     },

@@ -1,12 +1,14 @@
 // Idempotency-Key: the first request with a key runs; retries with the same key and request get
 // its stored answer. The primary key (account, key) decides which of concurrent requests runs.
+// A charged look-up's answer is stored by the charge's own statement (services/credits.ts,
+// IdempotentAnswer), which holds the whole statement; the answers that charge nothing are stored here.
 import { createHash, randomUUID } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Db } from "../db/database.ts";
 import { Prisma } from "../../generated/prisma/client.ts";
 import { Conflict } from "../domain/errors.ts";
 import { ChargeGuardFailed } from "../domain/errors.ts";
-import type { BulkChargeHooks, ChargeHook } from "./credits.ts";
+import type { BulkChargeHooks } from "./credits.ts";
 
 /** How long a key and its answer are kept. */
 export const KEY_TTL_MS = 24 * 3_600_000;
@@ -82,19 +84,6 @@ export function idempotencyService(db: Db, now: () => Date) {
     async store(claim: KeyClaim, answer: StoredAnswer): Promise<void> {
       await db.$executeRaw`
         UPDATE "IdempotencyKey" SET status = ${answer.status}, body = ${JSON.stringify(answer.body)} WHERE ${where(claim)}`;
-    },
-
-    /**
-     * Stores a charged answer inside the charge's statement: the charge goes ahead only while
-     * this request still owns the key (locked), and the answer commits with it.
-     */
-    storeWithCharge(claim: KeyClaim, answer: StoredAnswer): ChargeHook {
-      return {
-        guard: Prisma.sql`guard AS (SELECT 1 FROM "IdempotencyKey" WHERE ${where(claim)} FOR UPDATE),`,
-        after: Prisma.sql`, stored AS (
-          UPDATE "IdempotencyKey" SET status = ${answer.status}, body = ${JSON.stringify(answer.body)}
-          WHERE ${where(claim)} AND EXISTS (SELECT 1 FROM entry) RETURNING 1)`,
-      };
     },
 
     /**

@@ -35,6 +35,12 @@ import { notifyAdminsOfDisabledEndpoint, registerWebhookJobs } from "../notify/w
 import { webhookEvents } from "../notify/events.ts";
 import { webhookService } from "./webhooks.ts";
 import { privacyService } from "./privacy.ts";
+import { identityStore } from "../identity/identities.ts";
+import { addressKeys } from "../identity/addresses.ts";
+import { writeEvents } from "../tracking/ingest.ts";
+import { pendingAttribution } from "../tracking/pending.ts";
+import { declaredNetworks } from "../identity/declared-networks.ts";
+import { declaredNetworkService } from "./declared-networks.ts";
 
 /** The parts of the configuration the services are built from. */
 export type ServiceConfig = Pick<Config, "trackingDomains" | "tracking" | "webhooks" | "jobs" | "mail" | "notify" | "retention" | "ingestLog">;
@@ -55,6 +61,9 @@ export interface ServiceOptions {
    */
   listeningUrl?: () => string;
 }
+
+/** Whether the identity's prefix is the address's unit (its /32, its /64). */
+const isUnit = (prefix: string, ip: string) => addressKeys(ip)?.unit === prefix;
 
 export function createServices(db: Db, { config, logger = createLogger(), now = () => new Date(), keyCacheMs, sql, listeningUrl }: ServiceOptions) {
   const { trackingDomains, webhooks, notify, retention } = config;
@@ -91,6 +100,9 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
   registerWebhookJobs(db, jobs, { config: webhooks, secrets: webhookSecrets, logger, now, onEndpointDisabled: notifyAdminsOfDisabledEndpoint(jobs) });
   // organisation domains from evidence: the ingest writer settles each batch's, ip-lookup asks reverse DNS
   const evidence = domainEvidence(db, config.tracking.reverseDns, logger);
+  // the organisation behind an address of a shared network (server/identity): evidence, declarations, look-ups
+  const identities = identityStore(db, { identities: config.tracking.identities, reverseDns: config.tracking.reverseDns, now, logger });
+  const declared = declaredNetworks(db);
   // One publisher of webhook events for every process: a lead entering a segment is a
   // segment.lead_entered event, in the entries' transaction (whose caller wakes the queue after its commit).
   const events = webhookEvents(db, jobs, { now, wake: () => jobs.wake() });
@@ -101,13 +113,29 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
    * its segment.lead_entered), inside each batch's transaction; contact.enriched after
    * enrichment; then the batch's organisation domains from evidence.
    */
-  const ingestWiring: { deps: EnrichmentDeps; hooks: Pick<WriterOptions, "onIngested" | "onEnriched" | "evidence" | "onCommitted"> } = {
+  const onIngested: WriterOptions["onIngested"] = async (result, tx) => {
+    await events.onIngested(result, tx);
+    await segmentEntries.onIngested(result, tx);
+  };
+  const identify: WriterOptions["identify"] = (queries, tx) => identities.identitiesOf(queries, tx);
+  // at write time only an address's own identity (or a declared one): a prefix's holds an address
+  // only once the address's own evidence (its PTR name) has been learned, which the backfill after
+  // the batch waits for
+  const identifyOwn: WriterOptions["identify"] = async (queries, tx) =>
+    (await identify(queries, tx)).map((identity, i) => (identity && (identity.source === "declared" || isUnit(identity.prefix, queries[i]!.ip)) ? identity : undefined));
+  // pending events of shared networks: learned from after each batch, attributed once their address has an identity
+  const pending = pendingAttribution(db, {
+    identities,
+    write: (tx, rows) => writeEvents(tx, rows, { onIngested, identify }),
+    onCommitted: () => jobs.wake(),
+    logger,
+  });
+  const ingestWiring: { deps: EnrichmentDeps; hooks: Pick<WriterOptions, "onIngested" | "identify" | "pending" | "onEnriched" | "evidence" | "onCommitted"> } = {
     deps: { contacts, credits, now },
     hooks: {
-      onIngested: async (result, tx) => {
-        await events.onIngested(result, tx);
-        await segmentEntries.onIngested(result, tx);
-      },
+      onIngested,
+      identify: identifyOwn,
+      pending,
       onEnriched: events.onEnriched,
       evidence,
       // the alert and webhook jobs onIngested queued run as soon as their batch committed
@@ -138,14 +166,23 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
     lookup: lookupService({ credits, contacts, idempotency, now }),
     creditReports: creditReportService(db, access),
     // IP and domain look-ups, a lead's visits (server/tracking holds the collector and writer)
-    tracking: trackingService(db, { access, contacts, resolver: sharedResolver, networkOverrides: networks.current, evidence }),
+    tracking: trackingService(db, { access, contacts, resolver: sharedResolver, networkOverrides: networks.current, evidence, identities }),
     // operators' network types per ASN (scripts/admin.ts `networks`)
     networks,
     domainEvidence: evidence,
+    // the identities store: what the ingest writer, erasure and retention call (server/identity/identities.ts)
+    identities,
+    // partners' declared networks (admins only)
+    declaredNetworks: declaredNetworkService(access, declared, {
+      // a declared network's pending events are its organisation's: attributed in the background
+      onDeclared: (accountId, cidr) =>
+        void pending.backfillNetwork(accountId, cidr).catch((error: Error) => logger.warn("backfill of a declared network failed", { error: error.message })),
+    }),
+    pending,
     // consent and retention settings, export and erasure of a data subject
-    privacy: privacyService(db, { access, now, ingestLog: config.ingestLog }),
+    privacy: privacyService(db, { access, now, ingestLog: config.ingestLog, identities }),
     // the daily `retention` job (server/main.ts schedules it)
-    retention: registerRetentionJobs(db, jobs, retention, logger, now),
+    retention: registerRetentionJobs(db, jobs, retention, logger, now, { pendingDays: config.tracking.identities.pendingDays, identities }),
   };
 }
 

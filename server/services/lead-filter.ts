@@ -13,7 +13,10 @@ type Field = Condition["field"];
 type Operator = Condition["operator"];
 type Scalar = string | number;
 
-type Kind = "text" | "number" | "date" | "tags";
+type Kind = "text" | "number" | "date" | "tags" | "identitySource";
+
+/** The values of IdentitySource (the spec's enum), in its order. */
+export const IDENTITY_SOURCES: readonly components["schemas"]["IdentitySource"][] = ["network", "reverse_dns", "form_email", "declared"];
 
 const fields: Record<Field, { kind: Kind; column: string }> = {
   organizationName: { kind: "text", column: `l."organizationName"` },
@@ -29,6 +32,7 @@ const fields: Record<Field, { kind: Kind; column: string }> = {
   tags: { kind: "tags", column: `l."tags"` },
   // computed at query time (lead-score.ts): the same expression as the listing's score and sort
   score: { kind: "number", column: SCORE_SQL },
+  identitySource: { kind: "identitySource", column: `l."identitySource"::text` },
 };
 
 const operators: Record<Kind, readonly Operator[]> = {
@@ -36,6 +40,7 @@ const operators: Record<Kind, readonly Operator[]> = {
   number: ["eq", "neq", "gte", "lte", "in", "exists"],
   date: ["gte", "lte", "exists"],
   tags: ["contains", "in", "exists"],
+  identitySource: ["eq", "neq", "in"],
 };
 
 const isoDate = /^\d{4}-\d{2}-\d{2}$/;
@@ -59,6 +64,8 @@ function scalarProblem(kind: Kind, value: unknown): string | undefined {
       return typeof value === "string" && parseDate(value) ? undefined : "must be an RFC 3339 date-time or a date (YYYY-MM-DD)";
     case "tags":
       return typeof value === "string" ? tagProblem(normaliseTag(value)) : "must be a string";
+    case "identitySource":
+      return IDENTITY_SOURCES.includes(value as never) ? undefined : `must be one of ${IDENTITY_SOURCES.join(", ")}`;
   }
 }
 
@@ -98,7 +105,13 @@ function conditionSql({ field, operator, value }: Condition): Prisma.Sql {
   if (kind === "tags") return tagsSql(column, operator, value);
   if (operator === "exists") return value ? Prisma.sql`${column} IS NOT NULL` : Prisma.sql`${column} IS NULL`;
   const param = (v: Scalar): Prisma.Sql =>
-    kind === "text" ? Prisma.sql`lower(${v})` : kind === "date" ? Prisma.sql`${parseDate(String(v))}::timestamptz` : Prisma.sql`${v}::bigint`;
+    kind === "text"
+      ? Prisma.sql`lower(${v})`
+      : kind === "date"
+        ? Prisma.sql`${parseDate(String(v))}::timestamptz`
+        : kind === "identitySource"
+          ? Prisma.sql`${v}::text`
+          : Prisma.sql`${v}::bigint`;
   const subject = kind === "text" ? Prisma.sql`lower(${column})` : column;
   const scalar = value as Scalar;
   switch (operator) {

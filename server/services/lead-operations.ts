@@ -2,6 +2,7 @@
 import type { components } from "../../generated/openapi.ts";
 import type { Db } from "../db/database.ts";
 import { Invalid, NotFound } from "../domain/errors.ts";
+import { assignLead, updateTags } from "../tracking/lead-store.ts";
 import type { SegmentEntryService } from "./segment-entries.ts";
 import type { AccessService } from "./access.ts";
 import { normaliseTags } from "./tags.ts";
@@ -25,20 +26,12 @@ function tagChanges(update: LeadTagsUpdate): { add: string[]; remove: string[] }
 
 export function leadOperationService(db: Db, access: AccessService, entries: SegmentEntryService) {
   return {
-    /**
-     * Adds and removes tags in one UPDATE, computed from the row it locks, so concurrent
-     * changes of one lead's tags do not overwrite each other; repeating a request changes nothing.
-     */
+    /** Adds and removes tags (one UPDATE: concurrent changes are not lost); repeating a request changes nothing. */
     async updateTags(accountId: string, update: LeadTagsUpdate): Promise<void> {
       const { add, remove } = tagChanges(update);
       await access.dataset(accountId, update.datasetId);
       const updated = await db.$transaction(async (tx) => {
-        const count = await tx.$executeRaw`
-          UPDATE "Lead" SET "tags" = ARRAY(
-            SELECT t FROM unnest("tags" || ${add}::text[]) AS t
-            WHERE NOT (t = ANY (${remove}::text[]))
-            GROUP BY t ORDER BY t COLLATE "C")
-          WHERE "accountId" = ${accountId} AND "datasetId" = ${update.datasetId} AND "id" = ${update.leadId}`;
+        const count = await updateTags(tx, { accountId, datasetId: update.datasetId, leadId: update.leadId }, add, remove);
         // a tag may make the lead match a segment
         if (count) await entries.evaluate(tx, { accountId, datasetId: update.datasetId, leadIds: [update.leadId] });
         return count;
@@ -55,7 +48,7 @@ export function leadOperationService(db: Db, access: AccessService, entries: Seg
       await access.member(accountId, assigneeUserId);
       await access.requireReach(accountId, datasetId, [assigneeUserId]);
       await db.$transaction(async (tx) => {
-        await tx.lead.updateMany({ where: { accountId, datasetId, id: leadId }, data: { assigneeUserId: BigInt(assigneeUserId) } });
+        await assignLead(tx, { accountId, datasetId, leadId }, BigInt(assigneeUserId));
         // an assignment may make the lead match a segment (assigneeUserId filters)
         await entries.evaluate(tx, { accountId, datasetId, leadIds: [leadId] });
       });

@@ -6,6 +6,7 @@ import type { QueryOf } from "../domain/types.ts";
 import type { Db } from "../db/database.ts";
 import { Conflict, NotFound } from "../domain/errors.ts";
 import { EXCLUSION_TYPES, type ExclusionType, notExcluded, ruleKey } from "../domain/exclusions.ts";
+import { insertLeads } from "../tracking/lead-store.ts";
 import type { AccessService } from "./access.ts";
 import { checkFilter, filterSql, type SegmentFilter } from "./lead-filter.ts";
 import { scoreSql } from "./lead-score.ts";
@@ -26,6 +27,9 @@ export interface NewLead {
   organizationDomain?: string | null;
   /** Where the domain comes from; `curated` when a domain is given without one. */
   domainSource?: LeadDto["domainSource"];
+  /** How the organisation was recognised (default: its own network, confidence 1). */
+  identitySource?: LeadDto["identitySource"];
+  identityConfidence?: number;
   industry?: string | null;
   employeeCount?: number | null;
   country?: string | null;
@@ -38,6 +42,9 @@ export interface NewLead {
 }
 
 export type LeadQuery = Omit<QueryOf<"listLeads">, "filter"> & { filter?: SegmentFilter };
+
+/** The `identitySource` query parameter as the filter condition it is. */
+const identitySourceFilter = (source: LeadDto["identitySource"]): SegmentFilter => ({ match: "all", conditions: [{ field: "identitySource", operator: "eq", value: source }] });
 export type LeadSort = NonNullable<QueryOf<"listLeads">["sort"]>;
 
 /** Where a page ends in the listing's order: (lastVisitAt, leadId) or (score, leadId), descending. */
@@ -67,7 +74,8 @@ export function leadListingSql({ datasetId, filters, after, limit, sort = "lastV
   const conditions = [Prisma.sql`l."datasetId" = ${datasetId}`, ...filters.map(filterSql), notExcluded, ...(after ? [afterSql(after)] : [])];
   const order = sort === "score" ? Prisma.sql`score DESC, l."id" DESC` : Prisma.sql`l."lastVisitAt" DESC, l."id" DESC`;
   return Prisma.sql`SELECT l."id", l."organizationName", l."organizationDomain", l."domainSource", l."industry", l."employeeCount",
-      l."country", l."city", l."firstVisitAt", l."lastVisitAt", l."visitCount", l."tags", l."assigneeUserId", ${scoreSql} AS score
+      l."country", l."city", l."firstVisitAt", l."lastVisitAt", l."visitCount", l."tags", l."assigneeUserId",
+      l."identitySource", l."identityConfidence", ${scoreSql} AS score
     FROM "Lead" l
     WHERE ${Prisma.join(conditions, " AND ")}
     ORDER BY ${order}
@@ -93,6 +101,8 @@ function toDto(row: LeadRow): LeadDto {
     tags: row.tags,
     assigneeUserId: row.assigneeUserId === null ? null : Number(row.assigneeUserId),
     score: row.score,
+    identitySource: row.identitySource,
+    identityConfidence: row.identityConfidence,
   };
 }
 
@@ -111,9 +121,6 @@ const positionOf = (sort: LeadSort) => (last: LeadDto) => (sort === "score" ? { 
 
 /** Tags as stored: normalised, without duplicates, in code-unit order. */
 const storedTags = (tags: readonly string[] = []) => [...new Set(tags.map(normaliseTag))].sort();
-
-/** createMany sends one parameter per column and row; PostgreSQL takes at most 65,535 per statement. */
-const INSERT_BATCH = 2_000;
 
 export function leadService(db: Db, access: AccessService, segments: SegmentService) {
   return {
@@ -139,12 +146,10 @@ export function leadService(db: Db, access: AccessService, segments: SegmentServ
         visitCount: lead.visitCount ?? 1,
         tags: storedTags(lead.tags),
         assigneeUserId: lead.assigneeUserId == null ? null : BigInt(lead.assigneeUserId),
+        identitySource: lead.identitySource ?? "network",
+        identityConfidence: lead.identityConfidence ?? 1,
       }));
-      let inserted = 0;
-      for (let i = 0; i < rows.length; i += INSERT_BATCH) {
-        inserted += (await db.lead.createMany({ data: rows.slice(i, i + INSERT_BATCH) })).count;
-      }
-      return inserted;
+      return insertLeads(db, rows);
     },
 
     /** One page of the dataset's visible leads; the acting user must reach the dataset. */
@@ -156,7 +161,8 @@ export function leadService(db: Db, access: AccessService, segments: SegmentServ
       await access.dataset(accountId, query.datasetId);
       const segmentFilter = query.segmentId === undefined ? undefined : await segments.filtersOf(accountId, query.datasetId, query.segmentId);
       await access.requireAccess(actor, query.datasetId);
-      const filters = [segmentFilter, query.filter].filter((f): f is SegmentFilter => f !== undefined);
+      const bySource = query.identitySource && identitySourceFilter(query.identitySource);
+      const filters = [segmentFilter, query.filter, bySource].filter((f): f is SegmentFilter => !!f);
       const limit = query.limit;
       const rows = await db.$queryRaw<LeadRow[]>(leadListingSql({ datasetId: query.datasetId, filters, after, limit: limit + 1, sort }));
       return toPage(rows.map(toDto), limit, positionOf(sort));

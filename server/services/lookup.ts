@@ -4,7 +4,7 @@ import { NotFound, PaymentRequired, revive, type StoredDomainError, storedFormOf
 import { fullFormats } from "ajv-formats/dist/formats.js";
 import { normaliseEmail } from "../ids.ts";
 import { contactQuery, type ContactRow, type ContactService, toProfile } from "./contacts.ts";
-import { type ChargeHook, type CreditService } from "./credits.ts";
+import { type CreditService, type IdempotentAnswer } from "./credits.ts";
 import { fingerprint, type IdempotencyService, type KeyClaim } from "./idempotency.ts";
 import type { Schemas } from "../domain/types.ts";
 import { contradictedHint } from "./lookup-hints.ts";
@@ -69,19 +69,19 @@ export function lookupService(deps: { credits: CreditService; contacts: ContactS
    * Credit first (a partner without credit learns so even for a miss) and the profile, read in
    * one round trip; then the charge, one statement.
    */
-  async function lookup(caller: Caller, request: LookupRequest, answerHook?: (profile: ContactProfile) => ChargeHook) {
+  async function lookup(caller: Caller, request: LookupRequest, answerOf?: (profile: ContactProfile) => IdempotentAnswer) {
     const { email, datasetId, ...hints } = request;
     const row = await credits.requireCredit<ContactRow>(caller.accountId, datasetId, now(), contactQuery(email));
     const profile = row && toProfile(row);
     if (!profile || contradictedHint(profile, hints)) throw miss();
-    await credits.charge({ ...caller, datasetId, at: now(), hook: answerHook?.(profile) });
+    await credits.charge({ ...caller, datasetId, at: now(), answer: answerOf?.(profile) });
     return profile;
   }
 
   /** Runs the lookup as the key's owner: its answer is stored (a charged one in the charge's own statement). */
   async function lookupOnce(caller: Caller, request: LookupRequest, claim: KeyClaim): Promise<ContactProfile> {
     try {
-      return await lookup(caller, request, (profile) => idempotency.storeWithCharge(claim, { status: 200, body: profile }));
+      return await lookup(caller, request, (profile) => ({ ...claim, status: 200, body: profile }));
     } catch (error) {
       if (error instanceof NotFound || error instanceof PaymentRequired) {
         await idempotency.store(claim, { status: REFUSED, body: storedFormOf(error) });

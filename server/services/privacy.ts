@@ -10,10 +10,13 @@ import { newId, normaliseEmail } from "../ids.ts";
 import { toProfile } from "./contacts.ts";
 import type { IngestLogConfig } from "../config.ts";
 import { eraseSubject } from "../tracking/erase-subject.ts";
+import type { IdentityStore } from "../identity/identities.ts";
+import { exportPending, pendingVisitorsOf } from "../tracking/pending.ts";
 import type { QueueRow } from "../tracking/events.ts";
 import { type VisitorsByDataset, waitingEventsOf } from "../tracking/waiting-events.ts";
 import { carries, deliveriesOf, jsonList, type Subject, visitorIdsOf } from "../tracking/erasure.ts";
 import type { AccessService } from "./access.ts";
+import { updateDataset } from "./datasets.ts";
 import { decodeCursor, toPage } from "./paging.ts";
 
 export type PrivacySettings = Schemas["PrivacySettings"];
@@ -74,7 +77,10 @@ function queuedEventDto({ datasetId, receivedAt, event }: QueueRow): Schemas["Ex
 }
 
 /** `ingestLog`: the JetStream stream the collectors append to, when the service uses one (its waiting events are exported too). */
-export function privacyService(db: Db, { access, now, ingestLog }: { access: AccessService; now: () => Date; ingestLog?: IngestLogConfig }) {
+export function privacyService(
+  db: Db,
+  { access, now, ingestLog, identities }: { access: AccessService; now: () => Date; ingestLog?: IngestLogConfig; identities?: IdentityStore },
+) {
   /** The datasets an operation reaches: the one named (404 when not the account's), else all of the account's. */
   async function datasetsOf(accountId: string, datasetId: string | undefined): Promise<string[]> {
     if (datasetId !== undefined) return [(await access.dataset(accountId, datasetId)).id];
@@ -121,7 +127,8 @@ export function privacyService(db: Db, { access, now, ingestLog }: { access: Acc
     async updateSettings(accountId: string, actorEmail: string, datasetId: string, change: Schemas["PrivacySettingsUpdate"]): Promise<PrivacySettings> {
       await access.admin(accountId, actorEmail);
       await access.dataset(accountId, datasetId);
-      const updated = await db.dataset.update({ where: { id: datasetId, accountId }, data: change, select: settingsSelect });
+      await updateDataset(db, { id: datasetId, accountId }, change);
+      const updated = await db.dataset.findUniqueOrThrow({ where: { id: datasetId, accountId }, select: settingsSelect });
       return settingsDto(updated);
     },
 
@@ -130,7 +137,7 @@ export function privacyService(db: Db, { access, now, ingestLog }: { access: Acc
       const actor = await access.admin(accountId, actorEmail);
       const subject = subjectOf(input);
       const scope = { accountId, datasetIds: await datasetsOf(accountId, input.datasetId), datasetId: input.datasetId ?? null, erasedAt: now() };
-      const counts = await eraseSubject(db, scope, subject);
+      const counts = await eraseSubject(db, scope, subject, identities);
       const record = await db.privacyErasure.create({
         data: { id: newId("era"), accountId, datasetId: scope.datasetId, subjectType: subject.type, actorUserId: actor.userId, requestedAt: scope.erasedAt, counts: { ...counts } },
       });
@@ -142,11 +149,17 @@ export function privacyService(db: Db, { access, now, ingestLog }: { access: Acc
       await access.admin(accountId, actorEmail);
       const subject = subjectOf(input);
       const visitorIds: VisitorsByDataset = new Map();
-      for (const datasetId of await datasetsOf(accountId, input.datasetId)) visitorIds.set(datasetId, new Set(await visitorIdsOf(db, datasetId, subject)));
+      for (const datasetId of await datasetsOf(accountId, input.datasetId)) {
+        visitorIds.set(datasetId, new Set([...(await visitorIdsOf(db, datasetId, subject)), ...(await pendingVisitorsOf(db, datasetId, subject))]));
+      }
       // the log before the tables: an event written meanwhile is then listed twice at worst, never missed
       const waiting = await waitingEventsOf(db, ingestLog, accountId, visitorIds, subject, EXPORT_LIMIT);
       const parts = [];
-      for (const [datasetId, ids] of visitorIds) parts.push(await exportInDataset(accountId, datasetId, subject, [...ids]));
+      const pending = [];
+      for (const [datasetId, ids] of visitorIds) {
+        parts.push(await exportInDataset(accountId, datasetId, subject, [...ids]));
+        pending.push(...(await exportPending(db, datasetId, [...ids], subject)).map((e) => ({ datasetId, ...e })));
+      }
       const visitors = parts.flatMap((p) => p.visitors);
       const enriched = [...new Set(visitors.filter((v) => v.enrichment === "enriched" && v.email).map((v) => v.email!))];
       const contacts = enriched.length ? await db.contact.findMany({ where: { email: { in: enriched } }, orderBy: { email: "asc" } }) : [];
@@ -158,6 +171,7 @@ export function privacyService(db: Db, { access, now, ingestLog }: { access: Acc
         webhookDeliveries: parts.flatMap((p) => p.deliveries).map((d) => ({ deliveryId: d.id, eventType: d.eventType, createdAt: d.createdAt.toISOString(), payload: d.payload })),
         queuedEvents: waiting.rows.map(queuedEventDto),
         queuedEventsTruncated: !waiting.complete,
+        pendingEvents: pending.slice(0, EXPORT_LIMIT),
       };
     },
 

@@ -9,6 +9,7 @@ import { type DomainEvidence, type DomainSource, registrableDomain } from "../tr
 import { LEAD_NETWORKS, type NetworkType } from "../tracking/network-class.ts";
 import { knownOrganizationOfDomain } from "../tracking/organizations.ts";
 import type { Resolver } from "../tracking/resolver.ts";
+import type { IdentityStore } from "../identity/identities.ts";
 import type { AccessService } from "./access.ts";
 import type { ContactService } from "./contacts.ts";
 import { notExcluded } from "../domain/exclusions.ts";
@@ -63,6 +64,7 @@ export function trackingService(
     resolver: () => Resolver;
     networkOverrides: () => Promise<ReadonlyMap<number, NetworkType>>;
     evidence: DomainEvidence;
+    identities: IdentityStore;
   },
 ) {
   const { access, contacts, evidence } = deps;
@@ -77,16 +79,18 @@ export function trackingService(
   return {
     /**
      * Free: open network data about an address, never about a person. Without a curated domain, a
-     * lead network's domain comes from reverse DNS (cached per /24, bounded in time).
+     * lead network's domain comes from reverse DNS (cached per /24, bounded in time). `identity`:
+     * what the key's account knows of the organisation behind it (server/identity).
      */
-    async ipLookup(ipParam: string): Promise<IpLookup> {
+    async ipLookup(accountId: string, ipParam: string): Promise<IpLookup> {
       const ip = ipParam.trim();
       const resolution = deps.resolver().resolve(ip, { overrides: await deps.networkOverrides() });
       if (!resolution) throw new Invalid("ip is not an IPv4 or IPv6 address", [{ location: "query", field: "ip", message: "is not an IP address" }]);
       if (resolution.asn === null) throw new NotFound("No announced network holds this address (private, reserved or unrouted)", "network_not_found");
-      if (resolution.organizationDomain || !LEAD_NETWORKS.has(resolution.networkType)) return { ip, ...resolution };
+      const identity = await deps.identities.describe(accountId, ip, resolution.networkType);
+      if (resolution.organizationDomain || !LEAD_NETWORKS.has(resolution.networkType)) return { ip, ...resolution, identity };
       const domain = await evidence.reverseDomain(ip);
-      return { ip, ...resolution, organizationDomain: domain, domainSource: domain ? "reverse_dns" : null };
+      return { ip, ...resolution, organizationDomain: domain, domainSource: domain ? "reverse_dns" : null, identity };
     },
 
     /** Free: the curated organisation of the domain (if any) and the account's visible leads of it. */

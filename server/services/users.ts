@@ -97,7 +97,8 @@ export function userService(db: Db, access: AccessService, invitations: Invitati
     openInvitation: (token: string) => openInvitation(db, token, invitations.now()),
 
     /** Accepts the invitation of a link's token once: the membership becomes active. */
-    acceptInvitation: (token: string) => acceptInvitation(db, token, invitations.now()),
+    acceptInvitation: (token: string) =>
+      acceptInvitation(db, token, invitations.now(), (tx, member) => tx.membership.updateMany({ where: member, data: { state: "active" } })),
 
     /** Renames the member within this account only (another account keeps its own name for them). */
     async rename(accountId: string, userId: number, name: string): Promise<void> {

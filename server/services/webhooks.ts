@@ -7,7 +7,8 @@ import { Conflict, Invalid, NotFound } from "../domain/errors.ts";
 import type { QueryOf, Schemas } from "../domain/types.ts";
 import { newId } from "../ids.ts";
 import type { WebhookConfig } from "../config.ts";
-import { deliveryJob, insertDelivery, payloadOf, TEST_EVENT } from "../notify/events.ts";
+import { deleteEndpoint, insertDelivery, insertEndpoint, requeueDelivery, updateEndpoint } from "../notify/webhook-store.ts";
+import { payloadOf, TEST_EVENT } from "../notify/events.ts";
 import type { JobQueue } from "../jobs/queue.ts";
 import { checkWebhookUrl } from "../notify/url-check.ts";
 import { secretContext } from "../notify/webhook-job.ts";
@@ -92,16 +93,6 @@ export function webhookService(db: Db, { config, secrets, jobs, now }: WebhookSe
     };
   }
 
-  /** Marks the delivery pending again and queues a new job for it, in `tx`; false when it is not the endpoint's. */
-  async function requeue(tx: Parameters<Parameters<Db["$transaction"]>[0]>[0], endpointId: string, deliveryId: string): Promise<boolean> {
-    const rows = await tx.$queryRaw<{ replays: number }[]>`
-      UPDATE "WebhookDelivery" SET state = 'pending', replays = replays + 1
-      WHERE id = ${deliveryId} AND "endpointId" = ${endpointId} RETURNING replays`;
-    if (!rows.length) return false;
-    await jobs().enqueue(tx, deliveryJob(deliveryId, rows[0]!.replays));
-    return true;
-  }
-
   return {
     async list(accountId: string, { cursor, limit }: QueryOf<"listWebhookEndpoints">): Promise<Schemas["WebhookEndpointPage"]> {
       const after = decodeCursor(cursor, readPosition);
@@ -134,18 +125,16 @@ export function webhookService(db: Db, { config, secrets, jobs, now }: WebhookSe
         const count = await tx.webhookEndpoint.count({ where: { accountId } });
         if (count >= MAX_ENDPOINTS) throw new Conflict(`The account has ${MAX_ENDPOINTS} webhook endpoints already`);
         const { enabled } = input; // the spec's default (true) is filled in by the validator
-        return tx.webhookEndpoint.create({
-          data: {
-            id,
-            accountId,
-            url: input.url,
-            eventTypes: [...new Set(input.eventTypes)],
-            enabled,
-            disabledReason: enabled ? null : "manual",
-            secretSealed: secrets.seal(secret, secretContext(id)),
-            createdAt: at,
-            updatedAt: at,
-          },
+        return insertEndpoint(tx, {
+          id,
+          accountId,
+          url: input.url,
+          eventTypes: [...new Set(input.eventTypes)],
+          enabled,
+          disabledReason: enabled ? null : "manual",
+          secretSealed: secrets.seal(secret, secretContext(id)),
+          createdAt: at,
+          updatedAt: at,
         });
       });
       return { ...endpointDto(row), secret };
@@ -161,23 +150,18 @@ export function webhookService(db: Db, { config, secrets, jobs, now }: WebhookSe
         ...(input.enabled === false ? { enabled: false, disabledReason: "manual" } : {}),
         updatedAt: now(),
       };
-      const changed = await db.webhookEndpoint.updateMany({ where: { id: endpointId, accountId }, data });
-      if (!changed.count) throw new NotFound(`No webhook endpoint ${endpointId} in this account`);
+      if (!(await updateEndpoint(db, accountId, endpointId, data))) throw new NotFound(`No webhook endpoint ${endpointId} in this account`);
       return endpointDto(await endpointOf(accountId, endpointId));
     },
 
     async remove(accountId: string, endpointId: string): Promise<void> {
-      const removed = await db.webhookEndpoint.deleteMany({ where: { id: endpointId, accountId } });
-      if (!removed.count) throw new NotFound(`No webhook endpoint ${endpointId} in this account`);
+      if (!(await deleteEndpoint(db, accountId, endpointId))) throw new NotFound(`No webhook endpoint ${endpointId} in this account`);
     },
 
     async rotateSecret(accountId: string, endpointId: string): Promise<Schemas["WebhookSecret"]> {
       const secret = newWebhookSecret();
-      const changed = await db.webhookEndpoint.updateMany({
-        where: { id: endpointId, accountId },
-        data: { secretSealed: secrets.seal(secret, secretContext(endpointId)), updatedAt: now() },
-      });
-      if (!changed.count) throw new NotFound(`No webhook endpoint ${endpointId} in this account`);
+      const sealed = { secretSealed: secrets.seal(secret, secretContext(endpointId)), updatedAt: now() };
+      if (!(await updateEndpoint(db, accountId, endpointId, sealed))) throw new NotFound(`No webhook endpoint ${endpointId} in this account`);
       return { secret };
     },
 
@@ -211,7 +195,7 @@ export function webhookService(db: Db, { config, secrets, jobs, now }: WebhookSe
 
     async replay(accountId: string, endpointId: string, deliveryId: string): Promise<Schemas["WebhookDelivery"]> {
       requireEnabled(await endpointOf(accountId, endpointId));
-      const found = await db.$transaction((tx) => requeue(tx, endpointId, deliveryId));
+      const found = await db.$transaction((tx) => requeueDelivery(tx, jobs(), endpointId, deliveryId));
       if (!found) throw new NotFound(`No delivery ${deliveryId} of webhook endpoint ${endpointId}`);
       jobs().wake();
       return deliveryDto(await db.webhookDelivery.findUniqueOrThrow({ where: { id: deliveryId } }));
@@ -230,7 +214,7 @@ export function webhookService(db: Db, { config, secrets, jobs, now }: WebhookSe
           select: { id: true },
         });
         let count = 0;
-        for (const row of rows) if (await requeue(tx, endpointId, row.id)) count += 1;
+        for (const row of rows) if (await requeueDelivery(tx, jobs(), endpointId, row.id)) count += 1;
         return count;
       });
       if (replayed) jobs().wake();

@@ -2,7 +2,8 @@
 // tables in typed arrays: a look-up is a binary search, no database and no allocation per address.
 // The CSV files hold `start,end,asn,name` with numeric addresses; they are read as bytes (no
 // per-line strings) so that loading does not need several times the file in memory.
-import { readFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { createRequire } from "node:module";
 import type { ParsedIp } from "./ip.ts";
 
@@ -79,6 +80,23 @@ function compareWords(table: Uint32Array, row: number, ip: readonly number[]): n
   return 0;
 }
 
+/** The arrays of a table as `toPrepared` stores them (each exactly as long as its rows). */
+interface Prepared {
+  v4Start: Uint32Array;
+  v4End: Uint32Array;
+  v4Asn: Uint32Array;
+  v6Start: Uint32Array;
+  v6End: Uint32Array;
+  v6Asn: Uint32Array;
+  names: [number, string][];
+}
+
+/** "ASNT", little-endian. */
+const PREPARED_MAGIC = 0x544e5341;
+/** Bumped when the prepared form changes, so that an old file is not read. */
+const PREPARED_FORMAT = 1;
+const HEADER_WORDS = 9;
+
 export class AsnTable {
   private v4Start: Uint32Array;
   private v4End: Uint32Array;
@@ -91,7 +109,20 @@ export class AsnTable {
   private v6Count = 0;
   readonly names = new Map<number, string>();
 
-  constructor(ipv4Csv: Buffer, ipv6Csv: Buffer) {
+  /** From the data set's two CSV files, or from the prepared form `toPrepared` wrote (a read, no parsing). */
+  constructor(ipv4Csv: Buffer, ipv6Csv: Buffer);
+  constructor(prepared: Prepared);
+  constructor(ipv4CsvOrPrepared: Buffer | Prepared, ipv6Csv?: Buffer) {
+    if (!Buffer.isBuffer(ipv4CsvOrPrepared)) {
+      const p = ipv4CsvOrPrepared;
+      [this.v4Start, this.v4End, this.v4Asn, this.v6Start, this.v6End, this.v6Asn] = [p.v4Start, p.v4End, p.v4Asn, p.v6Start, p.v6End, p.v6Asn];
+      this.v4Count = p.v4Asn.length;
+      this.v6Count = p.v6Asn.length;
+      for (const [asn, name] of p.names) this.names.set(asn, name);
+      return;
+    }
+    const ipv4Csv = ipv4CsvOrPrepared;
+    ipv6Csv ??= Buffer.alloc(0);
     const n4 = lineCount(ipv4Csv);
     this.v4Start = new Uint32Array(n4);
     this.v4End = new Uint32Array(n4);
@@ -114,6 +145,46 @@ export class AsnTable {
       this.v6Asn[i] = r.asn;
       if (!this.names.has(r.asn)) this.names.set(r.asn, decodeName(ipv6Csv, r.nameFrom, r.nameTo));
     });
+  }
+
+  /**
+   * The prepared form: a header (magic, format, the six arrays' lengths, the names' byte length),
+   * the arrays as they are in memory, then the names as JSON. Reading it back is a file read and
+   * six views on it: no parsing of the 32 MB of CSV at each start.
+   */
+  toPrepared(): Buffer {
+    const arrays = [
+      this.v4Start.subarray(0, this.v4Count),
+      this.v4End.subarray(0, this.v4Count),
+      this.v4Asn.subarray(0, this.v4Count),
+      this.v6Start.subarray(0, this.v6Count * 4),
+      this.v6End.subarray(0, this.v6Count * 4),
+      this.v6Asn.subarray(0, this.v6Count),
+    ];
+    const names = Buffer.from(JSON.stringify([...this.names]), "utf8");
+    const header = new Uint32Array([PREPARED_MAGIC, PREPARED_FORMAT, ...arrays.map((a) => a.length), names.length]);
+    return Buffer.concat([Buffer.from(header.buffer), ...arrays.map((a) => Buffer.from(a.buffer, a.byteOffset, a.byteLength)), names]);
+  }
+
+  /** The table from `toPrepared`'s bytes; undefined when they are not of this format (an older file). */
+  static fromPrepared(bytes: Buffer): AsnTable | undefined {
+    // the views need 4-byte alignment: a pooled Buffer may not start on it
+    const aligned = bytes.byteOffset % 4 === 0 ? bytes : Buffer.from(bytes);
+    const words = (offset: number, length: number) => new Uint32Array(aligned.buffer, aligned.byteOffset + offset, length);
+    if (aligned.length < HEADER_WORDS * 4) return undefined;
+    const header = words(0, HEADER_WORDS);
+    if (header[0] !== PREPARED_MAGIC || header[1] !== PREPARED_FORMAT) return undefined;
+    const lengths = Array.from(header.subarray(2, 8));
+    const namesBytes = header[8]!;
+    if (aligned.length !== HEADER_WORDS * 4 + lengths.reduce((sum, n) => sum + n * 4, 0) + namesBytes) return undefined;
+    let offset = HEADER_WORDS * 4;
+    const [v4Start, v4End, v4Asn, v6Start, v6End, v6Asn] = lengths.map((length) => {
+      const view = words(offset, length);
+      offset += length * 4;
+      return view;
+    }) as [Uint32Array, Uint32Array, Uint32Array, Uint32Array, Uint32Array, Uint32Array];
+    const names = JSON.parse(aligned.toString("utf8", offset, offset + namesBytes)) as [number, string][];
+    return new AsnTable({ v4Start, v4End, v4Asn, v6Start, v6End, v6Asn, names });
   }
 
   get size(): { ipv4: number; ipv6: number; asns: number } {
@@ -176,8 +247,47 @@ export function asnDataVersion(): string {
   return (require("@ip-location-db/asn/package.json") as { version: string }).version;
 }
 
-/** The data set as installed (npm package @ip-location-db/asn, version pinned in package.json). */
-export function loadAsnTable(): AsnTable {
-  const file = (name: string) => readFileSync(require.resolve(`@ip-location-db/asn/${name}`));
-  return new AsnTable(file("asn-ipv4-num.csv"), file("asn-ipv6-num.csv"));
+let cacheDir: string | undefined;
+
+/** IP_DATA_CACHE_DIR (server/config.ts), set by server/main.ts before the data is loaded. */
+export function setIpDataCacheDir(dir: string | undefined): void {
+  cacheDir = dir;
+}
+
+/**
+ * Where prepared forms of the IP data are kept: node_modules/.cache (beside the data packages,
+ * keyed by their versions; shared by every DATA_DIR and by the tests), unless IP_DATA_CACHE_DIR
+ * moves it (bench:start measures a first start without prepared data this way).
+ */
+export function ipDataCacheDir(): string {
+  const nodeModules = dirname(dirname(dirname(require.resolve("@ip-location-db/asn/package.json"))));
+  return cacheDir ?? join(nodeModules, ".cache");
+}
+
+/** <cache>/asn-table/<format>-<data version>.bin */
+export function asnTableCacheFile(): string {
+  return join(ipDataCacheDir(), "asn-table", `${PREPARED_FORMAT}-${asnDataVersion()}.bin`);
+}
+
+/**
+ * The data set as installed (npm package @ip-location-db/asn, version pinned in package.json):
+ * from its prepared form when there is one (about 0.1 s), else parsed from the CSV files (several
+ * seconds, much more on a busy machine) and the prepared form written for the next start.
+ */
+export function loadAsnTable(file = asnTableCacheFile()): AsnTable {
+  if (existsSync(file)) {
+    const table = AsnTable.fromPrepared(readFileSync(file));
+    if (table) return table;
+  }
+  const csv = (name: string) => readFileSync(require.resolve(`@ip-location-db/asn/${name}`));
+  const table = new AsnTable(csv("asn-ipv4-num.csv"), csv("asn-ipv6-num.csv"));
+  try {
+    mkdirSync(dirname(file), { recursive: true });
+    const partial = `${file}.${process.pid}.tmp`; // another process may be writing it too
+    writeFileSync(partial, table.toPrepared());
+    renameSync(partial, file);
+  } catch {
+    // a read-only installation parses the CSV at each start
+  }
+  return table;
 }

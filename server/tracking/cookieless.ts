@@ -6,6 +6,11 @@
 import { createHash, randomBytes } from "node:crypto";
 import type { Db } from "../db/database.ts";
 
+/** Deletes the salts of the UTC days before `at`'s (also run by the retention job, for days without a cookieless request). */
+export async function purgePastSalts(db: Db, at: Date): Promise<void> {
+  await db.$executeRaw`DELETE FROM "VisitorSalt" WHERE day < ${at.toISOString().slice(0, 10)}::date`;
+}
+
 export function cookielessVisitorIds(db: Db) {
   /** This process's salt of the current day (one look-up per day and process). */
   let current: { day: string; salt: Promise<string> } | undefined;
@@ -13,7 +18,7 @@ export function cookielessVisitorIds(db: Db) {
   /** The day's salt: the first process to ask makes it; the days before are deleted. */
   async function saltOf(day: string): Promise<string> {
     await db.$executeRaw`INSERT INTO "VisitorSalt" (day, salt) VALUES (${day}::date, ${randomBytes(32).toString("hex")}) ON CONFLICT (day) DO NOTHING`;
-    await db.$executeRaw`DELETE FROM "VisitorSalt" WHERE day < ${day}::date`;
+    await purgePastSalts(db, new Date(`${day}T00:00:00Z`));
     const [row] = await db.$queryRaw<{ salt: string }[]>`SELECT salt FROM "VisitorSalt" WHERE day = ${day}::date`;
     return row!.salt;
   }

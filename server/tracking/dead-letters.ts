@@ -1,10 +1,13 @@
 // The operator's side of the dead-letter table "IngestDeadLetter" (what sets batches aside:
 // isolation.ts): list what waits there, replay a batch into the ingest log once its cause is gone
 // (a dataset restored, a bug fixed), or drop it. `npm run admin -- dead-letters list|replay|drop`.
+// A dead letter holds visitors' events: an erasure takes the subject's out of it, an export lists
+// them, and the retention job deletes it after RETENTION_DEAD_LETTER_DAYS or its dataset's retention.
 import type { Config } from "../config.ts";
 import type { Db } from "../db/database.ts";
 import { Conflict, Invalid, NotFound } from "../domain/errors.ts";
-import { MalformedBatch, type QueuedBatch, rowsOfEntry } from "./events.ts";
+import { type AcceptedEvent, MalformedBatch, type QueuedBatch, type QueueRow, rowsOf, rowsOfEntry } from "./events.ts";
+import type { Subject } from "./erasure.ts";
 import { createLogger } from "../logging.ts";
 import type { IngestLog } from "./ingest.ts";
 import { openIngestLog } from "./ingest-log.ts";
@@ -129,4 +132,101 @@ export async function deadLetterCommand(
   } finally {
     await log.close();
   }
+}
+
+// ---- a data subject's events in the dead-letter table (erasure, export) and its retention ----
+
+/** The visitor ids of a data subject per dataset (the erasure's and the export's scope). */
+export type SubjectVisitors = ReadonlyMap<string, ReadonlySet<string> | readonly string[]>;
+
+interface LetterOfSubject {
+  id: string;
+  /** undefined: the payload cannot be read. */
+  batches: QueuedBatch[] | undefined;
+}
+
+/** Dead letters of the account, or unreadable (no account known), whose payload's text holds one of `needles` (a superset). */
+async function lettersHolding(db: Pick<Db, "$queryRaw">, accountId: string, needles: readonly string[]): Promise<LetterOfSubject[]> {
+  if (!needles.length) return [];
+  const rows = await db.$queryRaw<{ id: string; payload: unknown }[]>`
+    SELECT id::text AS id, payload FROM "IngestDeadLetter"
+    WHERE ("accountId" = ${accountId} OR "accountId" IS NULL)
+      AND EXISTS (SELECT 1 FROM jsonb_array_elements_text(${JSON.stringify(needles)}::jsonb) n WHERE strpos(lower(payload::text), lower(n)) > 0)
+    ORDER BY id`;
+  return rows.map(({ id, payload }) => {
+    try {
+      return { id, batches: batchesOf(id, payload) };
+    } catch {
+      return { id, batches: undefined };
+    }
+  });
+}
+
+/**
+ * The dead letters that may hold the subject's events, and a test of an event: a batch of the
+ * account and of a dataset in scope, and a visitor of the subject or (a person) a form carrying the
+ * address or a visitor whose form in the dead letters carries it (whose other letters are then read too).
+ */
+async function subjectInDeadLetters(db: Pick<Db, "$queryRaw">, accountId: string, visitors: SubjectVisitors, subject: Subject) {
+  const ids = new Map([...visitors].map(([datasetId, v]) => [datasetId, new Set(v)]));
+  const inScope = (b: QueuedBatch) => b.accountId === accountId && ids.has(b.datasetId);
+  const known = [...ids.values()].flatMap((v) => [...v]);
+  let letters = await lettersHolding(db, accountId, subject.type === "person" ? [...known, subject.email] : known);
+  if (subject.type === "person") {
+    const joined = new Set<string>();
+    for (const b of letters.flatMap((l) => l.batches ?? []).filter(inScope))
+      for (const e of b.events)
+        if (carriesAddress(e, subject.email) && !ids.get(b.datasetId)!.has(e.visitorId)) {
+          ids.get(b.datasetId)!.add(e.visitorId);
+          joined.add(e.visitorId);
+        }
+    if (joined.size) letters = await lettersHolding(db, accountId, [...known, ...joined, subject.email]);
+  }
+  const isSubject = (b: QueuedBatch, e: AcceptedEvent) =>
+    inScope(b) && (ids.get(b.datasetId)!.has(e.visitorId) || (subject.type === "person" && carriesAddress(e, subject.email)));
+  return { letters, isSubject };
+}
+
+const carriesAddress = (event: AcceptedEvent, email: string) =>
+  event.type === "form" && Object.values(event.fields ?? {}).some((v) => typeof v === "string" && v.trim().toLowerCase() === email);
+
+/**
+ * Takes the subject's events out of the dead letters of the account (a letter left without events
+ * goes; an unreadable one that names the subject goes whole); how many events were taken.
+ */
+export async function eraseDeadLettered(db: Db, accountId: string, visitors: SubjectVisitors, subject: Subject): Promise<number> {
+  const { letters, isSubject } = await subjectInDeadLetters(db, accountId, visitors, subject);
+  let erased = 0;
+  for (const { id, batches } of letters) {
+    if (!batches) {
+      await db.$executeRaw`DELETE FROM "IngestDeadLetter" WHERE id = ${id}::bigint`;
+      continue;
+    }
+    const kept = batches.map((b) => ({ ...b, events: b.events.filter((e) => !isSubject(b, e)) })).filter((b) => b.events.length);
+    const before = batches.reduce((n, b) => n + b.events.length, 0);
+    const left = kept.reduce((n, b) => n + b.events.length, 0);
+    if (left === before) continue;
+    erased += before - left;
+    if (!left) await db.$executeRaw`DELETE FROM "IngestDeadLetter" WHERE id = ${id}::bigint`;
+    else await db.$executeRaw`UPDATE "IngestDeadLetter" SET payload = ${JSON.stringify(kept)}::jsonb, events = ${left} WHERE id = ${id}::bigint`;
+  }
+  return erased;
+}
+
+/** The subject's events in the dead letters of the account, as received (an export's queuedEvents). */
+export async function deadLetteredEventsOf(db: Db, accountId: string, visitors: SubjectVisitors, subject: Subject): Promise<QueueRow[]> {
+  const { letters, isSubject } = await subjectInDeadLetters(db, accountId, visitors, subject);
+  return letters.flatMap(({ batches }) => (batches ?? []).flatMap((b) => rowsOf({ ...b, events: b.events.filter((e) => isSubject(b, e)) })));
+}
+
+/**
+ * Deletes, at most `limit` at a time, the dead letters that failed before `before` or whose events
+ * are past their dataset's retention (received before it); how many went.
+ */
+export function purgeDeadLetters(db: Db, before: Date, now: Date, limit: number): Promise<number> {
+  return db.$executeRaw`DELETE FROM "IngestDeadLetter" WHERE id IN (
+    SELECT x.id FROM "IngestDeadLetter" x LEFT JOIN "Dataset" d ON d.id = x."datasetId"
+    WHERE x."failedAt" < ${before}
+      OR (d."retentionDays" IS NOT NULL AND x."receivedAt" < ${now}::timestamptz - make_interval(days => d."retentionDays"))
+    LIMIT ${limit})`;
 }

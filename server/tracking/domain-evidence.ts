@@ -15,7 +15,7 @@ import { Prisma } from "../../generated/prisma/client.ts";
 import type { Db } from "../db/database.ts";
 import type { Logger } from "../logging.ts";
 import type { ReverseDnsConfig } from "../config.ts";
-import type { IngestResult, LeadRef } from "./ingest.ts";
+import type { IngestResult, LeadRef } from "./write-result.ts";
 import { maskIp, parseIp } from "./ip.ts";
 
 export type DomainSource = "curated" | "email" | "reverse_dns";
@@ -41,6 +41,13 @@ export function registrableDomain(host: string): string | null {
 }
 
 /** A business e-mail domain: the address's registrable domain unless a free-mail provider's. */
+/** Whether the address is at a free-mail provider (a person's own address). */
+export function isFreeMail(email: string): boolean {
+  const host = email.slice(email.lastIndexOf("@") + 1).toLowerCase();
+  const domain = registrableDomain(host);
+  return FREE_MAIL.has(host) || (!!domain && FREE_MAIL.has(domain));
+}
+
 export function businessEmailDomain(email: string): string | null {
   const host = email.slice(email.lastIndexOf("@") + 1).toLowerCase();
   const domain = registrableDomain(host);
@@ -82,6 +89,44 @@ export function domainOfPtr(host: string, ip: string): string | null {
   return domain;
 }
 
+// Labels of a dynamic access line (a subscriber's changing address), and of a static one, which
+// wins when both appear (`static-dsl`): the guard of identities learned from e-mail (server/identity).
+const DYNAMIC_LABEL =
+  /(^|[.-])(dyn|dynamic|dynip|dip|pool|dhcp|dial|dialup|dialin|ppp|pppoe|dsl|adsl|vdsl|xdsl|cable|catv|ftth|fttc|fttx|fttb|broadband|bb|customer|customers|cust|client|clients|subscriber|sub|res|resi|residential|home|user|users|nat|cgnat|mobile|gprs|umts|lte|wireless|wifi|wlan|hsd|cpe|modem)\d*(?=$|[.-])/;
+const STATIC_LABEL = /(^|[.-])(static|stat|fixed|fix|biz|business|corp|sme|enterprise)\d*(?=$|[.-])/;
+
+/** Whether a PTR name reads like a dynamic access line: a label such as dyn, pool, dsl or customer below its registrable domain, and none such as static. */
+export function readsLikeDynamicLine(host: string): boolean {
+  const name = host.toLowerCase().replace(/\.$/, "");
+  const labels = (registrableDomain(name) ? parse(name).subdomain : name) ?? "";
+  return DYNAMIC_LABEL.test(labels) && !STATIC_LABEL.test(labels);
+}
+
+type PtrAnswer = { host: string | null } | undefined;
+
+/** Node's resolver codes that mean "there is no PTR record" rather than "could not ask". */
+const ABSENT = new Set(["ENOTFOUND", "ENODATA"]);
+
+/** The PTR name of one address (null: none exists), or undefined when the look-up failed or took too long. */
+export async function lookUpPtr(config: ReverseDnsConfig, ip: string): Promise<PtrAnswer> {
+  const resolver = new dns.Resolver({ timeout: config.timeoutMs, tries: 1 });
+  if (config.servers.length) resolver.setServers([...config.servers]);
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(Object.assign(new Error("reverse DNS timed out"), { code: "ETIMEOUT" })), config.timeoutMs);
+  });
+  try {
+    const names = await Promise.race([resolver.reverse(ip), late]);
+    return { host: names[0] ?? null };
+  } catch (error) {
+    const code = (error as { code?: string }).code ?? "unknown";
+    return ABSENT.has(code) ? { host: null } : undefined;
+  } finally {
+    clearTimeout(timer);
+    resolver.cancel();
+  }
+}
+
 /** Addresses the evidence of merged batches keeps at most (more than a settling looks up: best effort, a lead's next visit brings its address again). */
 const MERGED_ADDRESSES = 4 * 1024;
 
@@ -95,32 +140,7 @@ export function mergedEvidence(older: IngestResult, newer: IngestResult): Ingest
   return { ...newer, visitorsIdentified: [...older.visitorsIdentified, ...newer.visitorsIdentified], addresses: [...addresses.values()] };
 }
 
-type PtrAnswer = { host: string | null } | undefined;
-
-/** Node's resolver codes that mean "there is no PTR record" rather than "could not ask". */
-const ABSENT = new Set(["ENOTFOUND", "ENODATA"]);
-
 export function domainEvidence(db: Db, config: ReverseDnsConfig, logger?: Logger) {
-  /** The PTR name (null: none exists), or undefined when the look-up failed or took too long. */
-  async function ptr(ip: string): Promise<PtrAnswer> {
-    const resolver = new dns.Resolver({ timeout: config.timeoutMs, tries: 1 });
-    if (config.servers.length) resolver.setServers([...config.servers]);
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(Object.assign(new Error("reverse DNS timed out"), { code: "ETIMEOUT" })), config.timeoutMs);
-    });
-    try {
-      const names = await Promise.race([resolver.reverse(ip), late]);
-      return { host: names[0] ?? null };
-    } catch (error) {
-      const code = (error as { code?: string }).code ?? "unknown";
-      return ABSENT.has(code) ? { host: null } : undefined;
-    } finally {
-      clearTimeout(timer);
-      resolver.cancel();
-    }
-  }
-
   /** The cached domain candidates (null: none) of the /24s that have a fresh entry: one query for all. */
   async function cachedCandidates(prefixes: readonly string[]): Promise<Map<string, string | null>> {
     if (!prefixes.length) return new Map();
@@ -131,7 +151,7 @@ export function domainEvidence(db: Db, config: ReverseDnsConfig, logger?: Logger
 
   /** Looks the /24's candidate up and caches the answer. */
   async function lookedUpCandidate(ip: string, prefix: string): Promise<string | null> {
-    const answer = await ptr(ip);
+    const answer = await lookUpPtr(config, ip);
     const domain = answer?.host ? domainOfPtr(answer.host, ip) : null;
     const keepMs = answer ? config.cacheSeconds * 1000 : Math.min(FAILURE_RETRY_MS, config.cacheSeconds * 1000);
     const expiresAt = new Date(Date.now() + keepMs);
@@ -157,11 +177,11 @@ export function domainEvidence(db: Db, config: ReverseDnsConfig, logger?: Logger
     return (row?.n ?? 0) >= config.operatorPrefixes;
   }
 
-  /** Sets the lead's domain unless it has one from a stronger source; one statement. */
+  /** Sets the lead's domain unless it has one from a stronger source; one statement. A lead recognised by its address's identity keeps the identity's domain. */
   async function setDomain(lead: LeadRef, domain: string, source: DomainSource): Promise<void> {
     await db.$executeRaw`
       UPDATE "Lead" SET "organizationDomain" = ${domain}, "domainSource" = ${source}::"DomainSource"
-      WHERE "datasetId" = ${lead.datasetId} AND id = ${lead.leadId} AND ${currentRank} <= ${RANK[source]}
+      WHERE "datasetId" = ${lead.datasetId} AND id = ${lead.leadId} AND ${currentRank} <= ${RANK[source]} AND "identitySource" = 'network'
         AND "organizationDomain" IS DISTINCT FROM ${domain}`;
   }
 

@@ -8,15 +8,19 @@
 //    which may have written the subject before they saw a tombstone, and erases the subject's
 //    visitors with their visits and forms, and the lead counters; leads are removed only there,
 //    where no batch is about to add a visit to them;
-// 3. what only names the subject (other visitors' forms carrying the address, webhook deliveries):
+// 3. the subject's events in the dead-letter table (dead-letters.ts), then what only names the subject (other visitors' forms carrying the address, webhook deliveries):
 //    long scans, in statements of their own, which no writer waits for.
 // A failure half-way leaves the tombstones, so nothing of the subject is written meanwhile, and
 // repeating the erasure finishes it.
 import type { Prisma } from "../../generated/prisma/client.ts";
 import type { Db } from "../db/database.ts";
 import type { Schemas } from "../domain/types.ts";
+import { eraseDeadLettered } from "./dead-letters.ts";
 import { eraseMentions, eraseQueued, eraseVisitors, jsonList, type Subject, visitorIdsOf, zero } from "./erasure.ts";
 import { recordTombstones, withErasureHold } from "./erasure-tombstones.ts";
+import type { IdentityStore } from "../identity/identities.ts";
+import { emailOf, type QueueRow } from "./events.ts";
+import { erasePending, pendingVisitorsOf } from "./pending.ts";
 
 export interface ErasureScope {
   accountId: string;
@@ -27,20 +31,45 @@ export interface ErasureScope {
   erasedAt: Date;
 }
 
-/** Erases the subject in every dataset of the scope; how much it erased. */
-export async function eraseSubject(db: Db, scope: ErasureScope, subject: Subject): Promise<Schemas["ErasureCounts"]> {
+/**
+ * The e-mail addresses whose contribution to identities goes with the subject: the person's, or
+ * those the visitor was known by (its visitor row, its pending forms).
+ */
+async function emailsOf(db: Db, datasetIds: readonly string[], subject: Subject, ids: ReadonlyMap<string, string[]>): Promise<string[]> {
+  if (subject.type === "person") return [subject.email];
+  const emails = new Set<string>();
+  for (const datasetId of datasetIds) {
+    const visitorIds = ids.get(datasetId) ?? [];
+    const rows = await db.$queryRaw<{ email: string | null; event: QueueRow["event"] | null }[]>`
+      SELECT email, NULL::jsonb AS event FROM "Visitor" WHERE "datasetId" = ${datasetId} AND id IN ${jsonList(visitorIds)} AND email IS NOT NULL
+      UNION ALL SELECT NULL, event FROM "PendingEvent" WHERE "datasetId" = ${datasetId} AND "visitorId" IN ${jsonList(visitorIds)} AND event->>'type' = 'form'`;
+    for (const row of rows) {
+      const email = row.email ?? (row.event?.type === "form" ? emailOf(row.event.fields) : undefined);
+      if (email) emails.add(email);
+    }
+  }
+  return [...emails];
+}
+
+/** Erases the subject in every dataset of the scope; how much it erased. `identities`: the person's contribution to identities goes too. */
+export async function eraseSubject(db: Db, scope: ErasureScope, subject: Subject, identities?: IdentityStore): Promise<Schemas["ErasureCounts"]> {
   const { accountId, erasedAt } = scope;
   const counts = zero();
   const [kind, value] = subject.type === "visitor" ? (["visitor", subject.visitorId] as const) : (["email", subject.email] as const);
   await recordTombstones(db, { accountId, datasetId: scope.datasetId, erasedAt }, kind, [value]);
   const known = new Map<string, string[]>();
   for (const datasetId of scope.datasetIds) {
-    const ids = await visitorIdsOf(db, datasetId, subject);
+    // a person's visitors include those of their pending forms (a shared network's address)
+    const ids = [...new Set([...(await visitorIdsOf(db, datasetId, subject)), ...(await pendingVisitorsOf(db, datasetId, subject))])];
     // a person's visitors: their events in the log without the address are not written either
     if (subject.type === "person") await recordTombstones(db, { accountId, datasetId, erasedAt }, "visitor", ids);
     counts.queuedEvents += await eraseQueued(db, datasetId, ids, subject);
     known.set(datasetId, ids);
   }
+  // the evidence their forms gave, before their pending events go (a visitor's e-mail is read from them)
+  if (identities) await identities.eraseContributor(accountId, await identities.contributorKeys(await emailsOf(db, scope.datasetIds, subject, known)));
+  for (const datasetId of scope.datasetIds) counts.pendingEvents += await erasePending(db, datasetId, known.get(datasetId)!, subject);
+  const erasedVisitors = new Map<string, string[]>();
   for (const datasetId of scope.datasetIds) {
     const { ids, erased } = await withErasureHold(db, async (tx) => {
       // visitors that the batches in hand identified by the address join the subject
@@ -53,8 +82,10 @@ export async function eraseSubject(db: Db, scope: ErasureScope, subject: Subject
       return { ids, erased };
     });
     for (const [what, n] of Object.entries(erased)) counts[what as keyof typeof counts] += n;
+    erasedVisitors.set(datasetId, ids);
     await eraseMentions(db, accountId, datasetId, ids, subject, counts);
   }
+  counts.queuedEvents += await eraseDeadLettered(db, accountId, erasedVisitors, subject);
   return counts;
 }
 

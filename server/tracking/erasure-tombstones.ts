@@ -88,8 +88,8 @@ export async function holdForWriting(tx: Tx): Promise<void> {
   await tx.$executeRaw`SELECT pg_advisory_xact_lock_shared(${ERASURE_LOCK})`;
 }
 
-/** The deployment's hash key: the first caller makes it. */
-async function keyOf(db: Client): Promise<string> {
+/** The deployment's hash key: the first caller makes it (also the identity store's, server/identity). */
+export async function keyOf(db: Client): Promise<string> {
   await db.$executeRaw`INSERT INTO "ErasureKey" (id, key) VALUES (1, ${randomBytes(32).toString("hex")}) ON CONFLICT (id) DO NOTHING`;
   return (await existingKey(db))!;
 }
@@ -101,7 +101,7 @@ async function existingKey(db: Client): Promise<string | undefined> {
 }
 
 /** The keyed hash of a visitor id, or of a value compared as an address (trimmed, lower case). */
-function hasher(key: string) {
+export function hasher(key: string) {
   const hash = (value: string) => createHmac("sha256", key).update(value).digest("hex");
   return { visitor: (visitorId: string) => hash(`visitor\n${visitorId}`), email: (value: string) => hash(`email\n${value.trim().toLowerCase()}`) };
 }

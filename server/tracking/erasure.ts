@@ -4,6 +4,8 @@
 // enrichment, webhook deliveries naming them, queued events; lead counters follow.
 import { Prisma } from "../../generated/prisma/client.ts";
 import type { Schemas } from "../domain/types.ts";
+import { deleteDeliveriesNaming } from "../notify/webhook-store.ts";
+import { subtractVisits } from "./lead-store.ts";
 type Tx = Prisma.TransactionClient;
 /** A transaction or the client itself (statements committed one by one). */
 type Client = Pick<Tx, "$queryRaw" | "$executeRaw">;
@@ -74,25 +76,15 @@ export const deliveriesOf = (accountId: string, datasetId: string, visitorIds: s
     AND (${data}->>'visitorId' IN ${jsonList(visitorIds)} ${byEmail})`;
 };
 
-export const zero = (): ErasureCounts => ({ visitors: 0, visits: 0, formSubmissions: 0, queuedEvents: 0, webhookDeliveries: 0, leadsAdjusted: 0, leadsRemoved: 0 });
+export const zero = (): ErasureCounts => ({ visitors: 0, visits: 0, formSubmissions: 0, queuedEvents: 0, pendingEvents: 0, webhookDeliveries: 0, leadsAdjusted: 0, leadsRemoved: 0 });
 
 /**
  * Visit counts lose the erased visits; visit times follow the visits left; a lead with none counted
  * is removed. Each lead is counted once: adjusted (it keeps visits) or removed.
  */
 async function adjustLeads(tx: Tx, datasetId: string, erased: { leadId: string; n: bigint }[], counts: ErasureCounts): Promise<void> {
-  if (!erased.length) return;
-  const rows = JSON.stringify(erased.map((e) => ({ leadId: e.leadId, n: Number(e.n) })));
-  const adjusted = await tx.$executeRaw`
-    UPDATE "Lead" l SET "visitCount" = GREATEST(l."visitCount" - r.n, 0),
-      "firstVisitAt" = COALESCE((SELECT min(v.at) FROM "Visit" v WHERE v."datasetId" = l."datasetId" AND v."leadId" = l.id), l."firstVisitAt"),
-      "lastVisitAt" = COALESCE((SELECT max(v.at) FROM "Visit" v WHERE v."datasetId" = l."datasetId" AND v."leadId" = l.id), l."lastVisitAt")
-    FROM jsonb_to_recordset(${rows}::jsonb) AS r("leadId" text, n int)
-    WHERE l."datasetId" = ${datasetId} AND l.id = r."leadId"`;
-  const removed = await tx.$executeRaw`
-    DELETE FROM "Lead" WHERE "datasetId" = ${datasetId} AND "visitCount" = 0
-      AND id IN (SELECT "leadId" FROM jsonb_to_recordset(${rows}::jsonb) AS r("leadId" text, n int))`;
-  counts.leadsAdjusted += adjusted - removed;
+  const { adjusted, removed } = await subtractVisits(tx, erased.map((e) => ({ datasetId, leadId: e.leadId, n: Number(e.n) })));
+  counts.leadsAdjusted += adjusted;
   counts.leadsRemoved += removed;
 }
 
@@ -110,7 +102,7 @@ export async function eraseVisitors(tx: Tx, datasetId: string, ids: string[], co
 /** Erases other visitors' forms that carry a person's address, and the deliveries naming the subject (long scans). */
 export async function eraseMentions(db: Client, accountId: string, datasetId: string, ids: string[], subject: Subject, counts: ErasureCounts): Promise<void> {
   if (subject.type === "person") counts.formSubmissions += await db.$executeRaw`DELETE FROM "FormSubmission" WHERE "datasetId" = ${datasetId} AND ${carries(Prisma.sql`fields`, subject.email)}`;
-  counts.webhookDeliveries += await db.$executeRaw`DELETE FROM "WebhookDelivery" d WHERE ${deliveriesOf(accountId, datasetId, ids, subject)}`;
+  counts.webhookDeliveries += await deleteDeliveriesNaming(db, deliveriesOf(accountId, datasetId, ids, subject));
 }
 
 /**

@@ -1,58 +1,19 @@
-// What the script sends (a batch of events), its limits, and what the collector queues for the
+// What the script sends (a batch of events, typed from spec/collector.yaml), its body limit, and what the collector queues for the
 // writer: the event resolved, its sensitive form fields removed and its address masked when asked.
 import { createHash } from "node:crypto";
-import { z } from "zod";
+import type { components } from "../../generated/collector.ts";
 import type { NetworkType } from "./network-class.ts";
 
 export const LIMITS = {
-  /** Events per batch; a longer batch is refused whole. */
-  events: 50,
-  /** Largest request body in bytes (POST /collect). */
+  /** Largest request body in bytes (POST /collect, spec/collector.yaml: 413 beyond it). */
   bodyBytes: 65_536,
-  url: 2048,
-  title: 512,
-  utm: 256,
-  formFields: 50,
-  fieldKey: 128,
-  fieldValue: 1000,
 } as const;
 
-/** Absent from a cookieless dataset's script: the collector derives it (cookieless.ts); required otherwise. */
-const visitorId = z.string().regex(/^[A-Za-z0-9_-]{8,64}$/, "8 to 64 characters of A-Z, a-z, 0-9, _ and -").optional();
-const url = z.string().min(1).max(LIMITS.url);
-const utmValue = z.string().max(LIMITS.utm);
-
-const pageView = z.strictObject({
-  type: z.literal("pageview"),
-  visitorId,
-  url,
-  referrer: z.string().max(LIMITS.url).optional(),
-  title: z.string().max(LIMITS.title).optional(),
-  utm: z
-    .strictObject({ source: utmValue, medium: utmValue, campaign: utmValue, term: utmValue, content: utmValue })
-    .partial()
-    .optional(),
-});
-
-const form = z.strictObject({
-  type: z.literal("form"),
-  visitorId,
-  url,
-  /** Filled in and left without submitting (sent only with partialFormTracking). */
-  partial: z.boolean().optional(),
-  fields: z
-    .record(z.string().min(1).max(LIMITS.fieldKey), z.string().max(LIMITS.fieldValue))
-    .refine((fields) => Object.keys(fields).length <= LIMITS.formFields, `at most ${LIMITS.formFields} fields`),
-});
-
-export const batchSchema = z.strictObject({
-  events: z.array(z.discriminatedUnion("type", [pageView, form])).min(1).max(LIMITS.events),
-});
-
-export type Batch = z.infer<typeof batchSchema>;
+/** What the script sends: spec/collector.yaml's Batch, the only schema (validated from the document: collector.ts). */
+export type Batch = components["schemas"]["Batch"];
 export type TrackedEvent = Batch["events"][number];
-export type PageViewEvent = Extract<TrackedEvent, { type: "pageview" }>;
-export type FormEvent = Extract<TrackedEvent, { type: "form" }>;
+export type PageViewEvent = components["schemas"]["PageView"];
+export type FormEvent = components["schemas"]["FormEvent"];
 
 /** Where the visitor's network was resolved to (the organisation the visit counts for). */
 export interface NetworkOfEvent {
@@ -65,6 +26,17 @@ export interface NetworkOfEvent {
   city: string | null;
   /** As received, or masked (a.b.c.0, a:b:c::) when the dataset allows masking. */
   ip: string;
+  /**
+   * Pending: a page view or form of an isp, hosting, mobile or unknown network, whose organisation
+   * the writer looks up by the address's identity (server/identity); `leadId` and the organisation
+   * are then empty, `organizationName`/`organizationDomain` the network operator's when known.
+   */
+  pending?: true;
+  /** `ip` is masked (the dataset's allowIpMasking). */
+  masked?: true;
+  /** How the organisation was recognised (absent: its own network). */
+  identitySource?: "network" | "reverse_dns" | "form_email" | "declared";
+  identityConfidence?: number;
 }
 
 /** An event with its visitor id settled (sent by the script, or derived by the collector). */

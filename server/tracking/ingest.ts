@@ -6,9 +6,12 @@
 import { Prisma } from "../../generated/prisma/client.ts";
 import type { Db, Sql } from "../db/database.ts";
 import type { Logger } from "../logging.ts";
+import type { IngestResult, LeadRef, PendingNote, Tx, WriterHooks } from "./write-result.ts";
 import { holdForWriting, withoutErased } from "./erasure-tombstones.ts";
 import { faultText } from "../db/errors.ts";
-import { emailOf, MalformedBatch, type QueuedBatch, type QueuedEvent, type QueueRow, rowsOfEntry } from "./events.ts";
+import { emailOf, MalformedBatch, type NetworkOfEvent, type QueuedBatch, type QueuedEvent, type QueueRow, rowsOfEntry } from "./events.ts";
+import type { AddressQuery, Identity } from "../identity/types.ts";
+import { attributePending, pendingNotes, storePending } from "./pending.ts";
 import { DEFAULT_MAX_ATTEMPTS, type DeadLetterNotice, eventsIn, failedWrite, insertDeadLetters, isolate, type NewDeadLetter, type RefusalPolicy } from "./isolation.ts";
 
 /** The path a page counts as: lower case, without query, fragment or trailing slash ("/" for the root). */
@@ -20,29 +23,6 @@ export function pagePath(url: string): string {
     path = "/";
   }
   return (path.toLowerCase().replace(/\/+$/, "") || "/").slice(0, 512);
-}
-
-export type Tx = Prisma.TransactionClient;
-
-export interface LeadRef {
-  accountId: string;
-  datasetId: string;
-  leadId: string;
-}
-
-/** What one batch wrote: the hook's material for events such as lead.created and lead.visited. */
-export interface IngestResult {
-  events: number;
-  visits: number;
-  forms: number;
-  /** Leads this batch created (their first visit). */
-  leadsCreated: LeadRef[];
-  /** Leads that existed and were visited again. */
-  leadsVisited: LeadRef[];
-  /** Visitors that became known by an e-mail address in this batch. */
-  visitorsIdentified: (LeadRef & { visitorId: string })[];
-  /** The latest address (as stored) of each lead visited in this batch: reverse DNS evidence. */
-  addresses: (LeadRef & { ip: string })[];
 }
 
 export type { QueuedBatch, QueueRow } from "./events.ts";
@@ -67,13 +47,15 @@ interface LeadRow {
   id: string;
   organizationName: string;
   organizationDomain: string | null;
-  /** `curated` with a domain: the collector's only source (domain-evidence.ts adds the others). */
-  domainSource: "curated" | null;
+  /** `curated` with a domain of the lead's own network or a declared one; an identity's evidence: its kind (domain-evidence.ts adds the others). */
+  domainSource: "curated" | "email" | "reverse_dns" | null;
   country: string | null;
   city: string | null;
   firstVisitAt: string;
   lastVisitAt: string;
   visitCount: number;
+  identitySource: NonNullable<NetworkOfEvent["identitySource"]>;
+  identityConfidence: number;
 }
 
 interface VisitorRow {
@@ -93,6 +75,9 @@ interface VisitorRow {
  */
 const inKeyOrder = <T>(rows: Map<string, T>): T[] => [...rows.keys()].sort().map((k) => rows.get(k)!);
 
+/** The lead's domainSource for a domain of its identity: a declared or curated one is curated, evidence's is its kind. */
+const DOMAIN_SOURCE = { network: "curated", declared: "curated", form_email: "email", reverse_dns: "reverse_dns" } as const;
+
 /** Leads and visitors aggregated over the batch: an upsert may touch each row only once. */
 function aggregate(events: readonly QueueRow[]): { leads: LeadRow[]; visitors: VisitorRow[] } {
   const leads = new Map<string, LeadRow>();
@@ -107,6 +92,10 @@ function aggregate(events: readonly QueueRow[]): { leads: LeadRow[]; visitors: V
         lead.firstVisitAt = at < lead.firstVisitAt ? at : lead.firstVisitAt;
         lead.country = network.country ?? lead.country;
         lead.city = network.city ?? lead.city;
+        if ((network.identityConfidence ?? 1) > lead.identityConfidence) {
+          lead.identitySource = network.identitySource ?? "network";
+          lead.identityConfidence = network.identityConfidence ?? 1;
+        }
       } else {
         leads.set(key(datasetId, network.leadId), {
           accountId,
@@ -114,12 +103,14 @@ function aggregate(events: readonly QueueRow[]): { leads: LeadRow[]; visitors: V
           id: network.leadId,
           organizationName: network.organizationName,
           organizationDomain: network.organizationDomain,
-          domainSource: network.organizationDomain ? "curated" : null,
+          domainSource: network.organizationDomain ? DOMAIN_SOURCE[network.identitySource ?? "network"] : null,
           country: network.country,
           city: network.city,
           firstVisitAt: at,
           lastVisitAt: at,
           visitCount: 1,
+          identitySource: network.identitySource ?? "network",
+          identityConfidence: network.identityConfidence ?? 1,
         });
       }
     }
@@ -174,7 +165,8 @@ function claimIds(tx: Tx, ids: readonly string[]): Promise<ClaimedRow[]> {
 }
 
 const LEAD_COLUMNS = Prisma.sql`r("accountId" text, "datasetId" text, "id" text, "organizationName" text, "organizationDomain" text,
-  "domainSource" text, "country" text, "city" text, "firstVisitAt" timestamptz, "lastVisitAt" timestamptz, "visitCount" int)`;
+  "domainSource" text, "country" text, "city" text, "firstVisitAt" timestamptz, "lastVisitAt" timestamptz, "visitCount" int,
+  "identitySource" text, "identityConfidence" float8)`;
 
 /**
  * The batch's new leads, inserted with the batch's counts (the visits' foreign key needs them
@@ -185,9 +177,9 @@ async function insertNewLeads(tx: Tx, leads: LeadRow[]): Promise<Set<string>> {
   if (!leads.length) return new Set();
   const created = await tx.$queryRaw<{ datasetId: string; id: string }[]>`
     INSERT INTO "Lead" ("accountId", "datasetId", "id", "organizationName", "organizationDomain", "domainSource", "country", "city",
-                        "firstVisitAt", "lastVisitAt", "visitCount")
+                        "firstVisitAt", "lastVisitAt", "visitCount", "identitySource", "identityConfidence")
     SELECT r."accountId", r."datasetId", r."id", r."organizationName", r."organizationDomain", r."domainSource"::"DomainSource",
-           r."country", r."city", r."firstVisitAt", r."lastVisitAt", r."visitCount"
+           r."country", r."city", r."firstVisitAt", r."lastVisitAt", r."visitCount", r."identitySource"::"IdentitySource", r."identityConfidence"
     FROM jsonb_to_recordset(${json(leads)}::jsonb) AS ${LEAD_COLUMNS}
     ON CONFLICT ("datasetId", "id") DO NOTHING
     RETURNING "datasetId", "id"`;
@@ -197,7 +189,8 @@ async function insertNewLeads(tx: Tx, leads: LeadRow[]): Promise<Set<string>> {
 /**
  * The leads the batch visited that existed: visit counts add up; first and last visit widen; place
  * follows the latest data. A curated domain replaces whatever domain the lead had (it is the
- * strongest evidence); without one the lead keeps its own. The batch's last statement: the rows
+ * strongest evidence); an identity's domain from evidence only fills in a missing one. The
+ * identity source and confidence are raised when the batch's are stronger. The batch's last statement: the rows
  * stay locked until its commit only, so that concurrent batches visiting the same organisation
  * (every batch, under load) wait for each other briefly; locked in key order, they never deadlock.
  */
@@ -212,8 +205,11 @@ async function updateVisitedLeads(tx: Tx, leads: LeadRow[]): Promise<void> {
       "visitCount" = l."visitCount" + r."visitCount",
       "firstVisitAt" = LEAST(l."firstVisitAt", r."firstVisitAt"),
       "lastVisitAt" = GREATEST(l."lastVisitAt", r."lastVisitAt"),
-      "organizationDomain" = COALESCE(r."organizationDomain", l."organizationDomain"),
-      "domainSource" = CASE WHEN r."organizationDomain" IS NOT NULL THEN r."domainSource"::"DomainSource" ELSE l."domainSource" END,
+      "organizationDomain" = CASE WHEN r."domainSource" = 'curated' OR l."organizationDomain" IS NULL THEN COALESCE(r."organizationDomain", l."organizationDomain") ELSE l."organizationDomain" END,
+      "domainSource" = CASE WHEN r."organizationDomain" IS NOT NULL AND (r."domainSource" = 'curated' OR l."organizationDomain" IS NULL)
+                            THEN r."domainSource"::"DomainSource" ELSE l."domainSource" END,
+      "identitySource" = CASE WHEN r."identityConfidence" > l."identityConfidence" THEN r."identitySource"::"IdentitySource" ELSE l."identitySource" END,
+      "identityConfidence" = GREATEST(l."identityConfidence", r."identityConfidence"),
       "country" = COALESCE(r."country", l."country"),
       "city" = COALESCE(r."city", l."city")
     FROM jsonb_to_recordset(${rows}::jsonb) AS ${LEAD_COLUMNS}
@@ -308,19 +304,16 @@ function addressesOf(events: readonly QueueRow[]): IngestResult["addresses"] {
   return [...latest.values()];
 }
 
-export interface WriterHooks {
-  /**
-   * Called inside each batch's transaction, after its rows are written: whatever it writes with
-   * `tx` (an outbox of webhook events, say) commits with the batch or not at all.
-   */
-  onIngested?: (result: IngestResult, tx: Tx) => Promise<void>;
-}
-
 /** Writes claimed events in the caller's transaction: leads, visitors, visits, forms, pages, then the hook. */
 export async function writeEvents(tx: Tx, claimed: readonly QueueRow[], hooks: WriterHooks = {}): Promise<IngestResult> {
   // what an erasure reached while it waited in the log is not written (erasure-tombstones.ts)
-  const events = await withoutErased(tx, claimed);
-  if (!events.length) return { events: 0, visits: 0, forms: 0, leadsCreated: [], leadsVisited: [], visitorsIdentified: [], addresses: [] };
+  const written = await withoutErased(tx, claimed);
+  if (!written.length) return EMPTY_RESULT;
+  // events of shared networks: their organisation's visits when the address has an identity, else kept pending
+  const { attributed: events, pending } = await attributePending(tx, written, hooks.identify);
+  const pendingEvents = await storePending(tx, pending);
+  const notes = pendingNotes(written.filter((r) => r.event.network.pending));
+  if (!events.length) return { ...EMPTY_RESULT, events: pendingEvents, pending: notes, pendingEvents };
   const { leads, visitors } = aggregate(events);
   const created = await insertNewLeads(tx, leads);
   await upsertVisitors(tx, visitors);
@@ -332,7 +325,7 @@ export async function writeEvents(tx: Tx, claimed: readonly QueueRow[], hooks: W
   await updateVisitedLeads(tx, visited);
   const ref = (r: LeadRow): LeadRef => ({ accountId: r.accountId, datasetId: r.datasetId, leadId: r.id });
   const result: IngestResult = {
-    events: events.length,
+    events: events.length + pendingEvents,
     visits,
     forms,
     leadsCreated: leads.filter(isNew).map(ref),
@@ -341,6 +334,8 @@ export async function writeEvents(tx: Tx, claimed: readonly QueueRow[], hooks: W
       .filter((v) => v.email)
       .map((v) => ({ accountId: v.accountId, datasetId: v.datasetId, leadId: v.leadId, visitorId: v.id })),
     addresses: addressesOf(events),
+    pending: notes,
+    pendingEvents,
   };
   await hooks.onIngested?.(result, tx);
   return result;
@@ -371,7 +366,7 @@ export type EntrySizer = ReturnType<typeof entrySizer>;
 export type WriteOptions = WriterHooks & RefusalPolicy;
 
 /** What a transaction that wrote nothing (every batch set aside, or written before) returns. */
-export const EMPTY_RESULT: IngestResult = { events: 0, visits: 0, forms: 0, leadsCreated: [], leadsVisited: [], visitorsIdentified: [], addresses: [] };
+export const EMPTY_RESULT: IngestResult = { events: 0, visits: 0, forms: 0, leadsCreated: [], leadsVisited: [], visitorsIdentified: [], addresses: [], pending: [], pendingEvents: 0 };
 
 /** Results of several transactions as one (a failed claim's parts). */
 export function mergedResults(results: readonly IngestResult[]): IngestResult | undefined {
@@ -384,6 +379,8 @@ export function mergedResults(results: readonly IngestResult[]): IngestResult | 
     leadsVisited: [...a.leadsVisited, ...b.leadsVisited],
     visitorsIdentified: [...a.visitorsIdentified, ...b.visitorsIdentified],
     addresses: [...a.addresses, ...b.addresses],
+    pending: [...a.pending, ...b.pending],
+    pendingEvents: a.pendingEvents + b.pendingEvents,
   }));
 }
 

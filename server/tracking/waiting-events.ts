@@ -1,10 +1,12 @@
 // What waits in the ingest log, for a data subject's export (services/privacy.ts): events the
 // collector accepted and no writer has written yet, read without taking them from the log: the
 // queue table (one query over the dataset's queued batches) and, with INGEST_LOG_URL, the
-// JetStream stream (waiting-in-stream.ts, loaded only then). Events an erasure reached are left
+// JetStream stream (waiting-in-stream.ts, loaded only then), and the dead-letter table (set aside,
+// waiting for an operator's replay: dead-letters.ts). Events an erasure reached are left
 // out as the writers leave them out (erasure-tombstones.ts).
 import type { IngestLogConfig } from "../config.ts";
 import type { Db } from "../db/database.ts";
+import { deadLetteredEventsOf } from "./dead-letters.ts";
 import { notErased } from "./erasure-tombstones.ts";
 import { jsonList, queuedFormOf, type Subject } from "./erasure.ts";
 import { type QueuedBatch, rowsOf } from "./events.ts";
@@ -30,6 +32,7 @@ export async function waitingEventsOf(
     const { streamEventsOf } = await import("./waiting-in-stream.ts");
     parts.push(await streamEventsOf(db, stream, accountId, visitors, subject));
   }
+  parts.push({ rows: await deadLetteredEventsOf(db, accountId, visitors, subject), complete: true });
   const rows = [...(await notErased(db, parts.flatMap((p) => p.rows)))].sort((a, b) => a.receivedAt.getTime() - b.receivedAt.getTime());
   return { rows: rows.slice(0, limit), complete: rows.length <= limit && parts.every((p) => p.complete) };
 }

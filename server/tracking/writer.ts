@@ -11,7 +11,9 @@ import type { Logger } from "../logging.ts";
 import { countDeadLetters } from "./dead-letters.ts";
 import { type DomainEvidence, mergedEvidence } from "./domain-evidence.ts";
 import { enrichment, type EnrichmentDeps, type EnrichmentOutcome } from "./enrichment.ts";
-import { type IngestResult, type WriterHooks } from "./ingest.ts";
+import type { IngestResult, WriterHooks } from "./write-result.ts";
+import { mergedNotes, type PendingAttribution } from "./pending.ts";
+import type { PendingNote } from "./write-result.ts";
 import { type IngestLog, tableLog } from "./ingest-log.ts";
 import type { DeadLetterNotice } from "./isolation.ts";
 import { reportWriterGauges, trackingMetrics } from "./metrics.ts";
@@ -37,6 +39,8 @@ export interface WriterOptions extends WriterHooks {
   log?: IngestLog;
   /** Tries of a batch the database refuses before it is set aside (INGEST_MAX_ATTEMPTS). */
   maxAttempts?: number;
+  /** Identity evidence from each batch's events of shared networks, and the backfill of pending events, after it commits (pending.ts). */
+  pending?: PendingAttribution;
 }
 
 export interface IngestWriter {
@@ -85,7 +89,7 @@ function outages(logger: Logger, pollMs: number) {
 }
 
 export function createIngestWriter(db: Db, deps: EnrichmentDeps, logger: Logger, options: WriterOptions = {}): IngestWriter {
-  const { batchSize = 1000, pollMs = 250, transactions = 1, onIngested, onEnriched, evidence, onCommitted, log = tableLog(db), maxAttempts } = options;
+  const { batchSize = 1000, pollMs = 250, transactions = 1, onIngested, identify, onEnriched, evidence, onCommitted, log = tableLog(db), maxAttempts, pending } = options;
   const enrich = enrichment(db, deps);
   let running: Promise<IngestResult[]> | undefined;
   let timer: NodeJS.Timeout | undefined;
@@ -100,7 +104,7 @@ export function createIngestWriter(db: Db, deps: EnrichmentDeps, logger: Logger,
     trackingMetrics.deadLetteredEvents.inc(letter.events);
     logger.error("ingest batch set aside into the dead-letter table: replay or drop it (npm run admin -- dead-letters list)", { ...letter });
   }
-  const writeOptions = { onIngested, maxAttempts, onDeadLettered: deadLettered };
+  const writeOptions = { onIngested, identify, maxAttempts, onDeadLettered: deadLettered };
 
   // Domain evidence (reverse DNS look-ups of up to seconds each) is off the write path: the
   // batches' evidence waits, merged, for the one settling under way, and writing never waits
@@ -120,7 +124,24 @@ export function createIngestWriter(db: Db, deps: EnrichmentDeps, logger: Logger,
     }
   }
   async function evidenceSettled(): Promise<void> {
-    while (settling) await settling;
+    while (settling || learning) await (settling ?? learning);
+  }
+
+  // Identity evidence of the batches' shared-network events and the backfill it allows: off the
+  // write path as well, the notes of several batches merged while one learning step runs.
+  let unlearned: PendingNote[] | undefined;
+  let learning: Promise<void> | undefined;
+  function learnLater(result: IngestResult): void {
+    if (!pending || !result.pending.length) return;
+    unlearned = unlearned ? mergedNotes(unlearned, result.pending) : result.pending;
+    learning ??= learnAll().finally(() => (learning = undefined));
+  }
+  async function learnAll(): Promise<void> {
+    while (unlearned) {
+      const next = unlearned;
+      unlearned = undefined;
+      await pending!.learn(next).catch((error: Error) => logger.warn("identity evidence of written batches failed", { error: error.message }));
+    }
   }
 
   /** Writes batches until the log is empty; the first lane settles pending enrichments after each of its batches. */
@@ -137,6 +158,7 @@ export function createIngestWriter(db: Db, deps: EnrichmentDeps, logger: Logger,
         results.push(result);
         onCommitted?.();
         settleLater(result);
+        learnLater(result);
       }
       const outcomes = enriches ? await enrich.enrichPending() : [];
       if (outcomes.length) await onEnriched?.(outcomes);
@@ -200,9 +222,3 @@ export function createIngestWriter(db: Db, deps: EnrichmentDeps, logger: Logger,
   };
 }
 
-/** A writer that is already polling. */
-export function startIngestWriter(db: Db, deps: EnrichmentDeps, logger: Logger, options: WriterOptions = {}): IngestWriter {
-  const writer = createIngestWriter(db, deps, logger, options);
-  writer.wake();
-  return writer;
-}

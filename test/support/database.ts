@@ -14,6 +14,7 @@ import { PGlite } from "@electric-sql/pglite";
 import pg from "pg";
 import { PrismaPGlite } from "pglite-prisma-adapter";
 import { type Database, openDatabase } from "../../server/db/database.ts";
+import { DEFAULT_DATABASE_TIMEOUTS } from "../../server/config.ts";
 import { applyMigrations, migrationsDir } from "../../server/db/migrations.ts";
 
 export interface TestDatabase extends Database {
@@ -38,7 +39,9 @@ export async function createTestDatabase({ embedded = process.env.TEST_EMBEDDED 
   const template = process.env[TEMPLATE_ENV];
   await adminQuery(serverUrl, `CREATE DATABASE "${name}"${template ? ` TEMPLATE "${template}"` : ""}`);
   const url = withDatabase(serverUrl, name);
-  const db = await openDatabase({ url });
+  // a transaction waits up to 10 s for a connection (default 2 s): one server holds every file's
+  // databases, on a machine the whole suite loads
+  const db = await openDatabase({ url, timeouts: { ...DEFAULT_DATABASE_TIMEOUTS, connectMs: 10_000 } });
   if (!template) await db.migrate();
   return {
     ...db,

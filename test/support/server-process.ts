@@ -1,6 +1,7 @@
 // server/main.ts as a child process, the way operators run it: for the tests of shutdown, of
 // several instances sharing one rate limit and of a restart during certificate provisioning. Its log lines join the run's e-mail/key check.
 // Its environment is hermetic (config.ts hermeticEnv): no DNS query leaves this machine.
+import { expect } from "vitest";
 import { type ChildProcess, spawn } from "node:child_process";
 import { cpSync, mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
@@ -34,6 +35,11 @@ export interface ServerProcess {
 /** How the service is started: as node runs it, or as a user does (`npm start`). */
 export const SERVICE_COMMAND = [process.execPath, "--import", "tsx", "server/main.ts"];
 export const NPM_START = ["npm", "start", "--silent"];
+
+/** How long a service process may take to listen: seconds on a quiet machine, over 100 s with two suites at once on 2 cores. */
+export const PROCESS_START_MS = 240_000;
+/** The bound of a test or hook that starts `starts` service processes in turn and then works for up to `restMs`. */
+export const processTestBound = (starts: number, restMs = 60_000): number => starts * PROCESS_START_MS + restMs;
 
 export async function startServerProcess(env: Record<string, string>, [command, ...args] = SERVICE_COMMAND): Promise<ServerProcess> {
   const child = spawn(command!, args, {
@@ -78,7 +84,7 @@ export async function startServerProcess(env: Record<string, string>, [command, 
       }
       return logged("listening");
     },
-    { timeoutMs: 110_000, intervalMs: 50, message: "server/main.ts listening" }, // the database's start on a loaded machine; within the hook timeout
+    { timeoutMs: PROCESS_START_MS, intervalMs: 50, message: "server/main.ts listening" },
   );
   const stop = (signal: NodeJS.Signals) => {
     if (child.exitCode === null && child.signalCode === null) child.kill(signal);
@@ -129,4 +135,30 @@ export async function prepareServerDatabase(): Promise<ServerDatabase> {
     },
     close: async () => rmSync(dir, { recursive: true, force: true }),
   };
+}
+
+/**
+ * The answers within a rate limit: each 200, or 503 with Retry-After (the database's bounded wait
+ * on a loaded machine), which counts against the limit as any answer does; at least `answered` 200s.
+ */
+export function expectAnsweredWithinLimit(counted: readonly { status: number; retryAfter?: string | null }[], answered: number): void {
+  const refused = counted.filter((a) => a.status !== 200);
+  expect(refused.map((a) => [a.status, Number(a.retryAfter) > 0])).toEqual(refused.map(() => [503, true]));
+  expect(counted.length - refused.length).toBeGreaterThanOrEqual(answered);
+}
+
+/**
+ * `fetch`, repeated after a 503 with Retry-After for up to `boundMs`, as a partner's client does: a
+ * service process on a loaded machine answers so when its database is slow to answer (nothing was
+ * stored). Any other answer, or a 503 past the bound, is returned as it came.
+ */
+export async function fetchThrough503(url: string, init: RequestInit = {}, boundMs = 60_000): Promise<Response> {
+  const deadline = Date.now() + boundMs;
+  for (;;) {
+    const res = await fetch(url, init);
+    const retryAfterSeconds = Number(res.headers.get("retry-after"));
+    if (res.status !== 503 || !(retryAfterSeconds > 0) || Date.now() >= deadline) return res;
+    await res.arrayBuffer();
+    await new Promise((resolve) => setTimeout(resolve, Math.min(retryAfterSeconds, 5) * 1000));
+  }
 }

@@ -16,7 +16,7 @@ export function trackingDomainEnv(dnsServer: string, overrides: Record<string, s
     CTD_CNAME_TARGET: TARGET,
     CTD_OWN_DOMAINS: "leadintel.test",
     CTD_DNS_SERVERS: dnsServer,
-    CTD_DNS_TIMEOUT_MS: "300",
+    CTD_DNS_TIMEOUT_MS: "2000", // the DNS server runs in the test's process: a busy machine delays its answers
     CTD_ACME_DIRECTORY_URL: "https://127.0.0.1:9/dir", // overridden where an ACME server runs
     CTD_ACME_EMAIL: ACME_CONTACT,
     CTD_ADD_WAIT_SECONDS: "60",

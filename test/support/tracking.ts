@@ -5,7 +5,8 @@ import { expect } from "vitest";
 import type { TrackingConfig } from "../../server/config.ts";
 import { testConfig } from "./config.ts";
 import type { Logger } from "../../server/logging.ts";
-import { createIngestWriter, type IngestWriter, startIngestWriter, type WriterOptions } from "../../server/tracking/writer.ts";
+import type { IngestWriter, WriterOptions } from "../../server/tracking/writer.ts";
+import { wiredIngestWriter } from "../../server/runtime.ts";
 import { as, type Suite } from "./suite.ts";
 import { startTestApi, type TestApi, type TestApiOptions } from "./api.ts";
 import { createTenant } from "./tenants.ts";
@@ -66,12 +67,14 @@ export const testTrackingConfig = (overrides: Partial<TrackingConfig> = {}): Tra
  * test's own settings on top (`onlyEvidence` for suites that look at the writer alone).
  */
 export function wiredWriter(api: TestApi, options: WriterOptions = {}, logger: Logger = api.logger): IngestWriter {
-  return createIngestWriter(api.db.prisma, api.services.ingestWiring.deps, logger, { ...api.services.ingestWiring.hooks, ...options });
+  return wiredIngestWriter(api.db, api.services, logger, options);
 }
 
 /** The same, polling on its own (as `npm run ingest` does). */
-export function startWiredWriter(api: TestApi, options: WriterOptions = {}): IngestWriter {
-  return startIngestWriter(api.db.prisma, api.services.ingestWiring.deps, api.logger, { ...api.services.ingestWiring.hooks, ...options });
+export function startWiredWriter(api: TestApi, options: WriterOptions = {}, logger: Logger = api.logger): IngestWriter {
+  const writer = wiredIngestWriter(api.db, api.services, logger, options);
+  writer.wake();
+  return writer;
 }
 
 /** Settings that leave out the hooks that publish (segment entries, webhook events): the writer and its evidence alone. */

@@ -1,0 +1,100 @@
+// Networks an account declares as an organisation's (the spec's Declared Networks): the only code
+// that writes DeclaredNetwork. A declaration is read at look-up time by containment, the most
+// specific first (identities.ts), so adding or removing one needs no recomputation.
+import { Prisma } from "../../generated/prisma/client.ts";
+import type { Db } from "../db/database.ts";
+import { Conflict, Invalid, NotFound } from "../domain/errors.ts";
+import { newId } from "../ids.ts";
+import { registrableDomain } from "../tracking/domain-evidence.ts";
+import { declaredNetwork } from "./addresses.ts";
+
+/** Declarations an account may hold (the look-ups of a batch compare each address with them). */
+export const MAX_DECLARED_NETWORKS = 10_000;
+
+export interface DeclareNetworkInput {
+  cidr: string;
+  organizationName: string;
+  organizationDomain?: string;
+}
+
+/** A declaration as stored: the network canonical, the domain normalised. */
+export interface Declaration {
+  cidr: string;
+  organizationName: string;
+  organizationDomain: string | null;
+}
+
+export interface DeclaredNetworkRecord {
+  id: string;
+  cidr: string;
+  organizationName: string;
+  organizationDomain: string | null;
+  createdAt: Date;
+}
+
+/** The stored form of a declared domain (lower case, no trailing dot or leading www.), or 400. */
+function declaredDomain(text: string): string {
+  const domain = text.trim().toLowerCase().replace(/\.$/, "").replace(/^www\./, "");
+  if (!registrableDomain(domain)) {
+    throw new Invalid("organizationDomain is not a domain", [{ location: "body", field: "organizationDomain", message: "must be a host name under a public suffix, such as example.de" }]);
+  }
+  return domain;
+}
+
+/** The canonical network of the request, or 400 naming what is wrong. */
+function canonicalCidr(text: string): string {
+  const network = declaredNetwork(text.trim());
+  if ("problem" in network) throw new Invalid("cidr is not a network that can be declared", [{ location: "body", field: "cidr", message: network.problem }]);
+  return network.cidr;
+}
+
+/** A listing cursor's position: (createdAt in ms, id) of the page's last item. */
+export function readDeclaredPosition(value: unknown): { t: number; id: string } | undefined {
+  const { t, id } = (value ?? {}) as { t?: unknown; id?: unknown };
+  return Number.isSafeInteger(t) && typeof id === "string" && id ? { t: t as number, id } : undefined;
+}
+
+/** The declaration a request asks for, checked (400 naming the field) and normalised. */
+export function declarationOf(input: DeclareNetworkInput): Declaration {
+  return {
+    cidr: canonicalCidr(input.cidr),
+    organizationName: input.organizationName.trim(),
+    organizationDomain: input.organizationDomain === undefined ? null : declaredDomain(input.organizationDomain),
+  };
+}
+
+export function declaredNetworks(db: Db) {
+  return {
+    /** Declares the network; 409 when the account declared it already or holds the most it may. One statement. */
+    async declare(accountId: string, { cidr, organizationName, organizationDomain }: Declaration): Promise<string> {
+      const id = newId("dnet");
+      const inserted = await db.$queryRaw<{ id: string }[]>`
+        INSERT INTO "DeclaredNetwork" (id, "accountId", network, "organizationName", "organizationDomain")
+        SELECT ${id}, ${accountId}, ${cidr}::inet, ${organizationName}, ${organizationDomain}
+        WHERE (SELECT count(*) FROM "DeclaredNetwork" WHERE "accountId" = ${accountId}) < ${MAX_DECLARED_NETWORKS}
+        ON CONFLICT ("accountId", network) DO NOTHING
+        RETURNING id`;
+      if (inserted.length) return id;
+      const [existing] = await db.$queryRaw<unknown[]>`SELECT 1 FROM "DeclaredNetwork" WHERE "accountId" = ${accountId} AND network = ${cidr}::inet`;
+      throw new Conflict(existing ? `The network ${cidr} is already declared in this account` : `The account already holds ${MAX_DECLARED_NETWORKS} declared networks`);
+    },
+
+    /** A page of the account's declarations, oldest first, after `after`. */
+    async list(accountId: string, limit: number, after?: { t: number; id: string }): Promise<DeclaredNetworkRecord[]> {
+      const position = after ? Prisma.sql`AND ("createdAt", id) > (${new Date(after.t)}, ${after.id})` : Prisma.empty;
+      return db.$queryRaw<DeclaredNetworkRecord[]>`
+        SELECT id, text(network) AS cidr, "organizationName", "organizationDomain", "createdAt" FROM "DeclaredNetwork"
+        WHERE "accountId" = ${accountId} ${position}
+        ORDER BY "createdAt", id
+        LIMIT ${limit}`;
+    },
+
+    /** Removes a declaration of the account; 404 for an unknown id (another account's included). */
+    async remove(accountId: string, networkId: string): Promise<void> {
+      const removed = await db.$executeRaw`DELETE FROM "DeclaredNetwork" WHERE "accountId" = ${accountId} AND id = ${networkId}`;
+      if (removed === 0) throw new NotFound(`No declared network ${networkId} in this account`);
+    },
+  };
+}
+
+export type DeclaredNetworks = ReturnType<typeof declaredNetworks>;

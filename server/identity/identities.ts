@@ -1,0 +1,540 @@
+// Identities behind shared networks: "organisation at address", learned per account from evidence
+// (forms' business e-mail domains, reverse DNS) or declared by the partner (declared-networks.ts),
+// with the precision guards of rules.ts. The only code that writes IdentityEvidence and
+// NetworkIdentity. Nothing here holds a visitor id or an e-mail address: a form's evidence is its
+// domain and a keyed hash of the address (the erasure key's HMAC, the same as an erasure
+// tombstone's e-mail hash), which tells distinct people apart and finds a person's contribution.
+//
+// How it is wired (server/tracking/pending.ts holds the pending events and their backfill):
+// - collector: keeps page views and forms of isp, hosting, mobile and unknown networks (pending).
+// - writer, per batch: `identitiesOf(queries, tx)` (two statements for the whole batch) gives
+//   each pending address its identity; at write time only an address's own (unit) identity or a
+//   declared one attributes, the visit becoming one of the lead of `organizationDomain` (or of the
+//   declared name without a domain), with identitySource/identityConfidence raised when stronger;
+//   the others stay pending.
+// - writer, after each batch commits (off the hot path): `recordFormEvidence` for its pending
+//   forms (business domains; free-mail marks), `learnReverseDns` for their addresses (at most once
+//   per address and cache time), both with `masked: true` for a dataset with allowIpMasking
+//   (nothing is then recorded); then, per range touched, attributions the evidence no longer
+//   supports are withdrawn and pending events of addresses with an identity are backfilled.
+// - erasure: `contributorKeys(emails)`, then `eraseContributor(accountId, keys)`. Retention:
+//   `expire()` from the daily retention job.
+import type { components } from "../../generated/openapi.ts";
+import { Prisma } from "../../generated/prisma/client.ts";
+import type { IdentityConfig, ReverseDnsConfig } from "../config.ts";
+import type { Db } from "../db/database.ts";
+import type { Logger } from "../logging.ts";
+import { businessEmailDomain, domainOfPtr, isFreeMail, lookUpPtr, readsLikeDynamicLine } from "../tracking/domain-evidence.ts";
+import { hasher, keyOf as erasureKeyOf } from "../tracking/erasure-tombstones.ts";
+import type { NetworkType } from "../tracking/network-class.ts";
+import { addressKeys, prefixLength } from "./addresses.ts";
+import type { AddressQuery, Identity, IdentitySource } from "./types.ts";
+import { attributes, type Evidence, type EvidenceKind, type EvidenceSource, type Guard, identitiesOfRange, type IdentityRow } from "./rules.ts";
+
+type Tx = Prisma.TransactionClient;
+/** What a read needs: the database, or a transaction on it. */
+type Client = Pick<Db, "$queryRaw" | "$executeRaw">;
+type AddressIdentity = components["schemas"]["AddressIdentity"];
+
+/** The scope of reverse DNS evidence pooled across accounts (TRACKING_IDENTITY_POOL_REVERSE_DNS). */
+export const POOL = "*";
+
+/** Networks whose addresses learn evidence: a mobile carrier's hold declared identities only, a lead network is its own organisation. */
+const LEARNING: ReadonlySet<NetworkType> = new Set(["isp", "hosting", "unknown"]);
+
+/** Advisory-lock namespace of a range's recomputation ("iden"); the second key is a hash of scope and range. */
+const RANGE_LOCK = 0x6964656e;
+/** Reverse DNS look-ups at once, and a failed one's retry delay. */
+const PARALLEL_LOOKUPS = 8;
+const FAILURE_RETRY_MS = 5 * 60_000;
+/** Addresses (and scope-address pairs) the process remembers having asked and recorded. */
+const REMEMBERED = 50_000;
+
+/** A form sent from an address with an e-mail address (free-mail and operator domains count for nothing). */
+export interface FormEvidence {
+  accountId: string;
+  ip: string;
+  networkType: NetworkType;
+  email: string;
+  /** When it was sent (default: now). */
+  at?: Date;
+  /** The AS organisation's domain, when known (the resolver's curated one): an operator's own domain names nobody. */
+  networkDomain?: string | null;
+  /** The dataset masks addresses (allowIpMasking): the address is a.b.c.0 and records no evidence. */
+  masked?: boolean;
+}
+
+/** A PTR answer for an address; `accountId` may be absent when reverse DNS is pooled. */
+export interface PtrEvidence {
+  accountId?: string;
+  ip: string;
+  networkType: NetworkType;
+  host: string | null;
+  at?: Date;
+  networkDomain?: string | null;
+  masked?: boolean;
+}
+
+/** Whether evidence of this address may be recorded: a learning network's, not masked. */
+const learnsFrom = (e: { networkType: NetworkType; masked?: boolean }) => LEARNING.has(e.networkType) && !e.masked;
+
+interface NewEvidence {
+  scope: string;
+  range: string;
+  unit: string;
+  kind: EvidenceKind;
+  domain: string;
+  contributor: string;
+  at: Date;
+}
+
+/** A stored NetworkIdentity row as the look-ups read it. */
+type StoredRow = IdentityRow & { scope: string };
+
+const rangeKey = (scope: string, range: string) => `${scope} ${range}`;
+const accountOf = (scope: string) => (scope === POOL ? null : scope);
+const versionOfRange = (range: string) => (range.includes(":") ? 6 : 4);
+
+/** The keyed hash that stands for a person's e-mail address (trimmed, lower case): the erasure tombstone's. */
+export const contributorKey = (key: string, email: string): string => hasher(key).email(email);
+
+/** Why the network type stops an attributing identity, if it does: mobile and lead networks take declared ones only, hosting and unknown ones PTR-backed ones. */
+export function networkGuard(networkType: NetworkType, source: EvidenceSource | null): Guard | null {
+  if (networkType === "isp") return null;
+  if ((networkType === "hosting" || networkType === "unknown") && source === "reverse_dns") return null;
+  return "network_type";
+}
+
+/** A memory of values, each valid until a time, of at most REMEMBERED keys (the oldest written forgotten first). */
+function memory<V>() {
+  const entries = new Map<string, { value: V; until: number }>();
+  return {
+    /** The value, while it is valid at `nowMs`. */
+    get: (key: string, nowMs: number): V | undefined => {
+      const entry = entries.get(key);
+      return entry && entry.until > nowMs ? entry.value : undefined;
+    },
+    set(key: string, value: V, until: number) {
+      entries.delete(key);
+      entries.set(key, { value, until });
+      if (entries.size > REMEMBERED) entries.delete(entries.keys().next().value!);
+    },
+  };
+}
+
+export interface IdentityStoreOptions {
+  identities: IdentityConfig;
+  reverseDns: ReverseDnsConfig;
+  now?: () => Date;
+  logger?: Logger;
+}
+
+export function identityStore(db: Db, { identities, reverseDns, now = () => new Date(), logger }: IdentityStoreOptions) {
+  const windowMs = identities.windowDays * 86_400_000;
+  const pooled = identities.poolReverseDns;
+  let hashKey: string | undefined;
+  /** PTR answers by unit, and the scope-unit pairs recorded, within the reverse DNS cache time. */
+  const ptrAnswers = memory<{ host: string | null; keepMs: number }>();
+  const recorded = memory<true>();
+
+  /** The scopes an account's look-ups read, its own first. */
+  const scopesOf = (accountId: string) => (pooled ? [accountId, POOL] : [accountId]);
+  /** Where PTR evidence goes: the pool, or the account whose visitor brought it. */
+  const ptrScope = (accountId: string | undefined) => (pooled ? POOL : accountId);
+  const since = (at: Date) => new Date(at.getTime() - windowMs);
+
+  /** The deployment's hash key (ErasureKey, made on first use). */
+  async function keyOf(client: Client): Promise<string> {
+    if (hashKey) return hashKey;
+    return (hashKey = await erasureKeyOf(client));
+  }
+
+  /** Runs `work` holding the range's lock: in the caller's transaction when given, else in one of its own. */
+  async function inRange<T>(caller: Tx | undefined, scope: string, range: string, work: (tx: Tx) => Promise<T>): Promise<T> {
+    const locked = async (tx: Tx) => {
+      await tx.$executeRaw`SELECT pg_advisory_xact_lock(${RANGE_LOCK}::int, hashtext(${rangeKey(scope, range)}))`;
+      return work(tx);
+    };
+    return caller ? locked(caller) : db.$transaction(locked);
+  }
+
+  /** Of these domains, the network operators' own: the PTR domain of TRACKING_DNS_OPERATOR_PREFIXES ranges or more. */
+  async function operatorDomains(tx: Client, domains: readonly string[]): Promise<Set<string>> {
+    if (!domains.length) return new Set();
+    const rows = await tx.$queryRaw<{ domain: string }[]>`
+      SELECT d AS domain FROM unnest(${domains}::text[]) AS d
+      WHERE (SELECT count(*) FROM (SELECT e."range" FROM "IdentityEvidence" e WHERE e.kind = 'reverse_dns' AND e.domain = d
+                                   UNION SELECT r.prefix FROM "ReverseDnsEntry" r WHERE r.domain = d) AS ranges) >= ${reverseDns.operatorPrefixes}`;
+    return new Set(rows.map((r) => r.domain));
+  }
+
+  /** Of these people, those whose e-mail evidence lies at two or more units of the scope within the window. */
+  async function movingPeople(tx: Tx, scope: string, people: readonly string[], at: Date): Promise<Set<string>> {
+    if (!people.length) return new Set();
+    const rows = await tx.$queryRaw<{ contributor: string }[]>`
+      SELECT contributor FROM "IdentityEvidence"
+      WHERE scope = ${scope} AND kind = 'form_email' AND contributor = ANY(${people}::text[]) AND "lastSeenAt" > ${since(at)}
+      GROUP BY contributor HAVING count(DISTINCT unit) >= 2`;
+    return new Set(rows.map((r) => r.contributor));
+  }
+
+  /** Recomputes the identity rows of one range of one scope from its evidence (the caller holds the range's lock). */
+  async function recompute(tx: Tx, scope: string, range: string): Promise<void> {
+    const at = now();
+    const withPool = pooled && scope !== POOL;
+    const evidence = await tx.$queryRaw<Evidence[]>`
+      SELECT unit, kind::text AS kind, domain, contributor, "firstSeenAt", "lastSeenAt" FROM "IdentityEvidence"
+      WHERE "range" = ${range} AND "lastSeenAt" > ${since(at)} AND (scope = ${scope} OR (${withPool}::boolean AND scope = ${POOL}))`;
+    const domains = [...new Set(evidence.map((e) => e.domain).filter(Boolean))];
+    const people = [...new Set(evidence.map((e) => e.contributor).filter(Boolean))];
+    const rows = identitiesOfRange(evidence, {
+      version: versionOfRange(range),
+      operatorDomains: await operatorDomains(tx, domains),
+      movingPeople: await movingPeople(tx, scope, people, at),
+      windowMs,
+    });
+    await tx.$executeRaw`DELETE FROM "NetworkIdentity" WHERE scope = ${scope} AND "range" = ${range}`;
+    if (!rows.length) return;
+    await tx.$executeRaw`
+      INSERT INTO "NetworkIdentity" (scope, "accountId", prefix, "range", "organizationDomain", "organizationName", source, confidence, guard, shared,
+        "reverseDns", "formEmail", organizations, "firstSeenAt", "lastSeenAt", "expiresAt")
+      SELECT ${scope}, ${accountOf(scope)}, r.prefix, ${range}, r."organizationDomain", r."organizationName", r.source::"IdentitySource", r.confidence,
+        r.guard::"IdentityGuard", r.shared, r."reverseDns", r."formEmail", r.organizations, r."firstSeenAt", r."lastSeenAt", r."expiresAt"
+      FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS r(prefix text, "organizationDomain" text, "organizationName" text, source text,
+        confidence float8, guard text, shared boolean, "reverseDns" int, "formEmail" int, organizations int,
+        "firstSeenAt" timestamptz, "lastSeenAt" timestamptz, "expiresAt" timestamptz)`;
+  }
+
+  /** Recomputes each (scope, range) in its own transaction, in key order. */
+  async function recomputeAll(pairs: Iterable<{ scope: string; range: string }>): Promise<void> {
+    const unique = new Map([...pairs].map((p) => [rangeKey(p.scope, p.range), p] as const));
+    for (const key of [...unique.keys()].sort()) {
+      const { scope, range } = unique.get(key)!;
+      await inRange(undefined, scope, range, (tx) => recompute(tx, scope, range));
+    }
+  }
+
+  async function hasIdentities(tx: Tx, scope: string, range: string): Promise<boolean> {
+    const [row] = await tx.$queryRaw<unknown[]>`SELECT 1 FROM "NetworkIdentity" WHERE scope = ${scope} AND "range" = ${range} LIMIT 1`;
+    return row !== undefined;
+  }
+
+  /** Inserts evidence, or renews the rows it matches (first and last seen widened). */
+  async function upsert(tx: Tx, rows: readonly NewEvidence[]): Promise<void> {
+    await tx.$executeRaw`
+      INSERT INTO "IdentityEvidence" (scope, "accountId", "range", unit, kind, domain, contributor, "firstSeenAt", "lastSeenAt")
+      SELECT r.scope, nullif(r.scope, ${POOL}), r."range", r.unit, r.kind::"IdentityEvidenceKind", r.domain, r.contributor, r.at, r.at
+      FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS r(scope text, "range" text, unit text, kind text, domain text, contributor text, at timestamptz)
+      ON CONFLICT (scope, unit, kind, domain, contributor) DO UPDATE SET
+        "firstSeenAt" = least("IdentityEvidence"."firstSeenAt", EXCLUDED."firstSeenAt"),
+        "lastSeenAt" = greatest("IdentityEvidence"."lastSeenAt", EXCLUDED."lastSeenAt")`;
+  }
+
+  /**
+   * What else new evidence changes: the ranges where the same people left evidence (they may now
+   * be moving), every account's rows of a range whose pooled PTR evidence changed, and the rows
+   * naming a PTR domain that has become a network operator's.
+   */
+  async function affectedElsewhere(rows: readonly NewEvidence[]): Promise<{ scope: string; range: string }[]> {
+    const people = rows.filter((r) => r.contributor).map((r) => ({ scope: r.scope, contributor: r.contributor }));
+    const pooledRanges = [...new Set(rows.filter((r) => r.scope === POOL).map((r) => r.range))];
+    const ptrDomains = [...new Set(rows.filter((r) => r.kind === "reverse_dns").map((r) => r.domain))];
+    const operators = [...(await operatorDomains(db, ptrDomains))];
+    return db.$queryRaw<{ scope: string; range: string }[]>`
+      SELECT DISTINCT e.scope, e."range" FROM "IdentityEvidence" e
+        JOIN jsonb_to_recordset(${JSON.stringify(people)}::jsonb) AS p(scope text, contributor text) ON e.scope = p.scope AND e.contributor = p.contributor
+      UNION SELECT DISTINCT scope, "range" FROM "IdentityEvidence" WHERE "range" = ANY(${pooledRanges}::text[])
+      UNION SELECT DISTINCT scope, "range" FROM "NetworkIdentity" WHERE "organizationDomain" = ANY(${operators}::text[])`;
+  }
+
+  /** Stores evidence and recomputes what it changes: its ranges (each in one transaction with its evidence), then the others. */
+  async function store(rows: readonly NewEvidence[]): Promise<void> {
+    const byRange = new Map<string, NewEvidence[]>();
+    for (const row of rows) {
+      const key = rangeKey(row.scope, row.range);
+      byRange.set(key, [...(byRange.get(key) ?? []), row]);
+    }
+    for (const key of [...byRange.keys()].sort()) {
+      const group = byRange.get(key)!;
+      const { scope, range } = group[0]!;
+      await inRange(undefined, scope, range, async (tx) => {
+        await upsert(tx, group);
+        // dynamic-line and free-mail marks alone change nothing in a range without identities (most
+        // consumers' lines): the range's next recomputation, under this lock, reads them
+        if (group.some((r) => r.kind !== "dynamic_line" && r.kind !== "free_mail") || (await hasIdentities(tx, scope, range))) await recompute(tx, scope, range);
+      });
+    }
+    if (rows.length) await recomputeAll((await affectedElsewhere(rows)).filter((p) => !byRange.has(rangeKey(p.scope, p.range))));
+  }
+
+  /** Evidence rows without duplicates of one key (one statement may not update a row twice): the latest time of each. */
+  function deduplicated(rows: readonly NewEvidence[]): NewEvidence[] {
+    const byKey = new Map<string, NewEvidence>();
+    for (const row of rows) {
+      const key = [row.scope, row.unit, row.kind, row.domain, row.contributor].join("\n");
+      const seen = byKey.get(key);
+      if (!seen || seen.at < row.at) byKey.set(key, row);
+    }
+    return [...byKey.values()];
+  }
+
+  /** Evidence times are never in the future. */
+  const seenAt = (at: Date | undefined) => new Date(Math.min((at ?? now()).getTime(), now().getTime()));
+  const sameDomain = (domain: string, networkDomain: string | null | undefined) => !!networkDomain && domain === networkDomain.toLowerCase();
+
+  /** The decisive stored row of an address: its unit's, else the most specific prefix's; the account's, else the pool's. */
+  function decisive(rows: readonly StoredRow[], accountId: string): StoredRow | undefined {
+    return [...rows].sort((a, b) => Number(b.scope === accountId) - Number(a.scope === accountId) || prefixLength(b.prefix) - prefixLength(a.prefix))[0];
+  }
+
+  /**
+   * The stored rows holding each address (its unit's, its prefixes'), by query index: one
+   * statement, by each address's range and then containment. A masked address matches only a
+   * row of its whole range.
+   */
+  async function storedRows(queries: readonly AddressQuery[], client: Client = db): Promise<Map<number, StoredRow[]>> {
+    const candidates = queries.flatMap((q, i) => {
+      const keys = LEARNING.has(q.networkType) ? addressKeys(q.ip) : undefined;
+      return keys ? scopesOf(q.accountId).map((scope) => ({ i, scope, range: keys.range, unit: keys.unit, masked: !!q.masked })) : [];
+    });
+    const byQuery = new Map<number, StoredRow[]>();
+    if (!candidates.length) return byQuery;
+    const rows = await client.$queryRaw<(StoredRow & { i: number })[]>`
+      SELECT c.i, n.scope, n.prefix, n."organizationDomain", n."organizationName", n.source::text AS source, n.confidence, n.guard::text AS guard,
+        n.shared, n."reverseDns", n."formEmail", n.organizations, n."firstSeenAt", n."lastSeenAt", n."expiresAt"
+      FROM jsonb_to_recordset(${JSON.stringify(candidates)}::jsonb) AS c(i int, scope text, "range" text, unit text, masked boolean)
+        JOIN "NetworkIdentity" n ON n.scope = c.scope AND n."range" = c."range"
+      WHERE n."expiresAt" > ${now()} AND CASE WHEN c.masked THEN n.prefix = c."range" ELSE n.prefix::inet >>= c.unit::inet END`;
+    for (const row of rows) byQuery.set(row.i, [...(byQuery.get(row.i) ?? []), row]);
+    return byQuery;
+  }
+
+  /** The most specific declared network of the account holding each address (a masked one: its whole range), by query index: one statement. */
+  async function declaredOf(queries: readonly AddressQuery[], client: Client = db): Promise<Map<number, { cidr: string; organizationName: string; organizationDomain: string | null; createdAt: Date; holding: number }>> {
+    const wanted = queries.flatMap((q, i) => {
+      const keys = addressKeys(q.ip);
+      return keys ? [{ i, accountId: q.accountId, network: q.masked ? keys.range : keys.unit }] : [];
+    });
+    if (!wanted.length) return new Map();
+    const rows = await client.$queryRaw<{ i: number; cidr: string; organizationName: string; organizationDomain: string | null; createdAt: Date; holding: bigint }[]>`
+      SELECT DISTINCT ON (w.i) w.i, text(d.network) AS cidr, d."organizationName", d."organizationDomain", d."createdAt",
+        count(*) OVER (PARTITION BY w.i) AS holding
+      FROM jsonb_to_recordset(${JSON.stringify(wanted)}::jsonb) AS w(i int, "accountId" text, network text)
+        JOIN "DeclaredNetwork" d ON d."accountId" = w."accountId" AND d.network >>= w.network::inet
+      ORDER BY w.i, masklen(d.network) DESC`;
+    return new Map(rows.map((r) => [r.i, { ...r, holding: Number(r.holding) }]));
+  }
+
+  /** An attributing identity of a stored row, unless the address's network type stops it. */
+  function identityOfRow(row: StoredRow | undefined, networkType: NetworkType): Identity | undefined {
+    if (!row || !attributes(row) || networkGuard(networkType, row.source)) return undefined;
+    return { organizationName: row.organizationName!, organizationDomain: row.organizationDomain, source: row.source!, confidence: row.confidence, prefix: row.prefix };
+  }
+
+  const api = {
+    /**
+     * The identity of each address (undefined: none that attributes), in the order asked: a
+     * declared network of the account holding it wins; else the decisive stored row (rules.ts)
+     * if it attributes and the network type allows it. Two statements, whatever the number of
+     * addresses; nothing cached, so evidence recorded by any process counts at once. `client`: a
+     * transaction to read in (the writer's batch), else the database.
+     */
+    async identitiesOf(queries: readonly AddressQuery[], client: Client = db): Promise<(Identity | undefined)[]> {
+      // a batch repeats its addresses: each distinct one is asked once
+      const keyOf = (q: AddressQuery) => `${q.accountId} ${q.ip} ${q.networkType} ${q.masked ? 1 : 0}`;
+      const distinct = [...new Map(queries.map((q) => [keyOf(q), q] as const)).values()];
+      // one after the other: a transaction runs one statement at a time
+      const rows = await storedRows(distinct, client);
+      const declared = await declaredOf(distinct, client);
+      const answers = new Map(
+        distinct.map((q, i): [string, Identity | undefined] => {
+          const d = declared.get(i);
+          if (d) return [keyOf(q), { organizationName: d.organizationName, organizationDomain: d.organizationDomain, source: "declared", confidence: 1, prefix: d.cidr }];
+          return [keyOf(q), identityOfRow(decisive(rows.get(i) ?? [], q.accountId), q.networkType)];
+        }),
+      );
+      return queries.map((q) => answers.get(keyOf(q)));
+    },
+
+    /** Of these ranges, those where the account's scopes hold an unexpired identity row (backfill's candidates). */
+    async rangesWithIdentities(accountId: string, ranges: readonly string[]): Promise<string[]> {
+      if (!ranges.length) return [];
+      const rows = await db.$queryRaw<{ range: string }[]>`
+        SELECT DISTINCT "range" FROM "NetworkIdentity"
+        WHERE scope = ANY(${scopesOf(accountId)}::text[]) AND "range" = ANY(${[...ranges]}::text[]) AND "expiresAt" > ${now()} AND "organizationName" IS NOT NULL`;
+      return rows.map((r) => r.range);
+    },
+
+    /** One address's identity (`identitiesOf` for one). */
+    async identityOf(accountId: string, ip: string, networkType: NetworkType, options: { masked?: boolean } = {}): Promise<Identity | undefined> {
+      return (await api.identitiesOf([{ accountId, ip, networkType, ...options }]))[0];
+    },
+
+    /** What the account knows of an address, for GET /v1/ip-lookup: the identity, its guard, its evidence in counts. */
+    async describe(accountId: string, ip: string, networkType: NetworkType): Promise<AddressIdentity | null> {
+      const query = { accountId, ip, networkType };
+      const [rows, declared] = await Promise.all([storedRows([query]), declaredOf([query])]);
+      const row = decisive(rows.get(0) ?? [], accountId);
+      const d = declared.get(0);
+      const evidence = { declared: d?.holding ?? 0, reverseDns: row?.reverseDns ?? 0, formEmail: row?.formEmail ?? 0, organizations: row?.organizations ?? 0 };
+      if (d) {
+        const created = d.createdAt.toISOString();
+        return { organizationName: d.organizationName, organizationDomain: d.organizationDomain, source: "declared", confidence: 1, attributed: true, guard: null, prefix: d.cidr, shared: row?.shared ?? false, firstSeenAt: created, lastSeenAt: created, expiresAt: null, evidence };
+      }
+      if (!row) return null;
+      const guard = row.guard ?? (attributes(row) ? networkGuard(networkType, row.source) : null);
+      const attributed = attributes(row) && !guard;
+      return {
+        organizationName: guard ? null : row.organizationName,
+        organizationDomain: guard ? null : row.organizationDomain,
+        source: guard ? null : row.source,
+        confidence: attributed ? row.confidence : 0,
+        attributed,
+        guard,
+        prefix: row.prefix,
+        shared: row.shared,
+        firstSeenAt: row.firstSeenAt.toISOString(),
+        lastSeenAt: row.lastSeenAt.toISOString(),
+        expiresAt: row.expiresAt.toISOString(),
+        evidence,
+      };
+    },
+
+    /** Records forms' business e-mail domains as evidence of their addresses, a free-mail address as a person's presence (operator domains, mobile and lead networks: nothing). */
+    async recordFormEvidence(forms: readonly FormEvidence[]): Promise<void> {
+      const wanted = forms.filter(learnsFrom);
+      if (!wanted.length) return;
+      const key = await keyOf(db);
+      const rows = wanted.flatMap((form): NewEvidence[] => {
+        const keys = addressKeys(form.ip);
+        const domain = businessEmailDomain(form.email);
+        const contributor = contributorKey(key, form.email);
+        // a free-mail address: a person is there, not a business line (the consumer guard of rules.ts)
+        if (keys && !domain && isFreeMail(form.email)) return [{ scope: form.accountId, range: keys.range, unit: keys.unit, kind: "free_mail", domain: "", contributor, at: seenAt(form.at) }];
+        if (!keys || !domain || sameDomain(domain, form.networkDomain)) return [];
+        return [{ scope: form.accountId, range: keys.range, unit: keys.unit, kind: "form_email", domain, contributor, at: seenAt(form.at) }];
+      });
+      await store(deduplicated(rows));
+    },
+
+    /**
+     * Records people seen at addresses (their visitor came from there) as their e-mail's evidence
+     * at those addresses, for people who already left form evidence in the account (sent from a
+     * shared network): a person at several addresses (a re-dialled line, carrier-grade NAT) then
+     * holds none of them by e-mail alone (the moving_person guard). Someone known only from a
+     * lead network's form is not placed anywhere by their visits.
+     */
+    async recordPresence(seen: readonly FormEvidence[]): Promise<void> {
+      const wanted = seen.filter(learnsFrom);
+      if (!wanted.length) return;
+      const key = await keyOf(db);
+      const people = [...new Set(wanted.map((s) => contributorKey(key, s.email)))];
+      const known = new Set(
+        (await db.$queryRaw<{ contributor: string; scope: string }[]>`
+          SELECT DISTINCT contributor, scope FROM "IdentityEvidence" WHERE kind = 'form_email' AND contributor = ANY(${people}::text[])`).map((r) => `${r.scope} ${r.contributor}`),
+      );
+      await api.recordFormEvidence(wanted.filter((s) => known.has(`${s.accountId} ${contributorKey(key, s.email)}`)));
+    },
+
+    /**
+     * Records PTR names as evidence: the registrable domain of a name that is not an access line
+     * and not the operator's own, or the mark of a dynamic access line; other names (a static
+     * line's generic name) are no evidence. Pooled when TRACKING_IDENTITY_POOL_REVERSE_DNS is on.
+     */
+    async recordPtrEvidence(answers: readonly PtrEvidence[]): Promise<void> {
+      const rows = answers.flatMap((answer): NewEvidence[] => {
+        const scope = ptrScope(answer.accountId);
+        const keys = addressKeys(answer.ip);
+        if (!scope || !keys || !answer.host || !learnsFrom(answer)) return [];
+        const domain = domainOfPtr(answer.host, answer.ip);
+        const evidence = { scope, range: keys.range, unit: keys.unit, contributor: "", at: seenAt(answer.at) };
+        if (domain) return sameDomain(domain, answer.networkDomain) ? [] : [{ ...evidence, kind: "reverse_dns", domain }];
+        return readsLikeDynamicLine(answer.host) ? [{ ...evidence, kind: "dynamic_line", domain: "" }] : [];
+      });
+      await store(deduplicated(rows));
+    },
+
+    /**
+     * Asks reverse DNS of these addresses and records the answers (recordPtrEvidence): an address
+     * is asked at most once per TRACKING_DNS_CACHE_SECONDS by this process (a failure again after
+     * 5 minutes), and an answer is recorded at most once per scope in that time. How many were asked.
+     */
+    async learnReverseDns(addresses: readonly Omit<PtrEvidence, "host">[]): Promise<number> {
+      if (!reverseDns.enabled) return 0;
+      const at = now().getTime();
+      const due = new Map<string, Omit<PtrEvidence, "host">>();
+      for (const address of addresses) {
+        const keys = learnsFrom(address) ? addressKeys(address.ip) : undefined;
+        const scope = ptrScope(address.accountId);
+        if (keys && scope && !recorded.get(rangeKey(scope, keys.unit), at)) due.set(rangeKey(scope, keys.unit), address);
+      }
+      const toAsk = [...new Set([...due.values()].map((a) => addressKeys(a.ip)!.unit))].filter((unit) => !ptrAnswers.get(unit, at));
+      const ipOfUnit = new Map([...due.values()].map((a) => [addressKeys(a.ip)!.unit, a.ip] as const));
+      for (let i = 0; i < toAsk.length; i += PARALLEL_LOOKUPS) {
+        await Promise.all(
+          toAsk.slice(i, i + PARALLEL_LOOKUPS).map(async (unit) => {
+            const answer = await lookUpPtr(reverseDns, ipOfUnit.get(unit)!);
+            const keepMs = answer ? reverseDns.cacheSeconds * 1000 : Math.min(FAILURE_RETRY_MS, reverseDns.cacheSeconds * 1000);
+            ptrAnswers.set(unit, { host: answer?.host ?? null, keepMs }, at + keepMs);
+          }),
+        );
+      }
+      const answered = [...due].flatMap(([key, address]) => {
+        const answer = ptrAnswers.get(addressKeys(address.ip)!.unit, at);
+        if (!answer) return [];
+        recorded.set(key, true, at + answer.keepMs);
+        return [{ ...address, host: answer.host }];
+      });
+      await api.recordPtrEvidence(answered);
+      logger?.debug("identity reverse DNS learned", { asked: toAsk.length, recorded: answered.length });
+      return toAsk.length;
+    },
+
+    /** The keyed hashes that stand for these e-mail addresses in evidence (what eraseContributor takes). */
+    async contributorKeys(emails: readonly string[], client: Client = db): Promise<string[]> {
+      const key = await keyOf(client);
+      return emails.map((email) => contributorKey(key, email));
+    },
+
+    /**
+     * Removes the contribution of people (their keyed hashes) to the account's identities and
+     * recomputes what it changes: in the caller's transaction when given (an erasure's), else in
+     * one of its own. How many pieces of evidence were removed.
+     */
+    async eraseContributor(accountId: string, keys: readonly string[], tx?: Tx): Promise<number> {
+      if (!keys.length) return 0;
+      const run = async (t: Tx) => {
+        const removed = await t.$queryRaw<{ range: string }[]>`
+          DELETE FROM "IdentityEvidence" WHERE scope = ${accountId} AND contributor = ANY(${[...keys]}::text[]) RETURNING "range"`;
+        for (const range of [...new Set(removed.map((r) => r.range))].sort()) await inRange(t, accountId, range, (locked) => recompute(locked, accountId, range));
+        return removed.length;
+      };
+      return tx ? run(tx) : db.$transaction(run);
+    },
+
+    /**
+     * Retention: deletes evidence not seen within TRACKING_IDENTITY_DAYS (in batches) and the
+     * identities past their expiresAt, and recomputes the ranges that lost evidence (a shared
+     * address whose other organisation lapsed attributes again). Counts of what was deleted.
+     */
+    async expire(batchSize = 5_000): Promise<{ evidence: number; identities: number }> {
+      const at = now();
+      const affected: { scope: string; range: string }[] = [];
+      let evidence = 0;
+      for (;;) {
+        const removed = await db.$queryRaw<{ scope: string; range: string }[]>`
+          DELETE FROM "IdentityEvidence" WHERE id IN (SELECT id FROM "IdentityEvidence" WHERE "lastSeenAt" <= ${since(at)} LIMIT ${batchSize})
+          RETURNING scope, "range"`;
+        affected.push(...removed);
+        evidence += removed.length;
+        if (removed.length < batchSize) break;
+      }
+      const identities = await db.$executeRaw`DELETE FROM "NetworkIdentity" WHERE "expiresAt" <= ${at}`;
+      await recomputeAll(affected);
+      return { evidence, identities };
+    },
+  };
+  return api;
+}
+
+export type IdentityStore = ReturnType<typeof identityStore>;

@@ -1,0 +1,202 @@
+// The identity rules: what the evidence of one range (an IPv4 /24, an IPv6 /48) says of the
+// organisation behind each of its units and prefixes. Pure: the store (identities.ts) reads the
+// evidence and the cross-range facts (operator domains, people seen at several addresses) and
+// writes what this returns. The spec's AddressIdentity states the same rules for partners.
+import { knownOrganizationOfDomain } from "../tracking/organizations.ts";
+import { type IpVersion, RANGE_LENGTH, holds, prefixLength, smallestPrefixHolding } from "./addresses.ts";
+
+/** The one threshold: an identity attributes visits when its confidence is at least this (and no guard applies). */
+export const ATTRIBUTION_THRESHOLD = 0.5;
+
+/** Confidence per kind of evidence, strongest first (declared networks: 1). */
+export const CONFIDENCE = {
+  declared: 1,
+  reverseDnsAndEmail: 0.95,
+  reverseDns: 0.85,
+  emailOfSeveralPeople: 0.75,
+  emailOfOnePerson: 0.6,
+} as const;
+
+/**
+ * A range in which e-mail at addresses without a PTR domain names this many organisations or more
+ * within the window, and which holds an address whose PTR name reads like a dynamic access line
+ * or shows as many people with free-mail addresses as with business ones, is a dynamic pool: e-mail alone gives no identity there. A company's static line names one
+ * organisation; many companies' static lines may share a /24 (an ISP's business block), which
+ * then shows no access line.
+ */
+export const DYNAMIC_RANGE_ORGANIZATIONS = 4;
+
+/**
+ * People with free-mail addresses at an address (at least this many, and more than those with a
+ * business address) make it a place many people share (CGNAT, a café, a hotel): e-mail alone
+ * gives it no identity. A company's line is used with its domain; a household's or a carrier's by
+ * people with their own addresses.
+ */
+export const CONSUMERS = 2;
+
+/** The widest prefix an identity backed by e-mail may span (by PTR names: the whole range). */
+export const EMAIL_PREFIX_LENGTH: Record<IpVersion, number> = { 4: 29, 6: 56 };
+
+export type EvidenceKind = "form_email" | "reverse_dns" | "dynamic_line" | "free_mail";
+export type EvidenceSource = "reverse_dns" | "form_email";
+export type Guard = "shared" | "dynamic_line" | "dynamic_range" | "moving_person" | "network_type";
+
+export interface Evidence {
+  unit: string;
+  kind: EvidenceKind;
+  /** The organisation's registrable domain ('' for dynamic_line). */
+  domain: string;
+  /** The keyed hash of a person's e-mail address ('' for reverse DNS). */
+  contributor: string;
+  firstSeenAt: Date;
+  lastSeenAt: Date;
+}
+
+/** The facts of a range's recomputation that reach beyond it. */
+export interface RangeFacts {
+  version: IpVersion;
+  /** Domains that are network operators' own: they name no organisation (PTR or e-mail). */
+  operatorDomains: ReadonlySet<string>;
+  /** People (contributors) whose e-mail evidence lies at two or more units within the window. */
+  movingPeople: ReadonlySet<string>;
+  /** How long evidence counts after it was last seen. */
+  windowMs: number;
+}
+
+/** What the evidence says of a unit or prefix (a NetworkIdentity row). */
+export interface IdentityRow {
+  prefix: string;
+  organizationDomain: string | null;
+  organizationName: string | null;
+  source: EvidenceSource | null;
+  confidence: number;
+  guard: Guard | null;
+  shared: boolean;
+  reverseDns: number;
+  formEmail: number;
+  organizations: number;
+  firstSeenAt: Date;
+  lastSeenAt: Date;
+  expiresAt: Date;
+}
+
+/** Whether the row names an organisation with enough confidence to attribute visits. */
+export const attributes = (row: Pick<IdentityRow, "organizationDomain" | "confidence" | "guard">): boolean =>
+  row.organizationDomain !== null && row.guard === null && row.confidence >= ATTRIBUTION_THRESHOLD;
+
+/** The name an identity shows for a domain: the curated organisation's, else the domain itself. */
+export const nameOfDomain = (domain: string): string => knownOrganizationOfDomain(domain)?.name ?? domain;
+
+const latest = (rows: readonly Evidence[]) => new Date(Math.max(...rows.map((r) => r.lastSeenAt.getTime())));
+const earliest = (rows: readonly Evidence[]) => new Date(Math.min(...rows.map((r) => r.firstSeenAt.getTime())));
+
+/** The evidence of one unit, read for its decision. */
+interface UnitEvidence {
+  unit: string;
+  rows: Evidence[];
+  ptrDomains: Set<string>;
+  /** domain -> its people */
+  emailPeople: Map<string, Set<string>>;
+  /** People who gave a free-mail address at the unit. */
+  consumers: Set<string>;
+  dynamicLine: boolean;
+}
+
+function unitEvidence(unit: string, rows: Evidence[]): UnitEvidence {
+  const emailPeople = new Map<string, Set<string>>();
+  for (const row of rows.filter((r) => r.kind === "form_email")) emailPeople.set(row.domain, (emailPeople.get(row.domain) ?? new Set()).add(row.contributor));
+  return {
+    unit,
+    rows,
+    ptrDomains: new Set(rows.filter((r) => r.kind === "reverse_dns").map((r) => r.domain)),
+    consumers: new Set(rows.filter((r) => r.kind === "free_mail").map((r) => r.contributor)),
+    emailPeople,
+    dynamicLine: rows.some((r) => r.kind === "dynamic_line"),
+  };
+}
+
+/** Organisations that e-mail at units without a PTR domain names (the dynamic-range rule). */
+function emailOnlyOrganizations(units: readonly UnitEvidence[]): number {
+  return new Set(units.filter((u) => u.ptrDomains.size === 0).flatMap((u) => [...u.emailPeople.keys()])).size;
+}
+
+/** The unit's row: one organisation named, by which evidence and how surely, or why none. */
+function unitRow(u: UnitEvidence, dynamicRange: boolean, facts: RangeFacts): IdentityRow {
+  const named = new Set([...u.ptrDomains, ...u.emailPeople.keys()]);
+  const people = new Set([...u.emailPeople.values()].flatMap((p) => [...p]));
+  const base = {
+    prefix: u.unit,
+    reverseDns: u.ptrDomains.size,
+    formEmail: people.size,
+    organizations: named.size,
+    firstSeenAt: earliest(u.rows),
+    lastSeenAt: latest(u.rows),
+    expiresAt: new Date(latest(u.rows).getTime() + facts.windowMs),
+  };
+  const none = { ...base, organizationDomain: null, organizationName: null, source: null, confidence: 0 };
+  if (named.size >= 2) return { ...none, guard: "shared", shared: true };
+  const [domain] = named;
+  if (domain === undefined) return { ...none, guard: u.dynamicLine ? "dynamic_line" : null, shared: false };
+  // more people with free-mail than with business addresses (two at least): a place many people share (CGNAT, a café, a hotel)
+  const crowded = u.consumers.size >= CONSUMERS && u.consumers.size > people.size;
+  if (crowded && !u.ptrDomains.has(domain)) return { ...none, guard: "shared", shared: true };
+  const supporting = u.rows.filter((r) => r.domain === domain);
+  const identity = { ...base, organizationDomain: domain, organizationName: nameOfDomain(domain), guard: null, shared: false, expiresAt: new Date(latest(supporting).getTime() + facts.windowMs) };
+  if (u.ptrDomains.has(domain)) {
+    return { ...identity, source: "reverse_dns", confidence: u.emailPeople.has(domain) ? CONFIDENCE.reverseDnsAndEmail : CONFIDENCE.reverseDns };
+  }
+  const settled = [...u.emailPeople.get(domain)!].filter((p) => !facts.movingPeople.has(p));
+  const guard: Guard | null = u.dynamicLine ? "dynamic_line" : dynamicRange ? "dynamic_range" : settled.length === 0 ? "moving_person" : null;
+  if (guard) return { ...none, guard, shared: false };
+  return { ...identity, source: "form_email", confidence: settled.length >= 2 ? CONFIDENCE.emailOfSeveralPeople : CONFIDENCE.emailOfOnePerson };
+}
+
+/**
+ * The prefix rows: the units attributed to one organisation (two or more) give it the smallest
+ * prefix holding them, unless another unit with evidence in that prefix says otherwise (another
+ * organisation, shared, a dynamic line, a guard), or the prefix is wider than e-mail may span
+ * (EMAIL_PREFIX_LENGTH) while one of the units has no PTR name of the organisation. Its confidence
+ * and source are its weakest unit's; it lapses with its first unit.
+ */
+function prefixRows(units: readonly IdentityRow[], facts: RangeFacts): IdentityRow[] {
+  const byDomain = new Map<string, IdentityRow[]>();
+  for (const row of units.filter(attributes)) byDomain.set(row.organizationDomain!, [...(byDomain.get(row.organizationDomain!) ?? []), row]);
+  const rows: IdentityRow[] = [];
+  for (const [domain, own] of byDomain) {
+    if (own.length < 2) continue;
+    const prefix = smallestPrefixHolding(own.map((r) => r.prefix));
+    const widest = own.every((r) => r.source === "reverse_dns") ? RANGE_LENGTH[facts.version] : EMAIL_PREFIX_LENGTH[facts.version];
+    if (prefixLength(prefix) < widest) continue;
+    if (units.some((r) => holds(prefix, r.prefix) && (r.organizationDomain !== domain || !attributes(r)))) continue;
+    const weakest = own.reduce((a, b) => (b.confidence < a.confidence ? b : a));
+    rows.push({
+      ...weakest,
+      prefix,
+      reverseDns: own.reduce((n, r) => n + r.reverseDns, 0),
+      formEmail: own.reduce((n, r) => n + r.formEmail, 0),
+      organizations: 1,
+      firstSeenAt: new Date(Math.min(...own.map((r) => r.firstSeenAt.getTime()))),
+      lastSeenAt: new Date(Math.max(...own.map((r) => r.lastSeenAt.getTime()))),
+      expiresAt: new Date(Math.min(...own.map((r) => r.expiresAt.getTime()))),
+    });
+  }
+  return rows;
+}
+
+/**
+ * The identity rows of a range from its evidence within the window: one per unit with evidence,
+ * then one per prefix its evidence spans. Evidence naming an operator's domain names nothing.
+ */
+export function identitiesOfRange(evidence: readonly Evidence[], facts: RangeFacts): IdentityRow[] {
+  const counted = evidence.filter((e) => e.kind === "dynamic_line" || !facts.operatorDomains.has(e.domain));
+  const byUnit = new Map<string, Evidence[]>();
+  for (const row of counted) byUnit.set(row.unit, [...(byUnit.get(row.unit) ?? []), row]);
+  const units = [...byUnit].map(([unit, rows]) => unitEvidence(unit, rows));
+  // a range of businesses' static lines names many organisations too: it is a pool only where
+  // access lines are seen, or where as many people give free-mail addresses as business ones
+  const consumers = new Set(units.flatMap((u) => [...u.consumers])).size;
+  const businessPeople = new Set(units.flatMap((u) => [...u.emailPeople.values()].flatMap((p) => [...p]))).size;
+  const dynamicRange = emailOnlyOrganizations(units) >= DYNAMIC_RANGE_ORGANIZATIONS && (units.some((u) => u.dynamicLine) || consumers >= businessPeople);
+  const unitRows = units.map((u) => unitRow(u, dynamicRange, facts));
+  return [...unitRows, ...prefixRows(unitRows, facts)];
+}

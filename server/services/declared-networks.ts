@@ -1,0 +1,37 @@
+// Declared Networks (admins only): a partner's CIDR -> organisation declarations for its account.
+// The rules of the networks themselves are in server/identity/declared-networks.ts.
+import type { components } from "../../generated/openapi.ts";
+import type { QueryOf } from "../domain/types.ts";
+import { declarationOf, type DeclaredNetworks, readDeclaredPosition } from "../identity/declared-networks.ts";
+import type { AccessService } from "./access.ts";
+import { decodeCursor, toPage } from "./paging.ts";
+
+type Schemas = components["schemas"];
+
+export function declaredNetworkService(access: AccessService, networks: DeclaredNetworks, { onDeclared }: { onDeclared?: (accountId: string, cidr: string) => void } = {}) {
+  return {
+    /** 400 for the body comes before 403 for the acting user, as the spec orders them. */
+    async declare(accountId: string, email: string, body: Schemas["DeclareNetwork"]): Promise<Schemas["CreateResponseDTOString"]> {
+      const declaration = declarationOf(body);
+      await access.admin(accountId, email);
+      const id = await networks.declare(accountId, declaration);
+      onDeclared?.(accountId, declaration.cidr);
+      return { id };
+    },
+
+    async list(accountId: string, { email, cursor, limit }: QueryOf<"listDeclaredNetworks">): Promise<Schemas["DeclaredNetworkPage"]> {
+      const after = decodeCursor(cursor, readDeclaredPosition);
+      await access.admin(accountId, email);
+      const rows = await networks.list(accountId, limit + 1, after);
+      const page = toPage(rows, limit, (last) => ({ t: last.createdAt.getTime(), id: last.id }));
+      return { data: page.data.map((row) => ({ ...row, createdAt: row.createdAt.toISOString() })), nextCursor: page.nextCursor };
+    },
+
+    async remove(accountId: string, email: string, networkId: string): Promise<void> {
+      await access.admin(accountId, email);
+      await networks.remove(accountId, networkId);
+    },
+  };
+}
+
+export type DeclaredNetworkService = ReturnType<typeof declaredNetworkService>;

@@ -1,0 +1,91 @@
+// The statements that write "Lead" rows for other modules: the partner API's tags and assignment,
+// stored leads (tests, the demo), an account's deletion, the webhook events owed to hidden leads,
+// and the counters that erasure and withdrawal take visits from. With the ingest writer's batch
+// (ingest.ts) and the domain evidence (domain-evidence.ts), tracking/ is the one folder that
+// writes leads; others read them where a query needs them.
+import { Prisma } from "../../generated/prisma/client.ts";
+import { notExcluded } from "../domain/exclusions.ts";
+
+type Tx = Prisma.TransactionClient;
+type Raw = Pick<Tx, "$queryRaw" | "$executeRaw">;
+type LeadRef = { datasetId: string; leadId: string };
+
+const keysOf = (refs: readonly LeadRef[]) => Prisma.join(refs.map((r) => Prisma.sql`(${r.datasetId}, ${r.leadId})`));
+
+/**
+ * Takes `n` visits from each lead's count; its first and last visit follow the visits left. A lead
+ * left with none is deleted, unless `keepNetworkLeads` and its own network named it (such a lead
+ * stands without the visits an identity gave it). Each lead counts once: adjusted or removed.
+ */
+export async function subtractVisits(tx: Raw, taken: readonly (LeadRef & { n: number })[], { keepNetworkLeads = false } = {}): Promise<{ adjusted: number; removed: number }> {
+  if (!taken.length) return { adjusted: 0, removed: 0 };
+  const rows = JSON.stringify(taken);
+  const updated = await tx.$executeRaw`
+    UPDATE "Lead" l SET "visitCount" = GREATEST(l."visitCount" - r.n, 0),
+      "firstVisitAt" = COALESCE((SELECT min(v.at) FROM "Visit" v WHERE v."datasetId" = l."datasetId" AND v."leadId" = l.id), l."firstVisitAt"),
+      "lastVisitAt" = COALESCE((SELECT max(v.at) FROM "Visit" v WHERE v."datasetId" = l."datasetId" AND v."leadId" = l.id), l."lastVisitAt")
+    FROM jsonb_to_recordset(${rows}::jsonb) AS r("datasetId" text, "leadId" text, n int)
+    WHERE l."datasetId" = r."datasetId" AND l.id = r."leadId"`;
+  const removed = await tx.$executeRaw`
+    DELETE FROM "Lead" l USING jsonb_to_recordset(${rows}::jsonb) AS r("datasetId" text, "leadId" text, n int)
+    WHERE l."datasetId" = r."datasetId" AND l.id = r."leadId" AND l."visitCount" = 0
+      ${keepNetworkLeads ? Prisma.sql`AND l."identitySource" <> 'network'` : Prisma.empty}`;
+  return { adjusted: updated - removed, removed };
+}
+
+/**
+ * Adds and removes tags in one UPDATE, computed from the row it locks, so concurrent changes of one
+ * lead's tags do not overwrite each other; stored normalised, once each, in code-unit order. How many
+ * leads (0 or 1).
+ */
+export function updateTags(tx: Raw, { accountId, datasetId, leadId }: LeadRef & { accountId: string }, add: readonly string[], remove: readonly string[]): Promise<number> {
+  return tx.$executeRaw`
+    UPDATE "Lead" SET "tags" = ARRAY(
+      SELECT t FROM unnest("tags" || ${add}::text[]) AS t
+      WHERE NOT (t = ANY (${remove}::text[]))
+      GROUP BY t ORDER BY t COLLATE "C")
+    WHERE "accountId" = ${accountId} AND "datasetId" = ${datasetId} AND "id" = ${leadId}`;
+}
+
+/** Makes the member the lead's assignee; how many leads (0 or 1). */
+export async function assignLead(tx: Pick<Tx, "lead">, { accountId, datasetId, leadId }: LeadRef & { accountId: string }, assigneeUserId: bigint): Promise<number> {
+  return (await tx.lead.updateMany({ where: { accountId, datasetId, id: leadId }, data: { assigneeUserId } })).count;
+}
+
+/** createMany sends one parameter per column and row; PostgreSQL takes at most 65,535 per statement. */
+const INSERT_BATCH = 2_000;
+
+/** Stores whole leads (tests, the demo: no API creates them); how many were inserted. */
+export async function insertLeads(db: Pick<Tx, "lead">, rows: readonly Prisma.LeadCreateManyInput[]): Promise<number> {
+  let inserted = 0;
+  for (let i = 0; i < rows.length; i += INSERT_BATCH) {
+    inserted += (await db.lead.createMany({ data: rows.slice(i, i + INSERT_BATCH) })).count;
+  }
+  return inserted;
+}
+
+/** The account's leads, as one statement of its deletion's transaction (their assignees take no cascade). */
+export const deleteLeadsOfAccount = (db: Pick<Tx, "lead">, accountId: string) => db.lead.deleteMany({ where: { accountId } });
+
+/**
+ * Of the leads a batch created, those an exclusion rule hides: no lead.created now, so it is owed
+ * (`createdEventPending`), whether or not an endpoint exists yet (one may be added while it hides).
+ */
+export async function oweCreatedEventOfHidden(tx: Raw, created: readonly LeadRef[]): Promise<void> {
+  if (!created.length) return;
+  await tx.$executeRaw(
+    Prisma.sql`UPDATE "Lead" l SET "createdEventPending" = true WHERE (l."datasetId", l."id") IN (${keysOf(created)}) AND NOT (${notExcluded})`,
+  );
+}
+
+/**
+ * Of these leads, those whose lead.created is owed and that no rule hides any longer: settled in
+ * one statement, so that of two transactions publishing events of one lead only one sends it.
+ */
+export async function settleOwedCreatedEvents(tx: Raw, refs: readonly LeadRef[]): Promise<LeadRef[]> {
+  if (!refs.length) return [];
+  return tx.$queryRaw<LeadRef[]>(Prisma.sql`
+    UPDATE "Lead" l SET "createdEventPending" = false
+    WHERE (l."datasetId", l."id") IN (${keysOf(refs)}) AND l."createdEventPending" AND ${notExcluded}
+    RETURNING l."datasetId", l."id" AS "leadId"`);
+}

@@ -1,0 +1,533 @@
+// Identities behind shared networks (server/identity): the store against a real database (PGlite,
+// or PostgreSQL with TEST_DATABASE_URL), each rule and precision guard with a case that would
+// attribute wrongly without it, the window and expiry, erasure of a person's contribution, scope
+// per account and the pooled reverse DNS, and reverse DNS asked of a loopback DNS server.
+import { randomBytes } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { IdentityConfig, ReverseDnsConfig } from "../server/config.ts";
+import { declarationOf, declaredNetworks } from "../server/identity/declared-networks.ts";
+import { type FormEvidence, type IdentityStore, identityStore, type PtrEvidence } from "../server/identity/identities.ts";
+import { ATTRIBUTION_THRESHOLD, CONFIDENCE, CONSUMERS, DYNAMIC_RANGE_ORGANIZATIONS } from "../server/identity/rules.ts";
+import type { NetworkType } from "../server/tracking/network-class.ts";
+import { createTestDatabase, type TestDatabase } from "./support/database.ts";
+import { reverseName, startDnsServer, type TestDnsServer } from "./support/dns-server.ts";
+
+const DAY = 86_400_000;
+const WINDOW_DAYS = 90;
+/** A PTR domain of this many /24s is an operator's (low, so that a test can reach it). */
+const OPERATOR_PREFIXES = 3;
+
+let db: TestDatabase;
+let dns: TestDnsServer;
+/** The stores' clock: real time plus days the tests move on. */
+let offsetMs = 0;
+const now = () => new Date(Date.now() + offsetMs);
+
+const reverseDns = (enabled = false): ReverseDnsConfig => ({
+  enabled,
+  servers: enabled ? [dns.address] : [],
+  timeoutMs: 1000,
+  cacheSeconds: 3600,
+  operatorPrefixes: OPERATOR_PREFIXES,
+});
+const storeWith = (identities: Partial<IdentityConfig> = {}, dnsOn = false): IdentityStore =>
+  identityStore(db.prisma, { identities: { windowDays: WINDOW_DAYS, poolReverseDns: false, pendingDays: 30, ...identities }, reverseDns: reverseDns(dnsOn), now });
+
+let store: IdentityStore;
+let A: string;
+let B: string;
+
+async function newAccount(name: string): Promise<string> {
+  const id = `acc_${randomBytes(8).toString("hex")}`;
+  await db.prisma.account.create({ data: { id, name } });
+  return id;
+}
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  dns = await startDnsServer();
+  store = storeWith();
+  [A, B] = [await newAccount("A"), await newAccount("B")];
+});
+afterAll(async () => {
+  await dns?.close();
+  await db?.close();
+});
+
+/** A /24 of its own per test: `net(7)` is its address .7. */
+let nets = 0;
+function freshNet(): (host: number) => string {
+  nets += 1;
+  const [b, c] = [Math.floor(nets / 256), nets % 256];
+  return (host) => `10.${b}.${c}.${host}`;
+}
+/** A domain of its own per use. */
+let domains = 0;
+const freshDomain = (label = "company") => `${label}-${++domains}-${randomBytes(2).toString("hex")}.de`;
+const person = (domain: string) => `p.${randomBytes(4).toString("hex")}@${domain}`;
+
+const form = (ip: string, email: string, fields: Partial<FormEvidence> = {}): FormEvidence => ({ accountId: A, ip, networkType: "isp", email, ...fields });
+const ptr = (ip: string, host: string | null, fields: Partial<PtrEvidence> = {}): PtrEvidence => ({ accountId: A, ip, networkType: "isp", host, ...fields });
+const identityOf = (ip: string, networkType: NetworkType = "isp", accountId = A, s = store) => s.identityOf(accountId, ip, networkType);
+const describeAddress = (ip: string, networkType: NetworkType = "isp", accountId = A, s = store) => s.describe(accountId, ip, networkType);
+
+describe("e-mail evidence", () => {
+  it("when one person sends a form with a business address from a static line and no other organisation is seen, then the address is that organisation's (form_email, 0.6)", async () => {
+    const net = freshNet();
+    const domain = freshDomain();
+    expect(await identityOf(net(7))).toBeUndefined();
+    await store.recordFormEvidence([form(net(7), person(domain))]);
+    expect(await identityOf(net(7))).toEqual({ organizationName: domain, organizationDomain: domain, source: "form_email", confidence: CONFIDENCE.emailOfOnePerson, prefix: `${net(7)}/32` });
+    expect(CONFIDENCE.emailOfOnePerson).toBeGreaterThanOrEqual(ATTRIBUTION_THRESHOLD);
+    // the neighbours of a single address are not the organisation's
+    expect(await identityOf(net(8))).toBeUndefined();
+  });
+
+  it("when two distinct people of one organisation send forms from the address, then confidence 0.75; the same person twice stays one", async () => {
+    const net = freshNet();
+    const domain = freshDomain();
+    const jane = person(domain);
+    await store.recordFormEvidence([form(net(1), jane), form(net(1), jane.toUpperCase())]);
+    expect((await identityOf(net(1)))?.confidence).toBe(CONFIDENCE.emailOfOnePerson);
+    await store.recordFormEvidence([form(net(1), person(domain))]);
+    expect((await identityOf(net(1)))?.confidence).toBe(CONFIDENCE.emailOfSeveralPeople);
+    expect((await describeAddress(net(1)))?.evidence).toEqual({ declared: 0, reverseDns: 0, formEmail: 2, organizations: 1 });
+  });
+
+  it("when the address's domain is a sub-domain, then the organisation is its registrable domain", async () => {
+    const net = freshNet();
+    const domain = freshDomain();
+    await store.recordFormEvidence([form(net(1), `jo@sales.eu.${domain}`)]);
+    expect((await identityOf(net(1)))?.organizationDomain).toBe(domain);
+  });
+
+  it("when the dataset masks addresses, then its forms and PTR names record no evidence", async () => {
+    const net = freshNet();
+    await store.recordFormEvidence([form(net(0), person(freshDomain()), { masked: true })]);
+    await store.recordPtrEvidence([ptr(net(0), `gw.${freshDomain()}`, { masked: true })]);
+    expect(await db.prisma.identityEvidence.count({ where: { range: `${net(0)}/24` } })).toBe(0);
+  });
+
+  it("when forms carry free-mail addresses, then they are no evidence at all", async () => {
+    const net = freshNet();
+    await store.recordFormEvidence([form(net(1), "someone@gmail.com"), form(net(1), "other@web.de"), form(net(1), "x@yahoo.co.uk")]);
+    expect(await identityOf(net(1))).toBeUndefined();
+    expect(await describeAddress(net(1))).toBeNull();
+  });
+});
+
+describe("shared addresses", () => {
+  it("when the evidence of an address names two organisations (a coworking space), then it attributes nothing and says it is shared", async () => {
+    const net = freshNet();
+    const [one, two] = [freshDomain(), freshDomain()];
+    await store.recordFormEvidence([form(net(5), person(one)), form(net(5), person(one))]);
+    expect(await identityOf(net(5))).toBeDefined();
+    await store.recordFormEvidence([form(net(5), person(two))]);
+    expect(await identityOf(net(5))).toBeUndefined();
+    expect(await describeAddress(net(5))).toMatchObject({
+      organizationName: null,
+      organizationDomain: null,
+      source: null,
+      confidence: 0,
+      attributed: false,
+      guard: "shared",
+      shared: true,
+      evidence: { declared: 0, reverseDns: 0, formEmail: 3, organizations: 2 },
+    });
+  });
+
+  it("when an organisation's PTR name and another organisation's e-mail meet at an address, then it is shared", async () => {
+    const net = freshNet();
+    const [owner, guest] = [freshDomain("cowork"), freshDomain()];
+    await store.recordPtrEvidence([ptr(net(9), `office.${owner}`)]);
+    expect((await identityOf(net(9)))?.source).toBe("reverse_dns");
+    await store.recordFormEvidence([form(net(9), person(guest))]);
+    expect(await identityOf(net(9))).toBeUndefined();
+    expect((await describeAddress(net(9)))?.guard).toBe("shared");
+  });
+
+  it("when the account declares the network of a shared address, then the declaration wins for it", async () => {
+    const net = freshNet();
+    await store.recordFormEvidence([form(net(5), person(freshDomain())), form(net(5), person(freshDomain()))]);
+    expect(await identityOf(net(5))).toBeUndefined();
+    await declaredNetworks(db.prisma).declare(A, declarationOf({ cidr: `${net(0)}/28`, organizationName: "Hub Coworking", organizationDomain: "hub.example" }));
+    expect(await identityOf(net(5))).toEqual({ organizationName: "Hub Coworking", organizationDomain: "hub.example", source: "declared", confidence: 1, prefix: `${net(0)}/28` });
+    expect(await describeAddress(net(5))).toMatchObject({ source: "declared", attributed: true, shared: true, evidence: { declared: 1, organizations: 2 } });
+    // outside the declared /28 the evidence still rules
+    expect(await identityOf(net(20))).toBeUndefined();
+  });
+});
+
+describe("reverse DNS evidence", () => {
+  it("when the PTR name is under the organisation's own domain, then reverse_dns 0.85; with a person's agreeing e-mail 0.95", async () => {
+    const net = freshNet();
+    const domain = freshDomain();
+    await store.recordPtrEvidence([ptr(net(3), `gw.${domain}.`)]);
+    expect(await identityOf(net(3))).toMatchObject({ organizationDomain: domain, source: "reverse_dns", confidence: CONFIDENCE.reverseDns });
+    await store.recordFormEvidence([form(net(3), person(domain))]);
+    expect(await identityOf(net(3))).toMatchObject({ source: "reverse_dns", confidence: CONFIDENCE.reverseDnsAndEmail });
+  });
+
+  it("when the PTR name reads like a dynamic access line, then e-mail alone gives the address no identity (a home office is not a company)", async () => {
+    const net = freshNet();
+    const hosts = [`dyn-10-0-0-1.pool.${freshDomain("isp")}`, `p5b0c1234.dip0.${freshDomain("isp")}`, `cust-17.dsl.${freshDomain("isp")}`];
+    for (const [i, host] of hosts.entries()) {
+      const ip = net(i + 1);
+      await store.recordPtrEvidence([ptr(ip, host)]);
+      await store.recordFormEvidence([form(ip, person(freshDomain()))]);
+      expect(await identityOf(ip), host).toBeUndefined();
+      expect((await describeAddress(ip))?.guard, host).toBe("dynamic_line");
+    }
+  });
+
+  it("when an address holds an identity from e-mail and its PTR name then turns out to be a dynamic line's, then the identity is withdrawn", async () => {
+    const net = freshNet();
+    await store.recordFormEvidence([form(net(1), person(freshDomain()))]);
+    expect(await identityOf(net(1))).toBeDefined();
+    await store.recordPtrEvidence([ptr(net(1), `dhcp-1.pool.${freshDomain("isp")}`)]);
+    expect(await identityOf(net(1))).toBeUndefined();
+  });
+
+  it("when the PTR name is an ISP's generic name of a static line, then it is no evidence and one person's e-mail names the organisation", async () => {
+    const net = freshNet();
+    const hosts = [`10-0-0-1.static.${freshDomain("isp")}`, `static-dsl-44.${freshDomain("isp")}`, `host44.biz.${freshDomain("isp")}`];
+    for (const [i, host] of hosts.entries()) {
+      const ip = net(i + 1);
+      const domain = freshDomain();
+      await store.recordPtrEvidence([ptr(ip, host)]);
+      expect(await describeAddress(ip), host).toBeNull();
+      await store.recordFormEvidence([form(ip, person(domain))]);
+      expect((await identityOf(ip))?.organizationDomain, host).toBe(domain);
+    }
+  });
+
+  it(`when a PTR domain is seen on ${OPERATOR_PREFIXES} /24s, then it is the network operator's: it names nobody, and identities it made are withdrawn`, async () => {
+    const operator = freshDomain("telco");
+    const nets3 = [freshNet(), freshNet(), freshNet()];
+    await store.recordPtrEvidence([ptr(nets3[0]!(1), `mail.${operator}`)]);
+    await store.recordPtrEvidence([ptr(nets3[1]!(1), `web.${operator}`)]);
+    expect((await identityOf(nets3[0]!(1)))?.organizationDomain).toBe(operator);
+    await store.recordPtrEvidence([ptr(nets3[2]!(1), `ns.${operator}`)]);
+    for (const net of nets3) expect(await identityOf(net(1))).toBeUndefined();
+    // an e-mail domain that is the operator's names nobody either (a subscriber's mailbox)
+    const net = freshNet();
+    await store.recordFormEvidence([form(net(1), person(operator))]);
+    expect(await identityOf(net(1))).toBeUndefined();
+  });
+
+  it("when the PTR domain or an e-mail domain is the AS organisation's own, then it is no evidence", async () => {
+    const net = freshNet();
+    const own = freshDomain("carrier");
+    await store.recordPtrEvidence([ptr(net(1), `office.${own}`, { networkDomain: own })]);
+    await store.recordFormEvidence([form(net(2), person(own), { networkDomain: own })]);
+    expect(await describeAddress(net(1))).toBeNull();
+    expect(await describeAddress(net(2))).toBeNull();
+  });
+});
+
+describe("addresses many people share", () => {
+  it(`when more people give free-mail addresses at an address than business ones (${CONSUMERS} at least), then e-mail alone gives it no identity (CGNAT, a café); a PTR-named one keeps its own`, async () => {
+    const net = freshNet();
+    await store.recordFormEvidence([form(net(1), person(freshDomain()))]);
+    expect(await identityOf(net(1))).toBeDefined();
+    await store.recordFormEvidence([form(net(1), `someone.${randomBytes(3).toString("hex")}@gmail.com`)]);
+    expect(await identityOf(net(1)), "one free-mail person: a colleague's private address").toBeDefined();
+    await store.recordFormEvidence([form(net(1), `other.${randomBytes(3).toString("hex")}@gmail.com`)]);
+    expect(await identityOf(net(1))).toBeUndefined();
+    expect(await describeAddress(net(1))).toMatchObject({ guard: "shared", shared: true, attributed: false });
+
+    const domain = freshDomain();
+    await store.recordPtrEvidence([ptr(net(2), `gw.${domain}`)]);
+    for (const who of ["a", "b", "c"]) await store.recordFormEvidence([form(net(2), `${who}.${randomBytes(3).toString("hex")}@gmail.com`)]);
+    expect((await identityOf(net(2)))?.organizationDomain).toBe(domain);
+  });
+});
+
+describe("dynamic ranges", () => {
+  it(`when e-mail in a /24 with an access line names ${DYNAMIC_RANGE_ORGANIZATIONS} organisations, then no address of it holds an identity from e-mail alone; a PTR-named one still does`, async () => {
+    const net = freshNet();
+    const ptrDomain = freshDomain();
+    await store.recordPtrEvidence([ptr(net(250), `router.${ptrDomain}`), ptr(net(200), `dhcp-200.pool.${freshDomain("isp")}`)]);
+    for (let i = 1; i < DYNAMIC_RANGE_ORGANIZATIONS; i++) await store.recordFormEvidence([form(net(i * 10), person(freshDomain()))]);
+    for (let i = 1; i < DYNAMIC_RANGE_ORGANIZATIONS; i++) expect(await identityOf(net(i * 10)), `.${i * 10}`).toBeDefined();
+    await store.recordFormEvidence([form(net(100), person(freshDomain()))]);
+    for (let i = 1; i < DYNAMIC_RANGE_ORGANIZATIONS; i++) expect(await identityOf(net(i * 10)), `.${i * 10}`).toBeUndefined();
+    expect((await describeAddress(net(100)))?.guard).toBe("dynamic_range");
+    expect((await identityOf(net(250)))?.organizationDomain).toBe(ptrDomain);
+  });
+
+  it(`when e-mail in a /24 without access lines names ${DYNAMIC_RANGE_ORGANIZATIONS} organisations (an ISP's business block), then each static line keeps its organisation`, async () => {
+    const net = freshNet();
+    for (let i = 1; i <= DYNAMIC_RANGE_ORGANIZATIONS; i++) await store.recordFormEvidence([form(net(i * 10), person(freshDomain()))]);
+    for (let i = 1; i <= DYNAMIC_RANGE_ORGANIZATIONS; i++) expect(await identityOf(net(i * 10)), `.${i * 10}`).toBeDefined();
+  });
+});
+
+describe("people seen at several addresses", () => {
+  it("when the only person of an address sent forms from another address too (a re-dialled line), then neither address holds an identity by them; a settled colleague's form gives one", async () => {
+    const [here, there] = [freshNet(), freshNet()];
+    const domain = freshDomain();
+    const roamer = person(domain);
+    await store.recordFormEvidence([form(here(1), roamer)]);
+    expect(await identityOf(here(1))).toBeDefined();
+    await store.recordFormEvidence([form(there(1), roamer)]);
+    expect(await identityOf(here(1))).toBeUndefined();
+    expect(await identityOf(there(1))).toBeUndefined();
+    expect((await describeAddress(here(1)))?.guard).toBe("moving_person");
+    await store.recordFormEvidence([form(here(1), person(domain))]);
+    expect(await identityOf(here(1))).toMatchObject({ organizationDomain: domain, confidence: CONFIDENCE.emailOfOnePerson });
+  });
+});
+
+describe("network types", () => {
+  it("when the address is a mobile carrier's, then evidence is not even recorded and only a declaration identifies it", async () => {
+    const net = freshNet();
+    await store.recordFormEvidence([form(net(1), person(freshDomain()), { networkType: "mobile" })]);
+    await store.recordPtrEvidence([ptr(net(1), `gw.${freshDomain()}`, { networkType: "mobile" })]);
+    expect(await describeAddress(net(1), "mobile")).toBeNull();
+    await declaredNetworks(db.prisma).declare(A, declarationOf({ cidr: `${net(0)}/24`, organizationName: "Field Sales" }));
+    expect(await identityOf(net(1), "mobile")).toMatchObject({ source: "declared", organizationName: "Field Sales", organizationDomain: null });
+  });
+
+  it("when the address is a hoster's, then e-mail alone does not identify it (a VPN exit is shared) but a PTR name does", async () => {
+    const net = freshNet();
+    const domain = freshDomain();
+    await store.recordFormEvidence([form(net(1), person(domain), { networkType: "hosting" })]);
+    expect(await identityOf(net(1), "hosting")).toBeUndefined();
+    expect(await describeAddress(net(1), "hosting")).toMatchObject({ guard: "network_type", attributed: false, organizationDomain: null });
+    await store.recordPtrEvidence([ptr(net(1), `vpn.${domain}`, { networkType: "hosting" })]);
+    expect(await identityOf(net(1), "hosting")).toMatchObject({ source: "reverse_dns", confidence: CONFIDENCE.reverseDnsAndEmail });
+  });
+
+  it("when a business network's address is asked, then evidence does not identify it (its own AS does)", async () => {
+    const net = freshNet();
+    await store.recordFormEvidence([form(net(1), person(freshDomain()))]);
+    expect(await identityOf(net(1), "isp")).toBeDefined();
+    expect(await identityOf(net(1), "business")).toBeUndefined();
+  });
+});
+
+describe("prefixes", () => {
+  it("when two addresses close together are one organisation's by e-mail, then the smallest prefix holding them is, and nothing outside it", async () => {
+    const net = freshNet();
+    const domain = freshDomain();
+    await store.recordFormEvidence([form(net(17), person(domain)), form(net(22), person(domain)), form(net(22), person(domain))]);
+    expect(await identityOf(net(20))).toEqual({ organizationName: domain, organizationDomain: domain, source: "form_email", confidence: CONFIDENCE.emailOfOnePerson, prefix: `${net(16)}/29` });
+    expect((await identityOf(net(22)))?.confidence).toBe(CONFIDENCE.emailOfSeveralPeople);
+    expect(await identityOf(net(24))).toBeUndefined();
+    // a masked address stands for the whole /24, which is not the organisation's
+    expect(await store.identityOf(A, net(0), "isp", { masked: true })).toBeUndefined();
+  });
+
+  it("when another organisation's evidence lies inside the span, then there is no prefix identity", async () => {
+    const net = freshNet();
+    const domain = freshDomain();
+    await store.recordFormEvidence([form(net(17), person(domain)), form(net(22), person(domain)), form(net(19), person(freshDomain()))]);
+    expect(await identityOf(net(20))).toBeUndefined();
+    expect(await identityOf(net(17))).toBeDefined();
+  });
+
+  it("when a dynamic line lies inside the span, then there is no prefix identity", async () => {
+    const net = freshNet();
+    const domain = freshDomain();
+    await store.recordPtrEvidence([ptr(net(19), `dyn.pool.${freshDomain("isp")}`)]);
+    await store.recordFormEvidence([form(net(17), person(domain)), form(net(22), person(domain))]);
+    expect(await identityOf(net(20))).toBeUndefined();
+  });
+
+  it("when addresses far apart are one organisation's by e-mail only, then the prefix would be too wide: only the addresses themselves", async () => {
+    const net = freshNet();
+    const domain = freshDomain();
+    await store.recordFormEvidence([form(net(1), person(domain)), form(net(200), person(domain))]);
+    expect(await identityOf(net(100))).toBeUndefined();
+    expect(await identityOf(net(200))).toBeDefined();
+  });
+
+  it("when addresses far apart carry PTR names under the organisation's domain, then the whole /24 is its, masked addresses included", async () => {
+    const net = freshNet();
+    const domain = freshDomain();
+    await store.recordPtrEvidence([ptr(net(1), `a.${domain}`), ptr(net(200), `b.${domain}`)]);
+    expect(await identityOf(net(100))).toMatchObject({ organizationDomain: domain, source: "reverse_dns", prefix: `${net(0)}/24` });
+    expect(await store.identityOf(A, net(0), "isp", { masked: true })).toMatchObject({ organizationDomain: domain, prefix: `${net(0)}/24` });
+  });
+
+  it("when two IPv6 /64s of a /48 are one organisation's, then their covering prefix is, and any address of either /64 is the same unit", async () => {
+    const domain = freshDomain();
+    const base = `2001:db8:${(++nets).toString(16)}`;
+    await store.recordFormEvidence([form(`${base}:2::1`, person(domain)), form(`${base}:3::abcd`, person(domain))]);
+    expect(await identityOf(`${base}:2:ffff::9`)).toMatchObject({ organizationDomain: domain, prefix: `${base}:2::/64` });
+    expect(await identityOf(`${base}:3:1:2:3:4`)).toMatchObject({ prefix: `${base}:3::/64` });
+    expect(await identityOf(`${base}:4::1`)).toBeUndefined();
+    await store.recordFormEvidence([form(`${base}:5::1`, person(domain))]);
+    expect(await identityOf(`${base}:4::1`)).toMatchObject({ organizationDomain: domain, prefix: `${base}::/61` });
+  });
+});
+
+describe("window and expiry", () => {
+  it("when no evidence renews an identity within the window, then it lapses at expiresAt and expire() deletes it", async () => {
+    const net = freshNet();
+    const domain = freshDomain();
+    await store.recordFormEvidence([form(net(1), person(domain))]);
+    const described = await describeAddress(net(1));
+    expect(Date.parse(described!.expiresAt!) - Date.parse(described!.lastSeenAt)).toBe(WINDOW_DAYS * DAY);
+    offsetMs += (WINDOW_DAYS - 1) * DAY;
+    try {
+      expect(await identityOf(net(1))).toBeDefined();
+      offsetMs += 2 * DAY;
+      expect(await identityOf(net(1))).toBeUndefined();
+      const expired = await store.expire();
+      expect(expired.evidence).toBeGreaterThanOrEqual(1);
+      const left = await db.prisma.identityEvidence.count({ where: { unit: `${net(1)}/32` } });
+      expect(left).toBe(0);
+      expect(await db.prisma.networkIdentity.count({ where: { prefix: `${net(1)}/32` } })).toBe(0);
+    } finally {
+      offsetMs -= (WINDOW_DAYS + 1) * DAY;
+    }
+  });
+
+  it("when the other organisation of a shared address lapses, then after expire() the address is the remaining organisation's", async () => {
+    const net = freshNet();
+    const [stays, leaves] = [freshDomain(), freshDomain()];
+    offsetMs -= 60 * DAY;
+    try {
+      await store.recordFormEvidence([form(net(1), person(leaves))]);
+    } finally {
+      offsetMs += 60 * DAY;
+    }
+    await store.recordFormEvidence([form(net(1), person(stays))]);
+    expect((await describeAddress(net(1)))?.guard).toBe("shared");
+    offsetMs += 40 * DAY;
+    try {
+      await store.expire();
+      expect(await identityOf(net(1))).toMatchObject({ organizationDomain: stays });
+    } finally {
+      offsetMs -= 40 * DAY;
+    }
+  });
+
+  it("when evidence is older than the window, then it does not count even before expire() runs", async () => {
+    const net = freshNet();
+    const domain = freshDomain();
+    await store.recordFormEvidence([form(net(1), person(domain), { at: new Date(now().getTime() - (WINDOW_DAYS + 1) * DAY) })]);
+    expect(await identityOf(net(1))).toBeUndefined();
+  });
+});
+
+describe("eraseContributor", () => {
+  it("when a person is erased, then their contribution is gone and the identity is recomputed without it, in the caller's transaction", async () => {
+    const net = freshNet();
+    const domain = freshDomain();
+    const [jane, joe] = [person(domain), person(domain)];
+    await store.recordFormEvidence([form(net(1), jane), form(net(1), joe)]);
+    expect((await identityOf(net(1)))?.confidence).toBe(CONFIDENCE.emailOfSeveralPeople);
+    const removed = await db.prisma.$transaction(async (tx) => store.eraseContributor(A, await store.contributorKeys([jane.toUpperCase()], tx), tx));
+    expect(removed).toBe(1);
+    expect((await identityOf(net(1)))?.confidence).toBe(CONFIDENCE.emailOfOnePerson);
+    await store.eraseContributor(A, await store.contributorKeys([joe]));
+    expect(await identityOf(net(1))).toBeUndefined();
+    expect(await db.prisma.networkIdentity.count({ where: { range: `${net(0)}/24` } })).toBe(0);
+  });
+
+  it("when a person is erased in one account, then another account's evidence of the same person stays", async () => {
+    const net = freshNet();
+    const domain = freshDomain();
+    const jane = person(domain);
+    await store.recordFormEvidence([form(net(1), jane), form(net(1), jane, { accountId: B })]);
+    await store.eraseContributor(A, await store.contributorKeys([jane]));
+    expect(await identityOf(net(1), "isp", A)).toBeUndefined();
+    expect(await identityOf(net(1), "isp", B)).toMatchObject({ organizationDomain: domain });
+  });
+
+  it("when evidence is stored, then no table of identities holds the e-mail address, only its domain and a keyed hash", async () => {
+    const net = freshNet();
+    const domain = freshDomain();
+    const address = person(domain);
+    await store.recordFormEvidence([form(net(1), address)]);
+    const rows = JSON.stringify([await db.prisma.identityEvidence.findMany({ where: { unit: `${net(1)}/32` } }), await db.prisma.networkIdentity.findMany({ where: { range: `${net(0)}/24` } })], (_k, v) => (typeof v === "bigint" ? String(v) : v));
+    expect(rows).toContain(domain);
+    expect(rows.toLowerCase()).not.toContain(address.split("@")[0]);
+    expect(rows).toMatch(/"contributor":"[0-9a-f]{64}"/);
+  });
+});
+
+describe("scope", () => {
+  it("when one account's visitors made an identity, then another account does not see it (e-mail or reverse DNS)", async () => {
+    const net = freshNet();
+    await store.recordFormEvidence([form(net(1), person(freshDomain()))]);
+    await store.recordPtrEvidence([ptr(net(2), `gw.${freshDomain()}`)]);
+    expect(await identityOf(net(1), "isp", A)).toBeDefined();
+    expect(await identityOf(net(2), "isp", A)).toBeDefined();
+    expect(await identityOf(net(1), "isp", B)).toBeUndefined();
+    expect(await identityOf(net(2), "isp", B)).toBeUndefined();
+    expect(await describeAddress(net(1), "isp", B)).toBeNull();
+  });
+
+  it("when reverse DNS is pooled, then a PTR identity learned through one account serves every account, and e-mail evidence still does not", async () => {
+    const pooled = storeWith({ poolReverseDns: true });
+    const net = freshNet();
+    const [ptrDomain, mailDomain] = [freshDomain(), freshDomain()];
+    await pooled.recordPtrEvidence([ptr(net(1), `gw.${ptrDomain}`)]);
+    await pooled.recordFormEvidence([form(net(2), person(mailDomain))]);
+    expect(await identityOf(net(1), "isp", B, pooled)).toMatchObject({ organizationDomain: ptrDomain, source: "reverse_dns" });
+    expect(await identityOf(net(2), "isp", B, pooled)).toBeUndefined();
+    // an account's own e-mail of another organisation at the address makes it shared for that account only
+    await pooled.recordFormEvidence([form(net(1), person(mailDomain), { accountId: B })]);
+    expect(await identityOf(net(1), "isp", B, pooled)).toBeUndefined();
+    expect(await identityOf(net(1), "isp", A, pooled)).toMatchObject({ organizationDomain: ptrDomain });
+  });
+});
+
+describe("identitiesOf", () => {
+  it("when a batch asks for many addresses of several accounts, then each gets its own answer, in order", async () => {
+    const net = freshNet();
+    const [one, two] = [freshDomain(), freshDomain()];
+    await store.recordFormEvidence([form(net(1), person(one)), form(net(2), person(two), { accountId: B })]);
+    const queries = Array.from({ length: 300 }, (_, i) => ({ accountId: i % 2 ? B : A, ip: net(1 + (i % 3)), networkType: "isp" as const }));
+    const answers = await store.identitiesOf(queries);
+    expect(answers).toHaveLength(300);
+    answers.forEach((answer, i) => {
+      const expected = queries[i]!.accountId === A && queries[i]!.ip === net(1) ? one : queries[i]!.accountId === B && queries[i]!.ip === net(2) ? two : undefined;
+      expect(answer?.organizationDomain, `query ${i}`).toBe(expected);
+    });
+  });
+});
+
+describe("learnReverseDns", () => {
+  it("when addresses are learned, then their PTR names become evidence, each address asked once within the cache time", async () => {
+    const learner = storeWith({}, true);
+    const net = freshNet();
+    const [domain, isp] = [freshDomain(), freshDomain("isp")];
+    dns.zone.ptr.set(reverseName(net(1)), `office.${domain}`);
+    dns.zone.ptr.set(reverseName(net(2)), `dyn-2.pool.${isp}`);
+    const asked = () => dns.asked.filter((q) => q.name === reverseName(net(1)) || q.name === reverseName(net(2))).length;
+    const addresses = [net(1), net(2), net(3), net(1)].map((ip) => ({ accountId: A, ip, networkType: "isp" as const }));
+    expect(await learner.learnReverseDns(addresses)).toBe(3);
+    expect(await identityOf(net(1))).toMatchObject({ organizationDomain: domain, source: "reverse_dns" });
+    await learner.recordFormEvidence([form(net(2), person(freshDomain()))]);
+    expect((await describeAddress(net(2)))?.guard).toBe("dynamic_line");
+    expect(await learner.learnReverseDns(addresses)).toBe(0);
+    expect(asked()).toBe(2);
+    // another account's visitor from the same address: recorded for it without asking again
+    expect(await learner.learnReverseDns([{ accountId: B, ip: net(1), networkType: "isp" }])).toBe(0);
+    expect(await identityOf(net(1), "isp", B)).toMatchObject({ organizationDomain: domain });
+  });
+
+  it("when a look-up gets no answer in time, then the address is asked again after 5 minutes, not after the cache time", async () => {
+    const learner = storeWith({}, true);
+    const ip = freshNet()(1);
+    dns.zone.silent.add(reverseName(ip));
+    const address = [{ accountId: A, ip, networkType: "isp" as const }];
+    expect(await learner.learnReverseDns(address)).toBe(1);
+    expect(await learner.learnReverseDns(address)).toBe(0);
+    offsetMs += 6 * 60_000;
+    try {
+      expect(await learner.learnReverseDns(address)).toBe(1);
+    } finally {
+      offsetMs -= 6 * 60_000;
+    }
+  });
+
+  it("when reverse DNS is off, then nothing is asked", async () => {
+    expect(await store.learnReverseDns([{ accountId: A, ip: freshNet()(1), networkType: "isp" }])).toBe(0);
+  });
+});

@@ -1,0 +1,166 @@
+// Pending events of shared networks and their attribution, seen through the API: the collector
+// keeps page views and forms of ISP, hosting and mobile addresses unlisted; a form with a business
+// e-mail makes its ISP address the organisation's (earlier and later visits, form_email); the
+// guards (shared address, dynamic line, mobile) attribute nothing; a declared network attributes
+// its pending visits; erasure removes a person's pending events and their contribution.
+import { randomBytes } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { as } from "./support/suite.ts";
+import { ADDRESSES, startTracking, type TrackingSuite } from "./support/tracking.ts";
+
+let t: TrackingSuite;
+let seq = 0;
+
+beforeAll(async () => {
+  t = await startTracking();
+});
+afterAll(async () => {
+  await t?.close();
+});
+
+const admin = () => ({ email: t.tenant.admin.email });
+const newVisitor = () => `vid${randomBytes(8).toString("hex")}`;
+const freshDomain = () => `firm-${++seq}-${randomBytes(3).toString("hex")}.de`;
+/** An address of Comcast (AS7922, isp) in a /24 of its own per call. */
+const ispAddress = (host = 5) => `73.${40 + Math.floor(seq / 200)}.${++seq % 200}.${host}`;
+
+async function dataset(): Promise<string> {
+  const id = await t.api.services.datasets.create(t.tenant.accountId, t.tenant.admin.email, { name: `Pending ${++seq}` });
+  await t.settings(id, { formTracking: true });
+  return id;
+}
+
+interface LeadBody {
+  leadId: string;
+  organizationName: string;
+  organizationDomain: string | null;
+  identitySource: string;
+  identityConfidence: number;
+  visitCount: number;
+}
+
+async function leads(datasetId: string): Promise<LeadBody[]> {
+  const res = await t.api.request().get("/v1/leads").query({ ...admin(), datasetId }).set(as(t.tenant.key));
+  expect(res.status).toBe(200);
+  return res.body.data;
+}
+
+async function visitUrls(datasetId: string, leadId: string): Promise<string[]> {
+  const res = await t.api.request().get(`/v1/leads/${leadId}/visits`).query({ ...admin(), datasetId, limit: 100 }).set(as(t.tenant.key));
+  expect(res.status).toBe(200);
+  return res.body.data.map((v: { url: string }) => v.url).sort();
+}
+
+const pending = (datasetId: string) => t.api.db.prisma.pendingEvent.count({ where: { datasetId } });
+const page = (visitorId: string, n: number) => t.pageView(visitorId, `https://www.customer.example/p${n}`);
+
+/** Waits (bounded) until `check` holds. */
+async function until(check: () => Promise<boolean>, what: string, ms = 15_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`not within ${ms} ms: ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+describe("collect (pending events of shared networks)", () => {
+  it("when a form with a business e-mail comes from an ISP address, then that address's earlier and later visits are a lead of that domain with identitySource form_email", async () => {
+    const ds = await dataset();
+    const [ip, domain, person] = [ispAddress(), freshDomain(), newVisitor()];
+    expect((await t.collect(ds, ip, [page(person, 1), page(person, 2)])).body).toEqual({ received: 2, queued: 2 });
+    await t.writer.drain();
+    expect(await leads(ds)).toEqual([]);
+    expect(await pending(ds)).toBe(2);
+
+    await t.collect(ds, ip, [t.form(person, { email: `jane@${domain}` })]);
+    await t.writer.drain();
+    await t.collect(ds, ip, [page(newVisitor(), 3)]);
+    await t.writer.drain();
+
+    const [lead, ...others] = await leads(ds);
+    expect(others).toEqual([]);
+    expect(lead).toMatchObject({ organizationDomain: domain, identitySource: "form_email", visitCount: 3 });
+    expect(lead!.identityConfidence).toBeGreaterThanOrEqual(0.5);
+    expect(await visitUrls(ds, lead!.leadId)).toEqual(["p1", "p2", "p3"].map((p) => `https://www.customer.example/${p}`));
+    expect(await pending(ds)).toBe(0);
+  }, 60_000); // the file's first writes warm the store up (about 15 s alone, twice that on a busy machine)
+
+  it("when people of two organisations send forms from one ISP address (shared), then nothing of it is attributed, also what was before the second form", async () => {
+    const ds = await dataset();
+    const [ip, first, second] = [ispAddress(), newVisitor(), newVisitor()];
+    await t.collect(ds, ip, [page(first, 1), t.form(first, { email: `a@${freshDomain()}` })]);
+    await t.writer.drain();
+    expect(await leads(ds)).toHaveLength(1);
+    await t.collect(ds, ip, [page(second, 2), t.form(second, { email: `b@${freshDomain()}` })]);
+    await t.writer.drain();
+    expect(await leads(ds)).toEqual([]);
+    expect(await pending(ds)).toBe(4); // both page views and both forms, unlisted again
+  });
+
+  it("when the only person who made an ISP address an organisation's comes back from another ISP address (a re-dialled line), then neither address is attributed", async () => {
+    const ds = await dataset();
+    const [home, later, person] = [ispAddress(), ispAddress(), newVisitor()];
+    await t.collect(ds, home, [page(person, 1), t.form(person, { email: `home.worker@${freshDomain()}` })]);
+    await t.writer.drain();
+    expect(await leads(ds)).toHaveLength(1);
+    await t.collect(ds, later, [page(person, 2)]);
+    await t.writer.drain();
+    expect(await leads(ds)).toEqual([]);
+    expect(await pending(ds)).toBe(3);
+  });
+
+  it("when the address's PTR name reads like a dynamic access line, then a business e-mail alone attributes nothing (a home office is no company)", async () => {
+    const ds = await dataset();
+    const ip = ispAddress(77);
+    await t.api.services.identities.recordPtrEvidence([{ accountId: t.tenant.accountId, ip, networkType: "isp", host: `dhcp-77.pool.${freshDomain()}` }]);
+    const person = newVisitor();
+    await t.collect(ds, ip, [page(person, 1), t.form(person, { email: `home@${freshDomain()}` })]);
+    await t.writer.drain();
+    expect(await leads(ds)).toEqual([]);
+    expect(await pending(ds)).toBe(2);
+  });
+
+  it("when a business e-mail comes from a mobile carrier's address, then nothing is attributed; once the partner declares the network, its pending visits are the declared organisation's", async () => {
+    const ds = await dataset();
+    const person = newVisitor();
+    const domain = freshDomain();
+    await t.collect(ds, ADDRESSES.mobile, [page(person, 1), t.form(person, { email: `field@${domain}` })]);
+    await t.writer.drain();
+    expect(await leads(ds)).toEqual([]);
+
+    const declared = await t.api.request().post("/v1/declared-networks").query(admin()).set(as(t.tenant.key))
+      .send({ cidr: `${ADDRESSES.mobile}/32`, organizationName: "Field Force GmbH", organizationDomain: domain });
+    expect(declared.status).toBe(201);
+    await until(async () => (await leads(ds)).length === 1, "the declared network's pending visits attributed");
+    const [lead] = await leads(ds);
+    expect(lead).toMatchObject({ organizationName: "Field Force GmbH", organizationDomain: domain, identitySource: "declared", identityConfidence: 1, visitCount: 1 });
+    expect(await pending(ds)).toBe(0);
+    await t.api.request().delete(`/v1/declared-networks/${declared.body.id}`).query(admin()).set(as(t.tenant.key)).expect(204);
+  });
+});
+
+describe("eraseDataSubject (pending events)", () => {
+  it("when a person is erased, then their pending events and their e-mail's contribution to an identity are gone, and the receipt counts the events", async () => {
+    const ds = await dataset();
+    const [ip, other, person] = [ispAddress(), ispAddress(), newVisitor()];
+    const email = `erase.me@${freshDomain()}`;
+    // a free-mail form stays pending; the business one makes its address the organisation's
+    await t.collect(ds, other, [page(person, 1), t.form(person, { email: "erase.me@gmail.com" })]);
+    await t.collect(ds, ip, [t.form(newVisitor(), { email })]);
+    await t.writer.drain();
+    expect(await t.api.services.identities.identityOf(t.tenant.accountId, ip, "isp")).toBeDefined();
+    expect(await pending(ds)).toBe(2);
+
+    const exported = await t.api.request().post("/v1/privacy/exports").query(admin()).set(as(t.tenant.key)).send({ subjectEmail: "erase.me@gmail.com", datasetId: ds });
+    expect(exported.status).toBe(200);
+    expect(exported.body.pendingEvents.map((e: { type: string }) => e.type).sort()).toEqual(["form", "pageview"]);
+
+    const erased = await t.api.request().post("/v1/privacy/erasures").query(admin()).set(as(t.tenant.key)).send({ subjectEmail: "erase.me@gmail.com", datasetId: ds });
+    expect(erased.status).toBe(200);
+    expect(erased.body.counts.pendingEvents).toBe(2);
+    expect(await pending(ds)).toBe(0);
+
+    await t.api.request().post("/v1/privacy/erasures").query(admin()).set(as(t.tenant.key)).send({ subjectEmail: email }).expect(200);
+    expect(await t.api.services.identities.identityOf(t.tenant.accountId, ip, "isp")).toBeUndefined();
+  });
+});
