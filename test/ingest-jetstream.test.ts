@@ -274,7 +274,7 @@ describe.skipIf(!available || !binary)("the ingest log on JetStream, log down", 
     nats = await privateNats(binary!);
     await nats.start();
     t = await startTracking();
-  }, 120_000);
+  }, 240_000);
   afterAll(async () => {
     await log?.close();
     await t?.close();

@@ -13,7 +13,8 @@ import { jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import { loadConfig } from "../../server/config.ts";
 import type { IngestLogConfig } from "../../server/config.ts";
-import { eventually } from "./eventually.ts";
+import { eventually, StopWaiting } from "./eventually.ts";
+import { freePort } from "./pebble.ts";
 
 export const NATS_URL = process.env.TEST_NATS_URL ?? "nats://127.0.0.1:4222";
 
@@ -81,12 +82,40 @@ export function natsServerBinary(): string | undefined {
   return undefined;
 }
 
-async function freePort(): Promise<number> {
-  const server = createServer().listen(0, "127.0.0.1");
-  await once(server, "listening");
-  const { port } = server.address() as { port: number };
-  server.close();
-  return port;
+/**
+ * How long a nats-server this test starts may take to listen: a few hundred ms when quiet, much
+ * more on a loaded CI machine (three servers starting beside a suite on two cores).
+ */
+const LISTEN_BOUND_MS = 90_000;
+
+/** Tries to start a whole set of servers: a server that exits before it listens (its free port was taken meanwhile) makes a fresh try on fresh ports. */
+const START_TRIES = 3;
+
+/**
+ * Spawns nats-server with `args` and waits until `url` accepts connections. A server that exits
+ * first ends the wait at once with its own last words (stderr), not a timeout.
+ */
+function spawnNats(binary: string, args: string[], url: string): { child: ChildProcess; listening: Promise<void> } {
+  const child = spawn(binary, args, { stdio: ["ignore", "ignore", "pipe"] });
+  const said: string[] = [];
+  child.stderr!.setEncoding("utf8").on("data", (chunk: string) => {
+    said.push(...chunk.split("\n").filter(Boolean));
+    said.splice(0, said.length - 5); // its last words only: a cluster node logs for as long as it runs
+  });
+  const listening = eventually(async () => {
+    if (child.exitCode !== null || child.signalCode !== null) {
+      throw new StopWaiting(`nats-server for ${url} exited (${child.exitCode ?? child.signalCode}) before it listened: ${said.join(" | ")}`);
+    }
+    if (!(await reachable(url))) throw new Error(`nats-server did not listen on ${url}`);
+  }, { timeoutMs: LISTEN_BOUND_MS, intervalMs: 200 });
+  return { child, listening };
+}
+
+async function stopNats(child: ChildProcess | undefined): Promise<void> {
+  if (!child || child.exitCode !== null || child.signalCode !== null) return;
+  const exited = once(child, "exit");
+  child.kill("SIGKILL");
+  await exited;
 }
 
 /** A nats-server with JetStream of this test alone, on loopback; its store survives stop/start. */
@@ -99,30 +128,34 @@ export interface PrivateNats {
 }
 
 export async function privateNats(binary: string): Promise<PrivateNats> {
-  const port = await freePort();
   const store = mkdtempSync(path.join(os.tmpdir(), "nats-store-"));
-  const url = `nats://127.0.0.1:${port}`;
   let child: ChildProcess | undefined;
-  const kill = async () => {
-    if (!child || child.exitCode !== null || child.signalCode !== null) return;
-    const exited = once(child, "exit");
-    child.kill("SIGKILL");
-    await exited;
-  };
-  return {
-    url,
+  let startedOnce = false;
+  const nats: PrivateNats = {
+    url: `nats://127.0.0.1:${await freePort()}`,
     async start() {
-      child = spawn(binary, ["-a", "127.0.0.1", "-p", String(port), "-js", "-sd", store], { stdio: "ignore" });
-      await eventually(async () => {
-        if (!(await reachable(url))) throw new Error(`nats-server did not listen on ${url}`);
-      }, { timeoutMs: 10_000 });
+      for (let attempt = 1; ; attempt++) {
+        const started = spawnNats(binary, ["-a", "127.0.0.1", "-p", new URL(nats.url).port, "-js", "-sd", store], nats.url);
+        child = started.child;
+        try {
+          await started.listening;
+          startedOnce = true;
+          return;
+        } catch (error) {
+          await stopNats(child);
+          // A restart keeps its port (the test's clients reconnect to it); a first start may move
+          if (startedOnce || !(error instanceof StopWaiting) || attempt >= START_TRIES) throw error;
+          nats.url = `nats://127.0.0.1:${await freePort()}`;
+        }
+      }
     },
-    kill,
+    kill: () => stopNats(child),
     async close() {
-      await kill();
+      await stopNats(child);
       rmSync(store, { recursive: true, force: true });
     },
   };
+  return nats;
 }
 
 /** A JetStream cluster of `size` nats-servers of this test alone, on loopback (routes between all of them). */
@@ -138,42 +171,40 @@ export interface NatsCluster {
 }
 
 export async function natsCluster(binary: string, size = 3): Promise<NatsCluster> {
-  const nodes = await Promise.all(
-    Array.from({ length: size }, async (_, i) => ({
-      name: `n${i}`,
-      port: await freePort(),
-      clusterPort: await freePort(),
-      store: mkdtempSync(path.join(os.tmpdir(), `nats-cluster-${i}-`)),
-      child: undefined as ChildProcess | undefined,
-    })),
-  );
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startCluster(binary, size);
+    } catch (error) {
+      if (!(error instanceof StopWaiting) || attempt >= START_TRIES) throw error;
+    }
+  }
+}
+
+async function startCluster(binary: string, size: number): Promise<NatsCluster> {
+  const nodes: { name: string; port: number; clusterPort: number; store: string }[] = [];
+  for (let i = 0; i < size; i++) {
+    nodes.push({ name: `n${i}`, port: await freePort(), clusterPort: await freePort(), store: mkdtempSync(path.join(os.tmpdir(), `nats-cluster-${i}-`)) });
+  }
   const routes = nodes.map((n) => `nats://127.0.0.1:${n.clusterPort}`).join(",");
-  const kill = async (node: (typeof nodes)[number]) => {
-    const { child } = node;
-    if (!child || child.exitCode !== null || child.signalCode !== null) return;
-    const exited = once(child, "exit");
-    child.kill("SIGKILL");
-    await exited;
-  };
+  const children = new Map<string, ChildProcess>();
   const cluster: NatsCluster = {
     urls: nodes.map((n) => `nats://127.0.0.1:${n.port}`),
     names: nodes.map((n) => n.name),
-    kill: (name) => kill(nodes.find((n) => n.name === name)!),
+    kill: (name) => stopNats(children.get(name)),
     async close() {
-      for (const node of nodes) await kill(node);
+      for (const child of children.values()) await stopNats(child);
       for (const node of nodes) rmSync(node.store, { recursive: true, force: true });
     },
   };
   try {
-    for (const n of nodes) {
-      n.child = spawn(binary, ["-a", "127.0.0.1", "-p", String(n.port), "-js", "-sd", n.store, "--server_name", n.name, "--cluster_name", "c",
-        "--cluster", `nats://127.0.0.1:${n.clusterPort}`, "--routes", routes], { stdio: "ignore" });
-    }
-    for (const url of cluster.urls) {
-      await eventually(async () => {
-        if (!(await reachable(url))) throw new Error(`nats-server did not listen on ${url}`);
-      }, { timeoutMs: 20_000 });
-    }
+    const started = nodes.map((n, i) => {
+      const args = ["-a", "127.0.0.1", "-p", String(n.port), "-js", "-sd", n.store, "--server_name", n.name, "--cluster_name", "c",
+        "--cluster", `nats://127.0.0.1:${n.clusterPort}`, "--routes", routes];
+      const { child, listening } = spawnNats(binary, args, cluster.urls[i]!);
+      children.set(n.name, child);
+      return listening;
+    });
+    await Promise.all(started);
   } catch (error) {
     await cluster.close();
     throw error;
