@@ -26,7 +26,7 @@ const now = () => new Date(Date.now() + offsetMs);
 const reverseDns = (enabled = false): ReverseDnsConfig => ({
   enabled,
   servers: enabled ? [dns.address] : [],
-  timeoutMs: 1000,
+  timeoutMs: 2000, // the test's DNS server runs in this busy process
   cacheSeconds: 3600,
   operatorPrefixes: OPERATOR_PREFIXES,
 });

@@ -307,7 +307,7 @@ describe.skipIf(!available || !binary)("the ingest log on JetStream, log down", 
     for (const ms of waited.slice(1)) expect(ms).toBeLessThan(retryMs);
 
     await nats.start();
-    await eventually(async () => expect((await post(6)).status).toBe(202), { timeoutMs: 20_000, intervalMs: 250 });
+    await eventually(async () => expect((await post(6)).status).toBe(202), { timeoutMs: 60_000, intervalMs: 250 });
     const before = await written(t.api.db);
     const writer = wiredWriter(t.api, { ...ONLY_EVIDENCE, log }, quietLogger);
     await writer.drain();

@@ -133,7 +133,7 @@ describe.skipIf(!available)("erasure and export of events still in the JetStream
           await eventually(async () => {
             const { rows } = await watcher.query(`SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`);
             expect(rows[0].n).toBeGreaterThan(0);
-          }, { timeoutMs: 10_000, intervalMs: 50 });
+          }, { timeoutMs: 60_000, intervalMs: 50 });
         },
       });
     } finally {

@@ -211,7 +211,7 @@ describe("the wake after commit", () => {
       expect((await collectPageView(idle, owner.datasets[0], "v-wake-1")).status).toBeLessThan(300);
       await wired.drain();
       await wired.stop();
-      const [alert] = (await eventually(() => smtp.received(before + 1), { timeoutMs: 15_000 })).slice(before);
+      const [alert] = (await eventually(() => smtp.received(before + 1), { timeoutMs: 60_000 })).slice(before);
       expect(alert!.subject).toContain("Apple at once");
     } finally {
       await idle.services.jobs.stop();
