@@ -5,6 +5,7 @@
 // its pending visits; erasure removes a person's pending events and their contribution.
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { eventually } from "./support/eventually.ts";
 import { as } from "./support/suite.ts";
 import { ADDRESSES, startTracking, type TrackingSuite } from "./support/tracking.ts";
 
@@ -54,14 +55,6 @@ async function visitUrls(datasetId: string, leadId: string): Promise<string[]> {
 const pending = (datasetId: string) => t.api.db.prisma.pendingEvent.count({ where: { datasetId } });
 const page = (visitorId: string, n: number) => t.pageView(visitorId, `https://www.customer.example/p${n}`);
 
-/** Waits (bounded) until `check` holds. */
-async function until(check: () => Promise<boolean>, what: string, ms = 15_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`not within ${ms} ms: ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
 
 describe("collect (pending events of shared networks)", () => {
   it("when a form with a business e-mail comes from an ISP address, then that address's earlier and later visits are a lead of that domain with identitySource form_email", async () => {
@@ -131,11 +124,66 @@ describe("collect (pending events of shared networks)", () => {
     const declared = await t.api.request().post("/v1/declared-networks").query(admin()).set(as(t.tenant.key))
       .send({ cidr: `${ADDRESSES.mobile}/32`, organizationName: "Field Force GmbH", organizationDomain: domain });
     expect(declared.status).toBe(201);
-    await until(async () => (await leads(ds)).length === 1, "the declared network's pending visits attributed");
+    await eventually(async () => expect(await leads(ds)).toHaveLength(1), { message: "the declared network's pending visits attributed" });
     const [lead] = await leads(ds);
     expect(lead).toMatchObject({ organizationName: "Field Force GmbH", organizationDomain: domain, identitySource: "declared", identityConfidence: 1, visitCount: 1 });
     expect(await pending(ds)).toBe(0);
     await t.api.request().delete(`/v1/declared-networks/${declared.body.id}`).query(admin()).set(as(t.tenant.key)).expect(204);
+  });
+});
+
+describe("collect (one lead per organisation, whichever way it is recognised first)", () => {
+  /** Apple's own network (AS714, curated apple.com) and ISP addresses its people send forms from. */
+  const ownNetwork = ADDRESSES.business;
+  /** A person of its own per test: one person seen at two addresses holds neither (a re-dialled line). */
+  const employee = () => `branch.office.${++seq}@apple.com`;
+  const formFromIsp = async (ds: string, ip: string) => {
+    await t.collect(ds, ip, [page(newVisitor(), 1), t.form(newVisitor(), { email: employee() })]);
+    await t.writer.drain();
+  };
+  const visitFromOwnNetwork = async (ds: string) => {
+    await t.collect(ds, ownNetwork, [page(newVisitor(), 2)]);
+    await t.writer.drain();
+  };
+
+  it("when evidence names an organisation first and its own network visits later, then both are one lead, recognised by its network", async () => {
+    const ds = await dataset();
+    const ip = ispAddress();
+    await formFromIsp(ds, ip);
+    const [byEvidence] = await leads(ds);
+    expect(byEvidence).toMatchObject({ organizationDomain: "apple.com", identitySource: "form_email" });
+
+    await visitFromOwnNetwork(ds);
+    await t.collect(ds, ip, [page(newVisitor(), 3)]);
+    await t.writer.drain();
+    const [lead, ...others] = await leads(ds);
+    expect(others).toEqual([]);
+    expect(lead).toMatchObject({ leadId: byEvidence!.leadId, organizationDomain: "apple.com", identitySource: "network", identityConfidence: 1, visitCount: 3 });
+    expect(await visitUrls(ds, lead!.leadId)).toEqual(["p1", "p2", "p3"].map((p) => `https://www.customer.example/${p}`));
+  });
+
+  it("when its own network visits first and evidence names it later, then both are one lead too", async () => {
+    const ds = await dataset();
+    await visitFromOwnNetwork(ds);
+    const [byNetwork] = await leads(ds);
+    await formFromIsp(ds, ispAddress());
+    const [lead, ...others] = await leads(ds);
+    expect(others).toEqual([]);
+    expect(lead).toMatchObject({ leadId: byNetwork!.leadId, organizationDomain: "apple.com", identitySource: "network", visitCount: 2 });
+  });
+
+  it("when an address is the organisation's already and its first visits from there and from the own network are written together, then they are one lead", async () => {
+    const ds = await dataset();
+    const ip = ispAddress();
+    await t.collect(ds, ip, [t.form(newVisitor(), { email: employee() })]);
+    await t.writer.drain();
+    expect(await leads(ds)).toEqual([]); // a form is no visit: the address has an identity, the dataset no lead yet
+    await t.collect(ds, ip, [page(newVisitor(), 1)]);
+    await t.collect(ds, ownNetwork, [page(newVisitor(), 2)]);
+    await t.writer.drain();
+    const found = await leads(ds);
+    expect(found).toHaveLength(1);
+    expect(found[0]).toMatchObject({ organizationDomain: "apple.com", identitySource: "network", visitCount: 2 });
   });
 });
 

@@ -11,7 +11,7 @@ import { holdForWriting, withoutErased } from "./erasure-tombstones.ts";
 import { faultText } from "../db/errors.ts";
 import { emailOf, MalformedBatch, type NetworkOfEvent, type QueuedBatch, type QueuedEvent, type QueueRow, rowsOfEntry } from "./events.ts";
 import type { AddressQuery, Identity } from "../identity/types.ts";
-import { attributePending, pendingNotes, storePending } from "./pending.ts";
+import { attributePending, joinLeadsOfEvidence, pendingNotes, storePending } from "./pending.ts";
 import { DEFAULT_MAX_ATTEMPTS, type DeadLetterNotice, eventsIn, failedWrite, insertDeadLetters, isolate, type NewDeadLetter, type RefusalPolicy } from "./isolation.ts";
 
 /** The path a page counts as: lower case, without query, fragment or trailing slash ("/" for the root). */
@@ -310,7 +310,9 @@ export async function writeEvents(tx: Tx, claimed: readonly QueueRow[], hooks: W
   const written = await withoutErased(tx, claimed);
   if (!written.length) return EMPTY_RESULT;
   // events of shared networks: their organisation's visits when the address has an identity, else kept pending
-  const { attributed: events, pending } = await attributePending(tx, written, hooks.identify);
+  const { attributed, pending } = await attributePending(tx, written, hooks.identify);
+  // one lead per organisation: its own network joins the lead evidence named it by first
+  const events = await joinLeadsOfEvidence(tx, attributed);
   const pendingEvents = await storePending(tx, pending);
   const notes = pendingNotes(written.filter((r) => r.event.network.pending));
   if (!events.length) return { ...EMPTY_RESULT, events: pendingEvents, pending: notes, pendingEvents };

@@ -59,6 +59,37 @@ async function curatedLeadsOf(tx: Client, wanted: { datasetId: string; domain: s
 }
 
 /**
+ * The other way round: an organisation's own network seen after evidence had named it (a branch
+ * office's form, a declaration) visits the lead that evidence made, so that it stays one lead.
+ * That lead exists (once joined, its source reads network), or this batch's evidence makes it. Only while the network's own lead does not
+ * exist (where both exist, from before, each keeps its visits, and evidence joins the network's:
+ * `curatedLeadsOf`). One read per batch that has events of networks with a domain.
+ */
+export async function joinLeadsOfEvidence(tx: Client, events: readonly QueueRow[]): Promise<readonly QueueRow[]> {
+  const wanted = new Map<string, { datasetId: string; networkLead: string; evidenceLead: string }>();
+  const madeByBatch = new Set(events.filter((r) => (r.event.network.identitySource ?? "network") !== "network").map((r) => `${r.datasetId} ${r.event.network.leadId}`));
+  for (const { datasetId, event } of events) {
+    const { pending, identitySource, organizationDomain, leadId } = event.network;
+    if (pending || (identitySource ?? "network") !== "network" || !organizationDomain) continue;
+    const evidenceLead = leadIdOf(organizationDomain.toLowerCase());
+    if (evidenceLead !== leadId) wanted.set(`${datasetId} ${leadId}`, { datasetId, networkLead: leadId, evidenceLead });
+  }
+  if (!wanted.size) return events;
+  const rows = await tx.$queryRaw<{ datasetId: string; networkLead: string; evidenceLead: string; evidenceLeadExists: boolean }[]>`
+    SELECT w."datasetId", w."networkLead", w."evidenceLead",
+      EXISTS (SELECT 1 FROM "Lead" l WHERE l."datasetId" = w."datasetId" AND l.id = w."evidenceLead") AS "evidenceLeadExists"
+    FROM jsonb_to_recordset(${JSON.stringify([...wanted.values()])}::jsonb) AS w("datasetId" text, "networkLead" text, "evidenceLead" text)
+    WHERE NOT EXISTS (SELECT 1 FROM "Lead" l WHERE l."datasetId" = w."datasetId" AND l.id = w."networkLead")`;
+  const joins = rows.filter((r) => r.evidenceLeadExists || madeByBatch.has(`${r.datasetId} ${r.evidenceLead}`));
+  if (!joins.length) return events;
+  const joined = new Map(joins.map((r) => [`${r.datasetId} ${r.networkLead}`, r.evidenceLead] as const));
+  return events.map((row) => {
+    const to = joined.get(`${row.datasetId} ${row.event.network.leadId}`);
+    return to && !row.event.network.pending ? { ...row, event: { ...row.event, network: { ...row.event.network, leadId: to } } } : row;
+  });
+}
+
+/**
  * Splits the batch's events: those of lead networks and the pending ones whose address has an
  * identity (rewritten as visits of their organisation's lead), and the pending ones still
  * unidentified. `identify` reads in the batch's transaction; without it every pending event stays pending.
