@@ -45,21 +45,11 @@ describe("a port in use", () => {
 
   it("when the port is taken, then one line names it and the service exits 1 before it opens the database", async () => {
     const port = (taken.address() as { port: number }).port;
-    const [command, ...args] = SERVICE_COMMAND;
-    const child = spawn(command!, args, {
-      cwd: path.resolve(import.meta.dirname, ".."),
-      env: hermeticEnv({ PATH: process.env.PATH, HOME: process.env.HOME, PORT: String(port), HOST: "127.0.0.1", SEED_DEMO: "0", ...database.envFor(1) }),
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    const stdout: string[] = [];
-    const stderr: string[] = [];
-    createInterface({ input: child.stdout! }).on("line", (line) => stdout.push(line));
-    createInterface({ input: child.stderr! }).on("line", (line) => stderr.push(line));
-    const [code] = (await once(child, "exit")) as [number | null];
+    const { code, stdout, stderr } = await runUntilExit({ PORT: String(port), ...database.envFor(1) });
     expect(code).toBe(1);
     expect(stderr).toEqual([`port ${port} on 127.0.0.1 is in use: stop what runs there, or choose another port with PORT=`]);
     expect(stdout.some((line) => line.includes('"msg":"starting"'))).toBe(false);
-  }, 60_000);
+  }, processTestBound(1)); // a service process starts (and exits early): slow on a loaded machine
 });
 
 /** server/main.ts with `env` until it exits: its exit code and its output's lines. */
@@ -109,7 +99,7 @@ describe("start-up failures", () => {
     expect(stderr[0]).toMatch(line);
     // what reached stdout are log lines (JSON), none of them a failure
     expect(stdout.filter((l) => !l.startsWith("{") || /"level":"(error|fatal)"/.test(l))).toEqual([]);
-  }, 90_000);
+  }, processTestBound(1));
 });
 
 describe("startingApp", () => {

@@ -1,6 +1,6 @@
 // Tracking as the partner API sees it: IP and domain look-ups, and a lead's visits.
 import type { components } from "../../generated/openapi.ts";
-import { Prisma } from "../../generated/prisma/client.ts";
+import { Prisma, type Visit } from "../../generated/prisma/client.ts";
 import type { ContactProfile } from "../contacts/profile.ts";
 import type { QueryOf } from "../domain/types.ts";
 import type { Db } from "../db/database.ts";
@@ -23,24 +23,12 @@ type EnrichmentState = NonNullable<VisitDto["visitor"]["enrichment"]>;
 
 export type VisitQuery = QueryOf<"listLeadVisits"> & { leadId: string };
 
-interface VisitRow {
-  id: bigint;
-  visitorId: string;
-  at: Date;
-  url: string;
-  referrer: string | null;
-  title: string | null;
-  utmSource: string | null;
-  utmMedium: string | null;
-  utmCampaign: string | null;
-  utmTerm: string | null;
-  utmContent: string | null;
+/** A visit of the listing, with its visitor's contact state. */
+type VisitRow = Omit<Visit, "accountId" | "datasetId" | "leadId" | "ip" | "asn" | "networkType"> & {
   networkType: NetworkType;
-  country: string | null;
-  city: string | null;
   email: string | null;
   enrichment: EnrichmentState | null;
-}
+};
 
 const HOST = /^(?=.{1,253}$)([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$/;
 

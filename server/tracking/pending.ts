@@ -10,7 +10,7 @@
 // - Declaring a network backfills the account's pending events inside it (`backfillNetwork`).
 // - Retention deletes what waited longer than TRACKING_PENDING_DAYS (`purgePending`); erasure and
 //   export find a subject's rows by visitor id, or by the e-mail address in a form's fields.
-import { Prisma } from "../../generated/prisma/client.ts";
+import { Prisma, type Visit } from "../../generated/prisma/client.ts";
 import type { Db } from "../db/database.ts";
 import type { Logger } from "../logging.ts";
 import type { IngestResult, PendingNote, Tx, WriterHooks } from "./write-result.ts";
@@ -238,27 +238,8 @@ export async function purgePending(db: Client, before: Date, batchSize: number):
   }
 }
 
-/** A visit as its row holds it (what withdrawal takes back to pending). */
-interface VisitRow {
-  accountId: string;
-  datasetId: string;
-  leadId: string;
-  visitorId: string;
-  at: Date;
-  url: string;
-  referrer: string | null;
-  title: string | null;
-  utmSource: string | null;
-  utmMedium: string | null;
-  utmCampaign: string | null;
-  utmTerm: string | null;
-  utmContent: string | null;
-  ip: string;
-  asn: number | null;
-  networkType: string;
-  country: string | null;
-  city: string | null;
-}
+/** A visit as its row holds it (what withdrawal takes back to pending: visits of an address, so it has one). */
+type VisitRow = Omit<Visit, "id" | "ip"> & { ip: string };
 
 /** A withdrawn visit as the pending page view it was. */
 function pendingRowOfVisit(v: VisitRow): QueueRow {

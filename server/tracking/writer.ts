@@ -109,39 +109,20 @@ export function createIngestWriter(db: Db, deps: EnrichmentDeps, logger: Logger,
   // Domain evidence (reverse DNS look-ups of up to seconds each) is off the write path: the
   // batches' evidence waits, merged, for the one settling under way, and writing never waits
   // for it; drain() (tests, the CLI) ends once it has settled.
-  let unsettled: IngestResult | undefined;
-  let settling: Promise<void> | undefined;
-  function settleLater(result: IngestResult): void {
-    if (!evidence) return;
-    unsettled = unsettled ? mergedEvidence(unsettled, result) : result;
-    settling ??= settleAll().finally(() => (settling = undefined));
-  }
-  async function settleAll(): Promise<void> {
-    while (unsettled) {
-      const next = unsettled;
-      unsettled = undefined;
-      await evidence!.settle(next).catch((error: Error) => logger.warn("domain evidence of written batches failed", { error: error.message }));
-    }
-  }
-  async function evidenceSettled(): Promise<void> {
-    while (settling || learning) await (settling ?? learning);
-  }
-
+  const settling = offWritePath(mergedEvidence, (next: IngestResult) =>
+    evidence!.settle(next).catch((error: Error) => logger.warn("domain evidence of written batches failed", { error: error.message })));
+  const settleLater = (result: IngestResult) => {
+    if (evidence) settling.add(result);
+  };
   // Identity evidence of the batches' shared-network events and the backfill it allows: off the
   // write path as well, the notes of several batches merged while one learning step runs.
-  let unlearned: PendingNote[] | undefined;
-  let learning: Promise<void> | undefined;
-  function learnLater(result: IngestResult): void {
-    if (!pending || !result.pending.length) return;
-    unlearned = unlearned ? mergedNotes(unlearned, result.pending) : result.pending;
-    learning ??= learnAll().finally(() => (learning = undefined));
-  }
-  async function learnAll(): Promise<void> {
-    while (unlearned) {
-      const next = unlearned;
-      unlearned = undefined;
-      await pending!.learn(next).catch((error: Error) => logger.warn("identity evidence of written batches failed", { error: error.message }));
-    }
+  const learning = offWritePath(mergedNotes, (next: PendingNote[]) =>
+    pending!.learn(next).catch((error: Error) => logger.warn("identity evidence of written batches failed", { error: error.message })));
+  const learnLater = (result: IngestResult) => {
+    if (pending && result.pending.length) learning.add(result.pending);
+  };
+  async function evidenceSettled(): Promise<void> {
+    while (settling.running || learning.running) await (settling.running ?? learning.running);
   }
 
   /** Writes batches until the log is empty; the first lane settles pending enrichments after each of its batches. */
@@ -222,3 +203,27 @@ export function createIngestWriter(db: Db, deps: EnrichmentDeps, logger: Logger,
   };
 }
 
+/**
+ * Work that runs after the write, one step at a time: what arrives while a step runs is merged
+ * and waits for the next step; `running` is the steps under way (undefined when idle).
+ */
+function offWritePath<T>(merge: (a: T, b: T) => T, step: (next: T) => Promise<unknown>) {
+  let waiting: T | undefined;
+  let running: Promise<void> | undefined;
+  async function runAll(): Promise<void> {
+    while (waiting !== undefined) {
+      const next = waiting;
+      waiting = undefined;
+      await step(next);
+    }
+  }
+  return {
+    add(item: T): void {
+      waiting = waiting === undefined ? item : merge(waiting, item);
+      running ??= runAll().finally(() => (running = undefined));
+    },
+    get running() {
+      return running;
+    },
+  };
+}
