@@ -1,9 +1,9 @@
 // npm run bench:start: how long a new user waits. Starts the service as `npm start` does (embedded
 // database, demo account) on a fresh temporary DATA_DIR and measures the time to the first answer
 // of /healthz and to /readyz 200 (database, IP data and demo ready); then stops it and measures a
-// restart on the same DATA_DIR. The first start also prepares the IP data's cached forms
-// (IP_DATA_CACHE_DIR points at an empty temporary directory) as on a fresh clone; --warm-ip-data
-// keeps the installed cache (node_modules/.cache) instead. Exits 1 on a wrong answer or a start
+// restart on the same DATA_DIR. The IP data's prepared forms are the ones `npm ci` wrote
+// (node_modules/.cache), as on a fresh clone; --cold-ip-data points IP_DATA_CACHE_DIR at an empty
+// temporary directory, so that the first start prepares them (an install without scripts). Exits 1 on a wrong answer or a start
 // beyond its bound. Targets on a quiet machine: first answer <= 10 s, ready <= 30 s.
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
@@ -14,7 +14,7 @@ import { createInterface } from "node:readline";
 import { hermeticEnv } from "../test/support/config.ts";
 import { freePort, root } from "./service.ts";
 
-const warmIpData = process.argv.includes("--warm-ip-data");
+const coldIpData = process.argv.includes("--cold-ip-data");
 /** A start that takes longer than this is a failure (a busy machine may take minutes; a hang is not a start). */
 const BOUND_MS = 600_000;
 
@@ -98,9 +98,9 @@ async function start(dataDir: string, ipCache: string | undefined, label: string
 const dir = mkdtempSync(path.join(tmpdir(), "bench-start-"));
 try {
   const load = loadavg().map((n) => n.toFixed(2)).join(", ");
-  console.log(`bench:start (load average ${load}; ${warmIpData ? "IP data already prepared" : "IP data prepared at the first start, as on a fresh clone"})`);
+  console.log(`bench:start (load average ${load}; ${coldIpData ? "IP data prepared at the first start, as after an install without scripts" : "IP data prepared by npm ci, as on a fresh clone"})`);
   const dataDir = path.join(dir, "pglite");
-  const ipCache = warmIpData ? undefined : path.join(dir, "ip-data-cache");
+  const ipCache = coldIpData ? path.join(dir, "ip-data-cache") : undefined;
   const first = await start(dataDir, ipCache, "first start");
   const restart = await start(dataDir, ipCache, "restart");
   console.log(JSON.stringify({ loadAverage: loadavg(), first, restart }));
