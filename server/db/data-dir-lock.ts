@@ -3,7 +3,7 @@
 // a second opener is refused, or connects to that socket; a lock left by a dead process is
 // taken over. An owner whose parent has gone marks the lock `closing` (markClosing): an opener
 // waits for it to finish closing (a restart right after Ctrl-C) instead of being refused.
-import { mkdir, open, readFile, unlink, writeFile } from "node:fs/promises";
+import { mkdir, open, readFile, rename, unlink, writeFile } from "node:fs/promises";
 import path from "node:path";
 
 export class DatabaseLockedError extends Error {}
@@ -42,9 +42,16 @@ export async function lockOwner(dataDir: string): Promise<LockOwner | undefined>
   return owner.pid && isAlive(owner.pid) ? owner : undefined;
 }
 
-/** Marks this process's lock as closing (it is about to release it). */
+/**
+ * Marks this process's lock as closing (it is about to release it): written beside it and renamed
+ * over it, so that an opener never reads a half-written lock (empty: no owner) and takes over.
+ */
 export async function markClosing(dataDir: string, socketDir?: string): Promise<void> {
-  await writeFile(lockPathOf(dataDir), JSON.stringify({ pid: process.pid, socketDir, closing: true } satisfies LockOwner)).catch(() => {});
+  const lockPath = lockPathOf(dataDir);
+  const written = `${lockPath}.${process.pid}.tmp`;
+  await writeFile(written, JSON.stringify({ pid: process.pid, socketDir, closing: true } satisfies LockOwner))
+    .then(() => rename(written, lockPath))
+    .catch(() => unlink(written).catch(() => {}));
 }
 
 /** The live owner, once an owner that is closing has let go (bounded by CLOSING_WAIT_MS: then it is reported as the owner). */

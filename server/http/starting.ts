@@ -35,7 +35,8 @@ export function startingApp(progress: StartupProgress): Express {
     res.json({ status: "ok" });
   });
   app.get("/readyz", (_req, res) => {
-    res.status(503).json(readiness(false, progress).body);
+    // what is done so far, and never ready: this app answers until the service's own takes over
+    res.status(503).json({ ...readiness(progress.database, progress).body, status: "unavailable", starting: progress.step });
   });
   app.use(docsRoutes());
   app.get("/", serviceIndex());

@@ -93,9 +93,8 @@ export function retention(db: Db, config: RetentionConfig, now: () => Date, iden
       result.deadLetters = await inBatches(() => purgeDeadLetters(db, deadLettersBefore, at, n), result);
       await purgePastSalts(db, at);
       // what stayed unidentified past its window goes; identity evidence not renewed lapses
-      const pending = await purgePending(db, new Date(at.getTime() - identity.pendingDays * DAY_MS), n);
-      result.pendingEvents = pending.deleted;
-      result.batches += pending.batches;
+      const pendingBefore = new Date(at.getTime() - identity.pendingDays * DAY_MS);
+      result.pendingEvents = await inBatches(() => purgePending(db, pendingBefore, n), result);
       if (identity.identities) {
         const expired = await identity.identities.expire(n);
         result.identityEvidence = expired.evidence;

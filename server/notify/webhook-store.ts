@@ -2,9 +2,8 @@
 // "WebhookAttempt" (reads that make an API page stay in services/webhooks.ts). An endpoint is
 // made, changed and removed over the API, its failing run kept by the `webhook` job. A delivery is inserted
 // with its `webhook` job in the caller's transaction, settled by the job (webhook-job.ts),
-// replayed over the API and deleted by the retention job once settled and old. An erasure's
-// statement that deletes the deliveries naming a data subject is the one exception, in
-// tracking/erasure.ts, where its predicate is shared with the export.
+// replayed over the API and deleted by the retention job once settled and old, or by an erasure
+// (deleteDeliveriesNaming, with the predicate tracking/erasure.ts shares with the export).
 import type { Prisma } from "../../generated/prisma/client.ts";
 import type { Db } from "../db/database.ts";
 import { newId } from "../ids.ts";

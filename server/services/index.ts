@@ -178,7 +178,6 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
       onDeclared: (accountId, cidr) =>
         void pending.backfillNetwork(accountId, cidr).catch((error: Error) => logger.warn("backfill of a declared network failed", { error: error.message })),
     }),
-    pending,
     // consent and retention settings, export and erasure of a data subject
     privacy: privacyService(db, { access, now, ingestLog: config.ingestLog, identities }),
     // the daily `retention` job (server/main.ts schedules it)

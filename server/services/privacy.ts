@@ -158,7 +158,7 @@ export function privacyService(
       const pending = [];
       for (const [datasetId, ids] of visitorIds) {
         parts.push(await exportInDataset(accountId, datasetId, subject, [...ids]));
-        pending.push(...(await exportPending(db, datasetId, [...ids], subject)).map((e) => ({ datasetId, ...e })));
+        pending.push(...(await exportPending(db, datasetId, [...ids], subject, EXPORT_LIMIT)).map((e) => ({ datasetId, ...e })));
       }
       const visitors = parts.flatMap((p) => p.visitors);
       const enriched = [...new Set(visitors.filter((v) => v.enrichment === "enriched" && v.email).map((v) => v.email!))];

@@ -40,17 +40,21 @@ export function registrableDomain(host: string): string | null {
   return getDomain(host.toLowerCase().replace(/\.$/, ""), { allowPrivateDomains: false }) ?? null;
 }
 
-/** A business e-mail domain: the address's registrable domain unless a free-mail provider's. */
+/** The host of an address and its registrable domain, lower case. */
+function mailDomainOf(email: string): { host: string; domain: string | null } {
+  const host = email.slice(email.lastIndexOf("@") + 1).toLowerCase();
+  return { host, domain: registrableDomain(host) };
+}
+
 /** Whether the address is at a free-mail provider (a person's own address). */
 export function isFreeMail(email: string): boolean {
-  const host = email.slice(email.lastIndexOf("@") + 1).toLowerCase();
-  const domain = registrableDomain(host);
+  const { host, domain } = mailDomainOf(email);
   return FREE_MAIL.has(host) || (!!domain && FREE_MAIL.has(domain));
 }
 
+/** A business e-mail domain: the address's registrable domain unless a free-mail provider's. */
 export function businessEmailDomain(email: string): string | null {
-  const host = email.slice(email.lastIndexOf("@") + 1).toLowerCase();
-  const domain = registrableDomain(host);
+  const { host, domain } = mailDomainOf(email);
   if (!domain || FREE_MAIL.has(host) || FREE_MAIL.has(domain)) return null;
   return domain;
 }

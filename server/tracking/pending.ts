@@ -25,8 +25,6 @@ import { knownOrganizationOfDomain } from "./organizations.ts";
 
 type Client = Pick<Tx, "$queryRaw" | "$executeRaw">;
 
-/** What a written batch's pending events teach: their addresses, and the e-mail of their submitted forms. */
-
 const queryOf = (accountId: string, network: NetworkOfEvent): AddressQuery => ({ accountId, ip: network.ip, networkType: network.networkType, masked: !!network.masked });
 
 /**
@@ -211,10 +209,10 @@ export function erasePending(client: Client, datasetId: string, visitorIds: read
   return client.$executeRaw`DELETE FROM "PendingEvent" WHERE ${ofSubject(datasetId, visitorIds, subject)}`;
 }
 
-/** A subject's pending events in a dataset, oldest first (export). */
-export async function exportPending(client: Client, datasetId: string, visitorIds: readonly string[], subject: Subject) {
+/** A subject's pending events in a dataset, oldest first, at most `limit` (export). */
+export async function exportPending(client: Client, datasetId: string, visitorIds: readonly string[], subject: Subject, limit: number) {
   const rows = await client.$queryRaw<{ receivedAt: Date; ip: string; networkType: string; event: QueueRow["event"] }[]>`
-    SELECT "receivedAt", ip, "networkType", event FROM "PendingEvent" WHERE ${ofSubject(datasetId, visitorIds, subject)} ORDER BY id`;
+    SELECT "receivedAt", ip, "networkType", event FROM "PendingEvent" WHERE ${ofSubject(datasetId, visitorIds, subject)} ORDER BY id LIMIT ${limit}`;
   return rows.map(({ receivedAt, ip, networkType, event }) => ({
     type: event.type,
     visitorId: event.visitorId,
@@ -226,17 +224,9 @@ export async function exportPending(client: Client, datasetId: string, visitorId
   }));
 }
 
-/** Retention: deletes pending events received before `before`, in batches; how many. */
-export async function purgePending(db: Client, before: Date, batchSize: number): Promise<{ deleted: number; batches: number }> {
-  let deleted = 0;
-  let batches = 0;
-  for (;;) {
-    const n = await db.$executeRaw`DELETE FROM "PendingEvent" WHERE id IN (SELECT id FROM "PendingEvent" WHERE "receivedAt" < ${before} LIMIT ${batchSize})`;
-    deleted += n;
-    batches += 1;
-    if (n < batchSize) return { deleted, batches };
-  }
-}
+/** Retention: deletes up to `limit` pending events received before `before`; how many (the job repeats it). */
+export const purgePending = (db: Client, before: Date, limit: number): Promise<number> =>
+  db.$executeRaw`DELETE FROM "PendingEvent" WHERE id IN (SELECT id FROM "PendingEvent" WHERE "receivedAt" < ${before} LIMIT ${limit})`;
 
 /** A visit as its row holds it (what withdrawal takes back to pending: visits of an address, so it has one). */
 type VisitRow = Omit<Visit, "id" | "ip"> & { ip: string };
