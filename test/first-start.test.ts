@@ -16,7 +16,7 @@ import { parse } from "yaml";
 import { readiness, type StartupProgress, startingApp } from "../server/http/starting.ts";
 import { hermeticEnv } from "./support/config.ts";
 import { eventually, StopWaiting } from "./support/eventually.ts";
-import { NPM_START, prepareServerDatabase, SERVICE_COMMAND, type ServerDatabase, processTestBound, startServerProcess } from "./support/server-process.ts";
+import { NPM_START, prepareServerDatabase, SERVICE_COMMAND, type ServerDatabase, processTestBound, startServerProcess, exitedWithOutput } from "./support/server-process.ts";
 
 let database: ServerDatabase;
 beforeAll(async () => {
@@ -64,8 +64,7 @@ async function runUntilExit(env: Record<string, string>): Promise<{ code: number
   const stderr: string[] = [];
   createInterface({ input: child.stdout! }).on("line", (line) => stdout.push(line));
   createInterface({ input: child.stderr! }).on("line", (line) => stderr.push(line));
-  const [code] = (await once(child, "exit")) as [number | null];
-  return { code, stdout, stderr };
+  return { code: await exitedWithOutput(child), stdout, stderr };
 }
 
 describe("start-up failures", () => {
@@ -207,13 +206,13 @@ describe("a first start on a fresh embedded database", () => {
     });
     expect(lookUp.status).toBe(200);
 
-    const exited = once(child, "exit");
+    const exited = exitedWithOutput(child);
     child.kill("SIGTERM");
-    const [code] = (await exited) as [number | null];
+    const code = await exited;
     expect(code).toBe(0);
     expect(logs.filter((l) => l.level === "error" || l.level === "fatal")).toEqual([]);
     expect(lines.filter((line) => /^\s+at /.test(line))).toEqual([]);
-  }, 300_000);
+  }, 360_000);
 });
 
 function fail(message: string): never {
@@ -268,12 +267,12 @@ describe.skipIf(process.platform !== "linux")("a signal during a first start", (
       intervalMs: 50,
     });
     expect(msgs).not.toContain("database ready");
-    const exited = once(child, "exit");
+    const exited = exitedWithOutput(child);
     child.kill("SIGTERM");
-    const [code] = (await exited) as [number | null];
+    const code = await exited;
     expect(code).toBe(143);
     expect(msgs).toContain("stopped before the start finished");
     // the database's process finishes the step in hand (creating the database, a migration), then closes
     await eventually(() => expect(processesWithEnvironment(dir)).toEqual([]), { timeoutMs: 120_000, intervalMs: 250, message: "the started processes ending" });
-  }, 180_000);
+  }, 240_000);
 });

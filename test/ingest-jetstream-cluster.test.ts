@@ -41,7 +41,7 @@ describe.skipIf(!binary)("the ingest log on a 3-node JetStream cluster", () => {
     cluster = await natsCluster(binary!);
     t = await startTracking({ ipRequestsPerMinute: 1_000_000 });
     env = { ...uniqueLogEnv(cluster.urls.join(",")), INGEST_LOG_REPLICAS: "3", INGEST_LOG_RETRY_MS: String(RETRY_MS) };
-  }, 240_000);
+  }); // the default hook bound (300 s): up to three starts of nats-server on a loaded machine
   afterAll(async () => {
     server?.close();
     for (const log of logs) await log.close();

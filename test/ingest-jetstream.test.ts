@@ -274,7 +274,7 @@ describe.skipIf(!available || !binary)("the ingest log on JetStream, log down", 
     nats = await privateNats(binary!);
     await nats.start();
     t = await startTracking();
-  }, 240_000);
+  }); // the default hook bound (300 s): up to three starts of nats-server on a loaded machine
   afterAll(async () => {
     await log?.close();
     await t?.close();

@@ -76,7 +76,7 @@ describe("collect (pending events of shared networks)", () => {
     expect(lead!.identityConfidence).toBeGreaterThanOrEqual(0.5);
     expect(await visitUrls(ds, lead!.leadId)).toEqual(["p1", "p2", "p3"].map((p) => `https://www.customer.example/${p}`));
     expect(await pending(ds)).toBe(0);
-  }, 60_000); // the file's first writes warm the store up (about 15 s alone, twice that on a busy machine)
+  }); // the file's first writes warm the store up (about 15 s alone, twice that on a busy machine): the default bound
 
   it("when people of two organisations send forms from one ISP address (shared), then nothing of it is attributed, also what was before the second form", async () => {
     const ds = await dataset();

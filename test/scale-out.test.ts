@@ -3,7 +3,7 @@ import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { eventually } from "./support/eventually.ts";
 import { redisAvailable, redisTestUrl, deleteKeys } from "./support/redis.ts";
-import { type ServerDatabase, type ServerProcess, expectAnsweredWithinLimit, prepareServerDatabase, startServerProcess } from "./support/server-process.ts";
+import { type ServerDatabase, type ServerProcess, expectAnsweredWithinLimit, prepareServerDatabase, processTestBound, startServerProcess } from "./support/server-process.ts";
 
 const LIMIT = 10;
 const withRedis = await redisAvailable();
@@ -16,8 +16,9 @@ beforeAll(async () => {
   if (!withRedis) return;
   database = await prepareServerDatabase();
   const env = { REDIS_URL: redisTestUrl, REDIS_KEY_PREFIX: prefix, RATE_LIMIT_REQUESTS: String(LIMIT), RATE_LIMIT_WINDOW_SECONDS: "600" };
-  instances = await Promise.all([0, 1].map((n) => startServerProcess({ ...database.envFor(n), ...env })));
-});
+  // each kept as it listens: the afterAll stops the one that started when the other did not
+  await Promise.all([0, 1].map(async (n) => instances.push(await startServerProcess({ ...database.envFor(n), ...env }))));
+}, processTestBound(2));
 afterAll(async () => {
   for (const instance of instances) instance.child.kill("SIGTERM");
   await Promise.all(instances.map((i) => i.exited));
@@ -54,5 +55,5 @@ describe.skipIf(!withRedis)("getUserDatasets on two instances sharing Redis", ()
     for (const instance of instances) {
       expect(instance.logs.some((l) => l.msg === "rate-limit store unreachable: each instance enforces the limit on its own until it is back")).toBe(false);
     }
-  });
+  }, 300_000); // two readiness waits of up to 120 s each on a loaded machine
 });

@@ -3,6 +3,8 @@
 // Its environment is hermetic (config.ts hermeticEnv): no DNS query leaves this machine.
 import { expect } from "vitest";
 import { type ChildProcess, spawn } from "node:child_process";
+import { once } from "node:events";
+import { setTimeout as sleep } from "node:timers/promises";
 import { cpSync, mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -16,6 +18,17 @@ import { createTenant, type Tenant } from "./tenants.ts";
 import { hermeticEnv, testConfig } from "./config.ts";
 
 const root = path.resolve(import.meta.dirname, "../..");
+
+/**
+ * The child's exit code once it exited and what it wrote was read to the end: "exit" may come
+ * before the last lines of its pipes (a grandchild that holds them: at most 2 s more).
+ */
+export async function exitedWithOutput(child: ChildProcess): Promise<number | null> {
+  const [code] = child.exitCode !== null || child.signalCode !== null ? [child.exitCode] : ((await once(child, "exit")) as [number | null]);
+  const ends = [child.stdout, child.stderr].filter((s) => s && !s.readableEnded).map((s) => once(s!, "end"));
+  await Promise.race([Promise.all(ends), sleep(2000)]);
+  return code;
+}
 
 export interface ServerProcess {
   child: ChildProcess;
@@ -71,7 +84,7 @@ export async function startServerProcess(env: Record<string, string>, [command, 
     lines.push(line);
     stderr.push(line);
   });
-  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  const exited = exitedWithOutput(child);
   const logged = (msg: string) => {
     const line = logs.find((l) => l.msg === msg);
     if (!line) throw new Error(`no "${msg}" log line yet`);
@@ -85,7 +98,12 @@ export async function startServerProcess(env: Record<string, string>, [command, 
       return logged("listening");
     },
     { timeoutMs: PROCESS_START_MS, intervalMs: 50, message: "server/main.ts listening" },
-  );
+  ).catch(async (error: unknown) => {
+    // no caller gets a handle to stop it: it is stopped here
+    if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+    await exited;
+    throw error;
+  });
   const stop = (signal: NodeJS.Signals) => {
     if (child.exitCode === null && child.signalCode === null) child.kill(signal);
     return exited;
