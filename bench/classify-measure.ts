@@ -1,7 +1,7 @@
 // The figures of bench/classify.ts, shared with its test (test/network-classification.test.ts).
-import { classifyNetwork, type NetworkClass, type NetworkType, type NetworkTypeSource } from "../server/tracking/network-class.ts";
-import type { NetworkEvidence } from "../server/tracking/network-evidence.ts";
-import type { Resolver } from "../server/tracking/resolver.ts";
+import { classifyNetwork, type NetworkClass, type NetworkType, type NetworkTypeSource } from "../server/tracking/ipdata/network-class.ts";
+import type { NetworkEvidence } from "../server/tracking/ipdata/network-evidence.ts";
+import type { Resolver } from "../server/tracking/ipdata/resolver.ts";
 
 export interface LabelledNetwork {
   asn: number;

@@ -11,7 +11,7 @@
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { measure, TARGET, type LabelledNetwork, type Measurement, withinTarget } from "./classify-measure.ts";
-import { sharedResolver } from "../server/tracking/resolver.ts";
+import { sharedResolver } from "../server/tracking/ipdata/resolver.ts";
 
 const { values } = parseArgs({ options: { split: { type: "string" }, misses: { type: "boolean", default: false } } });
 const set = JSON.parse(readFileSync(new URL("./classify-set.json", import.meta.url), "utf8")) as LabelledNetwork[];

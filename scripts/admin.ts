@@ -16,7 +16,7 @@ import type { Config } from "../server/config.ts";
 import type { Database } from "../server/db/database.ts";
 import { DomainError } from "../server/domain/errors.ts";
 import type { Services } from "../server/services/index.ts";
-import type { DeadLetterAction } from "../server/tracking/dead-letters.ts";
+import type { DeadLetterAction } from "../server/tracking/log/dead-letters.ts";
 
 const DAY_MS = 86_400_000;
 
@@ -264,11 +264,11 @@ const commands: Record<string, Command> = {
   },
 };
 
-/** The dead-letter commands (server/tracking/dead-letters.ts): `list`, or `replay`/`drop` of the ID that follows. */
+/** The dead-letter commands (server/tracking/log/dead-letters.ts): `list`, or `replay`/`drop` of the ID that follows. */
 async function deadLetters(action: DeadLetterAction, args: Args, context: Context): Promise<void> {
   const id = args.operands[0];
   if (action !== "list" && !id) throw new UsageError(`name the dead letter: dead-letters ${action} ID`);
-  const [{ deadLetterCommand }, db, config] = await Promise.all([import("../server/tracking/dead-letters.ts"), context.database(), context.config()]);
+  const [{ deadLetterCommand }, db, config] = await Promise.all([import("../server/tracking/log/dead-letters.ts"), context.database(), context.config()]);
   const limit = args.optional("limit") ? args.whole("limit", 1) : undefined;
   const { data, text } = await deadLetterCommand(db.prisma, config, action, { id, limit });
   args.out(data, text);

@@ -28,9 +28,9 @@ import type { Services } from "./services/index.ts";
 import { invitationRoutes } from "./http/invitations.ts";
 import { loadContract } from "./contract.ts";
 import { collectorRoutes } from "./http/collector.ts";
-import type { IngestLog } from "./tracking/ingest-log.ts";
-import { trackedDatasets } from "./tracking/datasets.ts";
-import { sharedResolver } from "./tracking/resolver.ts";
+import type { IngestLog } from "./tracking/log/ingest-log.ts";
+import { trackedDatasets } from "./tracking/collect/datasets.ts";
+import { sharedResolver } from "./tracking/ipdata/resolver.ts";
 
 export interface AppOptions {
   db: Database;

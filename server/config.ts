@@ -92,7 +92,7 @@ export interface RetentionConfig {
 
 export const DEFAULT_RETENTION: RetentionConfig = { jobDays: 14, webhookDeliveryDays: 30, batchSize: 5_000, tombstoneHours: 168, deadLetterDays: 30 };
 
-/** Reverse DNS of visitor addresses, the evidence of an organisation's domain (server/tracking/domain-evidence.ts). */
+/** Reverse DNS of visitor addresses, the evidence of an organisation's domain (server/tracking/write/domain-evidence.ts). */
 export interface ReverseDnsConfig {
   /** TRACKING_DNS_SERVERS=off: no reverse DNS look-ups. */
   enabled: boolean;

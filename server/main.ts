@@ -16,8 +16,8 @@ import { type StartupProgress, startingApp } from "./http/starting.ts";
 import { listen, type RunningServer } from "./listen.ts";
 import { createLogger } from "./logging.ts";
 import { resolveEncryptionKey } from "./security/secret-box.ts";
-import { setIpDataCacheDir } from "./tracking/asn-table.ts";
-import { ipDataPrepared } from "./tracking/ip-data-cache.ts";
+import { setIpDataCacheDir } from "./tracking/ipdata/asn-table.ts";
+import { ipDataPrepared } from "./tracking/ipdata/ip-data-cache.ts";
 
 const config = loadConfigOrExit();
 if (config.database.dataDir) {
@@ -212,7 +212,7 @@ async function importServiceModules() {
     import("./services/index.ts"),
     import("./rate-limiter.ts"),
     import("./demo.ts"),
-    import("./tracking/resolver.ts"),
+    import("./tracking/ipdata/resolver.ts"),
     import("./runtime.ts"),
     import("./db/waits.ts"),
   ]);
@@ -236,7 +236,7 @@ async function importServiceModules() {
 async function prepareIpData(): Promise<void> {
   if (ipDataPrepared()) return;
   logger.info("preparing the IP-to-network data (once per data version: 10 to 30 s, beside the database's start)");
-  const script = path.join(path.dirname(fileURLToPath(import.meta.url)), "tracking", "prepare-ip-data.ts");
+  const script = path.join(path.dirname(fileURLToPath(import.meta.url)), "tracking", "ipdata", "prepare-ip-data.ts");
   const child = fork(script, config.tracking.ipDataCacheDir ? [config.tracking.ipDataCacheDir] : [], { execArgv: ["--import", "tsx"], stdio: ["ignore", "inherit", "inherit", "ipc"] });
   const stopChild = () => child.kill();
   process.on("exit", stopChild); // a start that fails meanwhile leaves nothing running

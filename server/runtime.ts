@@ -7,8 +7,8 @@ import { startRetentionScheduler } from "./jobs/retention.ts";
 import type { Logger } from "./logging.ts";
 import { startDigestScheduler } from "./notify/segment-alerts.ts";
 import type { Services } from "./services/index.ts";
-import { type IngestLog, openIngestLog } from "./tracking/ingest-log.ts";
-import { createIngestWriter, type IngestWriter, type WriterOptions } from "./tracking/writer.ts";
+import { type IngestLog, openIngestLog } from "./tracking/log/ingest-log.ts";
+import { createIngestWriter, type IngestWriter, type WriterOptions } from "./tracking/log/writer.ts";
 
 export interface ProcessParts {
   /** Where the collector appends (the queue table, or the JetStream stream of INGEST_LOG_URL). */

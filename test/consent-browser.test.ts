@@ -6,7 +6,7 @@
 import http from "node:http";
 import type { Browser, BrowserContext, Request } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type IngestWriter } from "../server/tracking/writer.ts";
+import { type IngestWriter } from "../server/tracking/log/writer.ts";
 import { startTestApi, type TestApi } from "./support/api.ts";
 import { eventually } from "./support/eventually.ts";
 import { chromiumMissing, closeServers, launchChromium, listenOn } from "./support/browser.ts";

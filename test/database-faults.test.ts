@@ -17,7 +17,7 @@ import { testConfig } from "./support/config.ts";
 import { createServices, type Services } from "../server/services/index.ts";
 import { isTransientFault } from "../server/db/errors.ts";
 import { metricsRegistry } from "../server/metrics.ts";
-import { tableLog } from "../server/tracking/ingest-log.ts";
+import { tableLog } from "../server/tracking/log/ingest-log.ts";
 import { wiredIngestWriter } from "../server/runtime.ts";
 import { ONLY_EVIDENCE } from "./support/tracking.ts";
 

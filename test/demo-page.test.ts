@@ -3,7 +3,7 @@
 // sent by the tracking script, and the page the form lands on says what became of it.
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { IngestWriter } from "../server/tracking/writer.ts";
+import type { IngestWriter } from "../server/tracking/log/writer.ts";
 import { startTestApi, type TestApi } from "./support/api.ts";
 import { chromiumMissing, launchChromium } from "./support/browser.ts";
 import { eventually } from "./support/eventually.ts";

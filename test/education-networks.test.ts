@@ -4,8 +4,8 @@
 // on the curated list as `education`, and universities named in other languages than English
 // are education by rule: through the resolver, GET /v1/ip-lookup and the collector.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { classifyNetwork, CURATED_NETWORKS } from "../server/tracking/network-class.ts";
-import { sharedResolver } from "../server/tracking/resolver.ts";
+import { classifyNetwork, CURATED_NETWORKS } from "../server/tracking/ipdata/network-class.ts";
+import { sharedResolver } from "../server/tracking/ipdata/resolver.ts";
 import { as } from "./support/suite.ts";
 import { startTracking, type TrackingSuite } from "./support/tracking.ts";
 

@@ -3,7 +3,7 @@
 // segment.lead_entered; a rule added after a lead entered a segment keeps it out of the alert mail.
 // Issue 32: once the rule is removed, a consumer's first event of such a lead is lead.created.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { type IngestWriter } from "../server/tracking/writer.ts";
+import { type IngestWriter } from "../server/tracking/log/writer.ts";
 import { startTestApi, type TestApi } from "./support/api.ts";
 import { where } from "./support/leads.ts";
 import { eventually } from "./support/eventually.ts";

@@ -8,7 +8,7 @@ import type { IdentityConfig, ReverseDnsConfig } from "../server/config.ts";
 import { declarationOf, declaredNetworks } from "../server/identity/declared-networks.ts";
 import { type FormEvidence, type IdentityStore, identityStore, type PtrEvidence } from "../server/identity/identities.ts";
 import { ATTRIBUTION_THRESHOLD, CONFIDENCE, CONSUMERS, DYNAMIC_RANGE_ORGANIZATIONS } from "../server/identity/rules.ts";
-import type { NetworkType } from "../server/tracking/network-class.ts";
+import type { NetworkType } from "../server/tracking/ipdata/network-class.ts";
 import { createTestDatabase, type TestDatabase } from "./support/database.ts";
 import { reverseName, startDnsServer, type TestDnsServer } from "./support/dns-server.ts";
 

@@ -11,10 +11,10 @@ import { faultText, isTransientFault, writeFault } from "../server/db/errors.ts"
 import { NotFound, Conflict } from "../server/domain/errors.ts";
 import { createLogger } from "../server/logging.ts";
 import { metricsRegistry } from "../server/metrics.ts";
-import { deadLetterCommand } from "../server/tracking/dead-letters.ts";
-import type { QueuedBatch } from "../server/tracking/events.ts";
-import { type IngestLog, openIngestLog, tableLog } from "../server/tracking/ingest-log.ts";
-import type { WriterOptions } from "../server/tracking/writer.ts";
+import { deadLetterCommand } from "../server/tracking/log/dead-letters.ts";
+import type { QueuedBatch } from "../server/tracking/collect/events.ts";
+import { type IngestLog, openIngestLog, tableLog } from "../server/tracking/log/ingest-log.ts";
+import type { WriterOptions } from "../server/tracking/log/writer.ts";
 import { eventually } from "./support/eventually.ts";
 import { deleteStream, logConfigOf, messagesLeft, NATS_URL, reachable, uniqueLogEnv } from "./support/jetstream.ts";
 import { ADDRESSES, ONLY_EVIDENCE, startTracking, type TrackingSuite, startWiredWriter, wiredWriter } from "./support/tracking.ts";

@@ -9,7 +9,7 @@ import { jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLogger } from "../server/logging.ts";
-import { type IngestLog, openIngestLog } from "../server/tracking/ingest-log.ts";
+import { type IngestLog, openIngestLog } from "../server/tracking/log/ingest-log.ts";
 import { eventually } from "./support/eventually.ts";
 import { deleteStream, logConfigOf, messagesLeft, type NatsCluster, natsCluster, natsServerBinary, uniqueLogEnv } from "./support/jetstream.ts";
 import { ADDRESSES, BROWSER_UA, ONLY_EVIDENCE, startTracking, testTrackingConfig, type TrackingSuite, wiredWriter } from "./support/tracking.ts";

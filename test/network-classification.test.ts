@@ -5,11 +5,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { measure, TARGET, type LabelledNetwork, withinTarget } from "../bench/classify-measure.ts";
-import { AsnTable } from "../server/tracking/asn-table.ts";
-import { classifyNetwork, organisationKey } from "../server/tracking/network-class.ts";
-import { carrierNames } from "../server/tracking/mobile-carriers.ts";
-import { computeEvidence, loadEvidence, type PlaceReader, WALK, walkRange } from "../server/tracking/network-evidence.ts";
-import { sharedResolver } from "../server/tracking/resolver.ts";
+import { AsnTable } from "../server/tracking/ipdata/asn-table.ts";
+import { classifyNetwork, organisationKey } from "../server/tracking/ipdata/network-class.ts";
+import { carrierNames } from "../server/tracking/ipdata/mobile-carriers.ts";
+import { computeEvidence, loadEvidence, type PlaceReader, WALK, walkRange } from "../server/tracking/ipdata/network-evidence.ts";
+import { sharedResolver } from "../server/tracking/ipdata/resolver.ts";
 
 const ip = (text: string) => text.split(".").reduce((n, part) => n * 256 + Number(part), 0);
 

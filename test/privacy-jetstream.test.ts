@@ -8,13 +8,13 @@ import pg from "pg";
 import supertest from "supertest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLogger } from "../server/logging.ts";
-import { type IngestLog, openIngestLog } from "../server/tracking/ingest-log.ts";
-import { type WriterOptions } from "../server/tracking/writer.ts";
+import { type IngestLog, openIngestLog } from "../server/tracking/log/ingest-log.ts";
+import { type WriterOptions } from "../server/tracking/log/writer.ts";
 import { eventually } from "./support/eventually.ts";
 import { dumpOfEveryTable } from "./support/dump.ts";
 import { deleteStream, logConfigOf, messagesLeft, NATS_URL, reachable, uniqueLogEnv } from "./support/jetstream.ts";
 import { testConfig } from "./support/config.ts";
-import { sharedResolver } from "../server/tracking/resolver.ts";
+import { sharedResolver } from "../server/tracking/ipdata/resolver.ts";
 import { as } from "./support/suite.ts";
 import { ADDRESSES, BROWSER_UA, ONLY_EVIDENCE, startTracking, testTrackingConfig, type TrackingSuite, wiredWriter } from "./support/tracking.ts";
 

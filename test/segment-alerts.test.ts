@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createJobQueue } from "../server/jobs/queue.ts";
 import { registerMailJobs } from "../server/notify/mail.ts";
 import { lastPeriod, registerSegmentAlertJobs, segmentAlertService } from "../server/notify/segment-alerts.ts";
-import { type IngestWriter } from "../server/tracking/writer.ts";
+import { type IngestWriter } from "../server/tracking/log/writer.ts";
 import { startTestApi, type TestApi } from "./support/api.ts";
 import { testConfig } from "./support/config.ts";
 import { eventually } from "./support/eventually.ts";

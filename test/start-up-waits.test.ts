@@ -6,8 +6,8 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { logAtLevelOf, throughWaits, waits } from "../server/db/waits.ts";
 import type { Logger } from "../server/logging.ts";
-import { AsnTable, loadAsnTable } from "../server/tracking/asn-table.ts";
-import { parseIp } from "../server/tracking/ip.ts";
+import { AsnTable, loadAsnTable } from "../server/tracking/ipdata/asn-table.ts";
+import { parseIp } from "../server/tracking/ipdata/ip.ts";
 
 const ip = (text: string) => text.split(".").reduce((n, part) => n * 256 + Number(part), 0);
 

@@ -9,7 +9,7 @@ import type { AddressInfo } from "node:net";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ContactProfile } from "../server/contacts/profile.ts";
-import { type IngestWriter } from "../server/tracking/writer.ts";
+import { type IngestWriter } from "../server/tracking/log/writer.ts";
 import { startTestApi, type TestApi } from "./support/api.ts";
 import { eventually } from "./support/eventually.ts";
 import { as } from "./support/suite.ts";

@@ -1,8 +1,8 @@
 // What the collector keeps of what a browser sends: secret-named fields in six languages and card
 // numbers with any separators are dropped; an X-Forwarded-For entry with a port is still an address.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { isSecretFieldName, keptFields, looksLikeCardNumber } from "../server/tracking/form-fields.ts";
-import { withoutPort } from "../server/tracking/ip.ts";
+import { isSecretFieldName, keptFields, looksLikeCardNumber } from "../server/tracking/collect/form-fields.ts";
+import { withoutPort } from "../server/tracking/ipdata/ip.ts";
 import { ADDRESSES, startTracking, type TrackingSuite } from "./support/tracking.ts";
 
 describe("form fields (the script's and the collector's rule)", () => {

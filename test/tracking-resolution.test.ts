@@ -1,11 +1,11 @@
 // Resolution without a database: addresses to numbers and masks, the network classification
 // rule, and the curated lists checked against the installed data set.
 import { describe, expect, it } from "vitest";
-import { maskIp, parseIp } from "../server/tracking/ip.ts";
-import { classifyNetwork, CURATED_NETWORKS } from "../server/tracking/network-class.ts";
-import { KNOWN_ORGANIZATIONS } from "../server/tracking/organizations.ts";
-import { sharedResolver } from "../server/tracking/resolver.ts";
-import { keptFields, emailOf, looksLikeCardNumber } from "../server/tracking/events.ts";
+import { maskIp, parseIp } from "../server/tracking/ipdata/ip.ts";
+import { classifyNetwork, CURATED_NETWORKS } from "../server/tracking/ipdata/network-class.ts";
+import { KNOWN_ORGANIZATIONS } from "../server/tracking/ipdata/organizations.ts";
+import { sharedResolver } from "../server/tracking/ipdata/resolver.ts";
+import { keptFields, emailOf, looksLikeCardNumber } from "../server/tracking/collect/events.ts";
 import { ADDRESSES } from "./support/tracking.ts";
 
 describe("addresses", () => {

@@ -4,7 +4,7 @@
 // label says is checked over HTTP (GET /v1/ip-lookup) before the world is built: see match.ts.
 import { readFileSync } from "node:fs";
 import { getDomain } from "tldts";
-import { loadAsnTable } from "../../server/tracking/asn-table.ts";
+import { loadAsnTable } from "../../server/tracking/ipdata/asn-table.ts";
 import type { Random } from "./random.ts";
 
 export type Role = "business" | "isp" | "mobile" | "hosting";

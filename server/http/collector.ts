@@ -16,17 +16,17 @@ import { PERCENT_ENCODING_MESSAGE, parseQuery } from "./form-encoding.ts";
 import { nestsDeeperThan, TOO_DEEP_MESSAGE } from "./json-depth.ts";
 import { breaksTextRule, type JsonPath, TEXT_RULE_MESSAGE, textRuleBreaks } from "./text-rule.ts";
 import type { TrackingConfig } from "../config.ts";
-import { cookielessVisitorIds } from "../tracking/cookieless.ts";
-import type { TrackedDataset, TrackedDatasets } from "../tracking/datasets.ts";
-import { demoConsentScript, demoPage } from "../tracking/demo-page.ts";
-import { SECRET_FIELD_NAME } from "../tracking/form-fields.ts";
-import { type AcceptedEvent, type Batch, keptFields, leadIdOf, LIMITS, type QueuedBatch, type TrackedEvent } from "../tracking/events.ts";
-import { groupedAppends, type IngestLog, tableLog } from "../tracking/ingest-log.ts";
+import { cookielessVisitorIds } from "../tracking/collect/cookieless.ts";
+import type { TrackedDataset, TrackedDatasets } from "../tracking/collect/datasets.ts";
+import { demoConsentScript, demoPage } from "../tracking/collect/demo-page.ts";
+import { SECRET_FIELD_NAME } from "../tracking/collect/form-fields.ts";
+import { type AcceptedEvent, type Batch, keptFields, leadIdOf, LIMITS, type QueuedBatch, type TrackedEvent } from "../tracking/collect/events.ts";
+import { groupedAppends, type IngestLog, tableLog } from "../tracking/log/ingest-log.ts";
 import { sendText } from "./reply.ts";
-import { maskIp, withoutPort } from "../tracking/ip.ts";
-import { trackingMetrics } from "../tracking/metrics.ts";
-import { LEAD_NETWORKS, type NetworkType } from "../tracking/network-class.ts";
-import type { Resolver } from "../tracking/resolver.ts";
+import { maskIp, withoutPort } from "../tracking/ipdata/ip.ts";
+import { trackingMetrics } from "../tracking/collect/metrics.ts";
+import { LEAD_NETWORKS, type NetworkType } from "../tracking/ipdata/network-class.ts";
+import type { Resolver } from "../tracking/ipdata/resolver.ts";
 
 export interface CollectorDeps {
   db: Db;
@@ -43,7 +43,7 @@ export interface CollectorDeps {
 }
 
 /** The script without its header and whole-line comments: they are for its readers here, not for every page's download. */
-const scriptSource = readFileSync(new URL("../tracking/script.js", import.meta.url), "utf8")
+const scriptSource = readFileSync(new URL("../tracking/collect/script.js", import.meta.url), "utf8")
   .replace(/^\/\*[\s\S]*?\*\/\n/, "")
   .replace(/^[ \t]*\/\/.*\n/gm, "");
 const PIXEL = Buffer.from("R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7", "base64");

@@ -5,7 +5,7 @@
 // domain and a keyed hash of the address (the erasure key's HMAC, the same as an erasure
 // tombstone's e-mail hash), which tells distinct people apart and finds a person's contribution.
 //
-// How it is wired (server/tracking/pending.ts holds the pending events and their backfill):
+// How it is wired (server/tracking/write/pending.ts holds the pending events and their backfill):
 // - collector: keeps page views and forms of isp, hosting, mobile and unknown networks (pending).
 // - writer, per batch: `identitiesOf(queries, tx)` (two statements for the whole batch) gives
 //   each pending address its identity; at write time only an address's own (unit) identity or a
@@ -24,9 +24,9 @@ import { Prisma } from "../../generated/prisma/client.ts";
 import type { IdentityConfig, ReverseDnsConfig } from "../config.ts";
 import type { Db } from "../db/database.ts";
 import type { Logger } from "../logging.ts";
-import { businessEmailDomain, domainOfPtr, isFreeMail, lookUpPtr, readsLikeDynamicLine } from "../tracking/domain-evidence.ts";
-import { hasher, keyOf as erasureKeyOf } from "../tracking/erasure-tombstones.ts";
-import type { NetworkType } from "../tracking/network-class.ts";
+import { businessEmailDomain, domainOfPtr, isFreeMail, lookUpPtr, readsLikeDynamicLine } from "../tracking/write/domain-evidence.ts";
+import { hasher, keyOf as erasureKeyOf } from "../tracking/write/erasure-tombstones.ts";
+import type { NetworkType } from "../tracking/ipdata/network-class.ts";
 import { addressKeys, prefixLength } from "./addresses.ts";
 import type { AddressQuery, Identity, IdentitySource } from "./types.ts";
 import { attributes, type Evidence, type EvidenceKind, type EvidenceSource, type Guard, identitiesOfRange, type IdentityRow } from "./rules.ts";

@@ -2,7 +2,7 @@
 // deletes what is past its time, in bounded batches (one short DELETE each): visits, form
 // submissions and visitors not seen since their dataset's `retentionDays`; finished jobs and
 // settled webhook deliveries after their own retention (RetentionConfig); salts of past days;
-// erasure tombstones after the ingest log's max age (server/tracking/erasure-tombstones.ts);
+// erasure tombstones after the ingest log's max age (server/tracking/write/erasure-tombstones.ts);
 // dead-lettered ingest batches after RETENTION_DEAD_LETTER_DAYS or their dataset's retention;
 // pending events of shared networks after TRACKING_PENDING_DAYS, and identity evidence not
 // renewed within TRACKING_IDENTITY_DAYS (server/identity/identities.ts expire).
@@ -17,13 +17,13 @@ import { type PartitionResult, visitPartitions } from "./partitions.ts";
 import { runPeriodically } from "./periodic.ts";
 import { purgeFinishedJobs } from "./queue.ts";
 import { purgeSettledDeliveries } from "../notify/webhook-store.ts";
-import { purgePastSalts } from "../tracking/cookieless.ts";
-import { expireFormSubmissions, expireVisitors, expireVisits } from "../tracking/expiry.ts";
-import { purgeDeadLetters } from "../tracking/dead-letters.ts";
-import { purgeTombstones } from "../tracking/erasure-tombstones.ts";
+import { purgePastSalts } from "../tracking/collect/cookieless.ts";
+import { expireFormSubmissions, expireVisitors, expireVisits } from "../tracking/privacy/expiry.ts";
+import { purgeDeadLetters } from "../tracking/log/dead-letters.ts";
+import { purgeTombstones } from "../tracking/write/erasure-tombstones.ts";
 import type { JobQueue } from "./queue.ts";
 import type { IdentityStore } from "../identity/identities.ts";
-import { purgePending } from "../tracking/pending.ts";
+import { purgePending } from "../tracking/write/pending.ts";
 
 /** Pending events' window (TRACKING_PENDING_DAYS) and the identity store whose evidence expires (TRACKING_IDENTITY_DAYS). */
 export interface IdentityRetention {

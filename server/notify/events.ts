@@ -7,11 +7,11 @@
 // published once no rule hides it.
 import { type Lead as PrismaLead, Prisma } from "../../generated/prisma/client.ts";
 import type { Db } from "../db/database.ts";
-import type { EnrichmentOutcome } from "../tracking/enrichment.ts";
-import type { IngestResult, Tx } from "../tracking/write-result.ts";
+import type { EnrichmentOutcome } from "../tracking/write/enrichment.ts";
+import type { IngestResult, Tx } from "../tracking/write/write-result.ts";
 import type { JobQueue } from "../jobs/queue.ts";
 import { notExcluded } from "../domain/exclusions.ts";
-import { oweCreatedEventOfHidden, settleOwedCreatedEvents } from "../tracking/lead-store.ts";
+import { oweCreatedEventOfHidden, settleOwedCreatedEvents } from "../tracking/write/lead-store.ts";
 import { insertDelivery } from "./webhook-store.ts";
 
 export const EVENT_TYPES = ["lead.created", "lead.visited", "segment.lead_entered", "contact.enriched"] as const;

@@ -3,7 +3,7 @@
 // made, changed and removed over the API, its failing run kept by the `webhook` job. A delivery is inserted
 // with its `webhook` job in the caller's transaction, settled by the job (webhook-job.ts),
 // replayed over the API and deleted by the retention job once settled and old, or by an erasure
-// (deleteDeliveriesNaming, with the predicate tracking/erasure.ts shares with the export).
+// (deleteDeliveriesNaming, with the predicate tracking/write/erasure.ts shares with the export).
 import type { Prisma } from "../../generated/prisma/client.ts";
 import type { Db } from "../db/database.ts";
 import { newId } from "../ids.ts";

@@ -3,7 +3,7 @@ import { hash, randomBytes } from "node:crypto";
 import type { Db, Sql } from "../db/database.ts";
 import { Prisma } from "../../generated/prisma/client.ts";
 import { NotFound } from "../domain/errors.ts";
-import { deleteLeadsOfAccount } from "../tracking/lead-store.ts";
+import { deleteLeadsOfAccount } from "../tracking/write/lead-store.ts";
 import { newId, normaliseEmail } from "../ids.ts";
 
 const DAY_MS = 86_400_000;

@@ -2,7 +2,7 @@
 import type { components } from "../../generated/openapi.ts";
 import type { Db } from "../db/database.ts";
 import { Invalid, NotFound } from "../domain/errors.ts";
-import { assignLead, updateTags } from "../tracking/lead-store.ts";
+import { assignLead, updateTags } from "../tracking/write/lead-store.ts";
 import type { SegmentEntryService } from "./segment-entries.ts";
 import type { AccessService } from "./access.ts";
 import { normaliseTags } from "./tags.ts";

@@ -7,7 +7,7 @@
 //                + 15 * min(identified visitors, 2) / 2                  visitors who gave an e-mail address
 //                + 10 * min(submitted forms, 2) / 2 )                    forms (partial ones do not count)
 //
-// A distinct page (URL path, as server/tracking/ingest.ts pagePath stores it) weighs 1, or the weight of the first of the dataset's page weights
+// A distinct page (URL path, as server/tracking/write/batch.ts pagePath stores it) weighs 1, or the weight of the first of the dataset's page weights
 // whose pattern matches it (`/pricing` x3: a visit to the pricing page counts as three pages).
 import { Prisma } from "../../generated/prisma/client.ts";
 import { Invalid } from "../domain/errors.ts";

@@ -6,7 +6,7 @@ import type { QueryOf } from "../domain/types.ts";
 import type { Db } from "../db/database.ts";
 import { Conflict, NotFound } from "../domain/errors.ts";
 import { EXCLUSION_TYPES, type ExclusionType, notExcluded, ruleKey } from "../domain/exclusions.ts";
-import { insertLeads } from "../tracking/lead-store.ts";
+import { insertLeads } from "../tracking/write/lead-store.ts";
 import type { AccessService } from "./access.ts";
 import { checkFilter, filterSql, type SegmentFilter } from "./lead-filter.ts";
 import { scoreSql } from "./lead-score.ts";

@@ -4,7 +4,7 @@
 // everywhere within that time, without a restart.
 import type { Db } from "../db/database.ts";
 import { Invalid } from "../domain/errors.ts";
-import type { NetworkType } from "../tracking/network-class.ts";
+import type { NetworkType } from "../tracking/ipdata/network-class.ts";
 
 export type OverridableType = Exclude<NetworkType, "unknown">;
 export const OVERRIDABLE_TYPES: readonly OverridableType[] = ["business", "isp", "hosting", "mobile", "education"];

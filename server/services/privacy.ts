@@ -1,6 +1,6 @@
 // Privacy: a dataset's consent and retention settings, and the data subject operations (export
 // and erasure of everything held about one visitor id or one person's e-mail address). An erasure
-// (tracking/erase-subject.ts: tombstones first, then short steps that never hold the ingest writer
+// (tracking/privacy/erase-subject.ts: tombstones first, then short steps that never hold the ingest writer
 // for long) leaves an audit record with who, when and how much, never the data.
 import { Prisma } from "../../generated/prisma/client.ts";
 import type { Db } from "../db/database.ts";
@@ -9,12 +9,12 @@ import type { QueryOf, Schemas } from "../domain/types.ts";
 import { newId, normaliseEmail } from "../ids.ts";
 import { toProfile } from "./contacts.ts";
 import type { IngestLogConfig } from "../config.ts";
-import { eraseSubject } from "../tracking/erase-subject.ts";
+import { eraseSubject } from "../tracking/privacy/erase-subject.ts";
 import type { IdentityStore } from "../identity/identities.ts";
-import { exportPending, pendingVisitorsOf } from "../tracking/pending.ts";
-import type { QueueRow } from "../tracking/events.ts";
-import { type VisitorsByDataset, waitingEventsOf } from "../tracking/waiting-events.ts";
-import { carries, deliveriesOf, jsonList, type Subject, visitorIdsOf } from "../tracking/erasure.ts";
+import { exportPending, pendingVisitorsOf } from "../tracking/write/pending.ts";
+import type { QueueRow } from "../tracking/collect/events.ts";
+import { type VisitorsByDataset, waitingEventsOf } from "../tracking/log/waiting-events.ts";
+import { carries, deliveriesOf, jsonList, type Subject, visitorIdsOf } from "../tracking/write/erasure.ts";
 import type { AccessService } from "./access.ts";
 import { updateDataset } from "./datasets.ts";
 import { decodeCursor, toPage } from "./paging.ts";

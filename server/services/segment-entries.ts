@@ -8,7 +8,7 @@
 import { Prisma, type PrismaClient } from "../../generated/prisma/client.ts";
 import type { Db } from "../db/database.ts";
 import { notExcluded } from "../domain/exclusions.ts";
-import type { IngestResult } from "../tracking/write-result.ts";
+import type { IngestResult } from "../tracking/write/write-result.ts";
 import { filterSql, type SegmentFilter } from "./lead-filter.ts";
 
 type Tx = Prisma.TransactionClient | PrismaClient;

@@ -6,7 +6,7 @@ import os from "node:os";
 import path from "node:path";
 import { routesOf } from "../../server/http/operations.ts";
 import { loadSpec } from "../../server/spec.ts";
-import { prepareEvidenceCache } from "../../server/tracking/resolver.ts";
+import { prepareEvidenceCache } from "../../server/tracking/ipdata/resolver.ts";
 import { prepareMigratedTemplate } from "./database.ts";
 import { watchLeftoverProcesses } from "./leftover-processes.ts";
 

@@ -5,7 +5,7 @@ import { expect } from "vitest";
 import type { TrackingConfig } from "../../server/config.ts";
 import { testConfig } from "./config.ts";
 import type { Logger } from "../../server/logging.ts";
-import type { IngestWriter, WriterOptions } from "../../server/tracking/writer.ts";
+import type { IngestWriter, WriterOptions } from "../../server/tracking/log/writer.ts";
 import { wiredIngestWriter } from "../../server/runtime.ts";
 import { as, type Suite } from "./suite.ts";
 import { startTestApi, type TestApi, type TestApiOptions } from "./api.ts";

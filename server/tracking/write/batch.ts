@@ -3,16 +3,16 @@
 // queue in transactions that each delete the batches they write, so an event is written exactly
 // once even when a writer dies half-way (its transaction rolls back and the batches stay queued)
 // or several writers run (FOR UPDATE SKIP LOCKED). Contact enrichment follows each batch (see enrichment.ts).
-import { Prisma } from "../../generated/prisma/client.ts";
-import type { Db, Sql } from "../db/database.ts";
-import type { Logger } from "../logging.ts";
+import { Prisma } from "../../../generated/prisma/client.ts";
+import type { Db, Sql } from "../../db/database.ts";
+import type { Logger } from "../../logging.ts";
 import type { IngestResult, LeadRef, PendingNote, Tx, WriterHooks } from "./write-result.ts";
 import { holdForWriting, withoutErased } from "./erasure-tombstones.ts";
-import { faultText } from "../db/errors.ts";
-import { emailOf, MalformedBatch, type NetworkOfEvent, type QueuedBatch, type QueuedEvent, type QueueRow, rowsOfEntry } from "./events.ts";
-import type { AddressQuery, Identity } from "../identity/types.ts";
+import { faultText } from "../../db/errors.ts";
+import { emailOf, MalformedBatch, type NetworkOfEvent, type QueuedBatch, type QueuedEvent, type QueueRow, rowsOfEntry } from "../collect/events.ts";
+import type { AddressQuery, Identity } from "../../identity/types.ts";
 import { attributePending, joinLeadsOfEvidence, pendingNotes, storePending } from "./pending.ts";
-import { DEFAULT_MAX_ATTEMPTS, type DeadLetterNotice, eventsIn, failedWrite, insertDeadLetters, isolate, type NewDeadLetter, type RefusalPolicy } from "./isolation.ts";
+import { DEFAULT_MAX_ATTEMPTS, type DeadLetterNotice, eventsIn, failedWrite, insertDeadLetters, isolate, type NewDeadLetter, type RefusalPolicy } from "../log/isolation.ts";
 
 /** The path a page counts as: lower case, without query, fragment or trailing slash ("/" for the root). */
 export function pagePath(url: string): string {
@@ -25,7 +25,7 @@ export function pagePath(url: string): string {
   return (path.toLowerCase().replace(/\/+$/, "") || "/").slice(0, 512);
 }
 
-export type { QueuedBatch, QueueRow } from "./events.ts";
+export type { QueuedBatch, QueueRow } from "../collect/events.ts";
 
 const ENQUEUE = `
   INSERT INTO "IngestQueue" ("accountId", "datasetId", "receivedAt", "batch")

@@ -8,11 +8,11 @@
 // is left out: its events are in the written tables.
 import { jetstreamManager, type JetStreamManager, JetStreamApiCodes, JetStreamApiError, type StoredMsg } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
-import type { IngestLogConfig } from "../config.ts";
-import type { Db } from "../db/database.ts";
-import { Unavailable } from "../domain/errors.ts";
-import { jsonList, type Subject } from "./erasure.ts";
-import { type QueueRow, rowsOfLogged } from "./events.ts";
+import type { IngestLogConfig } from "../../config.ts";
+import type { Db } from "../../db/database.ts";
+import { Unavailable } from "../../domain/errors.ts";
+import { jsonList, type Subject } from "../write/erasure.ts";
+import { type QueueRow, rowsOfLogged } from "../collect/events.ts";
 
 /** Events found waiting, oldest first; `complete` false when more may wait than were listed. */
 export interface Waiting {

@@ -33,16 +33,16 @@ import {
   JetStreamApiError,
 } from "@nats-io/jetstream";
 import { connect, nanos, type NatsConnection } from "@nats-io/transport-node";
-import type { Db } from "../db/database.ts";
-import { faultText } from "../db/errors.ts";
-import { Unavailable } from "../domain/errors.ts";
-import type { Logger } from "../logging.ts";
-import { BATCH_TRANSACTION_MS, entrySizer, type IngestLog, EMPTY_RESULT, mergedResults, type QueueRow, type WriteOptions, writeEvents } from "./ingest.ts";
-import type { IngestResult } from "./write-result.ts";
-import { MalformedBatch, rowsOfLogged } from "./events.ts";
+import type { Db } from "../../db/database.ts";
+import { faultText } from "../../db/errors.ts";
+import { Unavailable } from "../../domain/errors.ts";
+import type { Logger } from "../../logging.ts";
+import { BATCH_TRANSACTION_MS, entrySizer, type IngestLog, EMPTY_RESULT, mergedResults, type QueueRow, type WriteOptions, writeEvents } from "../write/batch.ts";
+import type { IngestResult } from "../write/write-result.ts";
+import { MalformedBatch, rowsOfLogged } from "../collect/events.ts";
 import { DEFAULT_MAX_ATTEMPTS, eventsIn, failedWrite, insertDeadLetters, isolate, type NewDeadLetter } from "./isolation.ts";
-import { trackingMetrics } from "./metrics.ts";
-import type { IngestLogConfig } from "../config.ts";
+import { trackingMetrics } from "../collect/metrics.ts";
+import type { IngestLogConfig } from "../../config.ts";
 
 /** The wait a 503 announces: a NATS server's restart or a cluster's new leader is rarely quicker. */
 export const LOG_RETRY_AFTER_SECONDS = 2;

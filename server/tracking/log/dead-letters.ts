@@ -3,13 +3,13 @@
 // (a dataset restored, a bug fixed), or drop it. `npm run admin -- dead-letters list|replay|drop`.
 // A dead letter holds visitors' events: an erasure takes the subject's out of it, an export lists
 // them, and the retention job deletes it after RETENTION_DEAD_LETTER_DAYS or its dataset's retention.
-import type { Config } from "../config.ts";
-import type { Db } from "../db/database.ts";
-import { Conflict, Invalid, NotFound } from "../domain/errors.ts";
-import { type AcceptedEvent, MalformedBatch, type QueuedBatch, type QueueRow, rowsOf, rowsOfEntry } from "./events.ts";
-import type { Subject } from "./erasure.ts";
-import { createLogger } from "../logging.ts";
-import type { IngestLog } from "./ingest.ts";
+import type { Config } from "../../config.ts";
+import type { Db } from "../../db/database.ts";
+import { Conflict, Invalid, NotFound } from "../../domain/errors.ts";
+import { type AcceptedEvent, MalformedBatch, type QueuedBatch, type QueueRow, rowsOf, rowsOfEntry } from "../collect/events.ts";
+import type { Subject } from "../write/erasure.ts";
+import { createLogger } from "../../logging.ts";
+import type { IngestLog } from "../write/batch.ts";
 import { openIngestLog } from "./ingest-log.ts";
 
 /** A dead letter as listed (not its events: they hold visitors' data). */

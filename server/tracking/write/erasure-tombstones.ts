@@ -7,7 +7,7 @@
 // - an e-mail tombstone drops every form carrying the address, and its visitor becomes part of
 //   the subject (a visitor tombstone of its own, as the erasure treats visitors whose queued form
 //   carries the address), so its other events in the log are dropped too and what earlier
-//   batches wrote of it is erased (tracking/erasure.ts).
+//   batches wrote of it is erased (tracking/write/erasure.ts).
 // The hashes are HMAC-SHA256 with the deployment's ErasureKey (one row, made on first use): the
 // tombstone never holds the data it erases. An advisory lock orders erasures and writer batches
 // without holding the writers up: an erasure commits its tombstones first (batches begun after
@@ -16,12 +16,12 @@
 // for that transaction only. The retention job purges tombstones after the log's max age
 // (INGEST_LOG_MAX_AGE_HOURS): no message older than that is left to write.
 import { createHmac, randomBytes } from "node:crypto";
-import type { Prisma } from "../../generated/prisma/client.ts";
-import type { Db } from "../db/database.ts";
-import { databaseFault } from "../db/errors.ts";
-import { Unavailable } from "../domain/errors.ts";
+import type { Prisma } from "../../../generated/prisma/client.ts";
+import type { Db } from "../../db/database.ts";
+import { databaseFault } from "../../db/errors.ts";
+import { Unavailable } from "../../domain/errors.ts";
 import { eraseWrittenVisitors } from "./erasure.ts";
-import type { QueueRow } from "./events.ts";
+import type { QueueRow } from "../collect/events.ts";
 
 type Tx = Prisma.TransactionClient;
 /** A transaction or the client itself (statements committed one by one). */

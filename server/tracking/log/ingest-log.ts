@@ -6,10 +6,10 @@
 // - NATS JetStream (INGEST_LOG_URL=nats://...): an append is one publish acknowledged by the
 //   stream; writers share one durable pull consumer and acknowledge after their commit
 //   (jetstream-log.ts).
-import type { IngestLogConfig } from "../config.ts";
-import type { Db, Sql } from "../db/database.ts";
-import type { Logger } from "../logging.ts";
-import { enqueue, entrySizer, type IngestLog, type QueuedBatch, writeBatch } from "./ingest.ts";
+import type { IngestLogConfig } from "../../config.ts";
+import type { Db, Sql } from "../../db/database.ts";
+import type { Logger } from "../../logging.ts";
+import { enqueue, entrySizer, type IngestLog, type QueuedBatch, writeBatch } from "../write/batch.ts";
 
 
 export type { IngestLog };

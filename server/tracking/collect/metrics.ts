@@ -1,6 +1,6 @@
 // Counters of the collector, in the process's registry (GET /metrics).
 import { Counter, Gauge, Histogram } from "prom-client";
-import { metricsRegistry } from "../metrics.ts";
+import { metricsRegistry } from "../../metrics.ts";
 
 /** What the gauges of a process that runs a writer read when /metrics is scraped. */
 export interface WriterGauges {

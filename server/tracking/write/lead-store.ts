@@ -3,8 +3,8 @@
 // and the counters that erasure and withdrawal take visits from. With the ingest writer's batch
 // (ingest.ts) and the domain evidence (domain-evidence.ts), tracking/ is the one folder that
 // writes leads; others read them where a query needs them.
-import { Prisma } from "../../generated/prisma/client.ts";
-import { notExcluded } from "../domain/exclusions.ts";
+import { Prisma } from "../../../generated/prisma/client.ts";
+import { notExcluded } from "../../domain/exclusions.ts";
 
 type Tx = Prisma.TransactionClient;
 type Raw = Pick<Tx, "$queryRaw" | "$executeRaw">;

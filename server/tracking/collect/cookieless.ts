@@ -4,7 +4,7 @@
 // agrees on it, and the salts of past days are deleted: a day's ids cannot be recomputed, nor
 // linked to another day's, once it is over.
 import { createHash, randomBytes } from "node:crypto";
-import type { Db } from "../db/database.ts";
+import type { Db } from "../../db/database.ts";
 
 /** Deletes the salts of the UTC days before `at`'s (also run by the retention job, for days without a cookieless request). */
 export async function purgePastSalts(db: Db, at: Date): Promise<void> {

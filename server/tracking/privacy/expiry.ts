@@ -1,8 +1,8 @@
 // What the retention job (jobs/retention.ts) deletes of the tracking tables: visits, form
 // submissions and visitors past their dataset's retentionDays, at most `limit` rows a statement
 // (short statements, short locks). Each returns the rows it deleted.
-import { Prisma } from "../../generated/prisma/client.ts";
-import type { Db } from "../db/database.ts";
+import { Prisma } from "../../../generated/prisma/client.ts";
+import type { Db } from "../../db/database.ts";
 
 /** Rows of a dataset-kept table older than their dataset's retention: `id IN (...)` of one batch. */
 const expiredOfDatasets = (table: "Visit" | "FormSubmission", at: Date, limit: number) => Prisma.sql`

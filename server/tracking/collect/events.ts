@@ -1,8 +1,8 @@
 // What the script sends (a batch of events, typed from spec/collector.yaml), its body limit, and what the collector queues for the
 // writer: the event resolved, its sensitive form fields removed and its address masked when asked.
 import { createHash } from "node:crypto";
-import type { components } from "../../generated/collector.ts";
-import type { NetworkType } from "./network-class.ts";
+import type { components } from "../../../generated/collector.ts";
+import type { NetworkType } from "../ipdata/network-class.ts";
 
 export const LIMITS = {
   /** Largest request body in bytes (POST /collect, spec/collector.yaml: 413 beyond it). */

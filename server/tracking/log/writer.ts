@@ -4,19 +4,19 @@
 // the log unavailable) is a wait: logged once per outage at warn, retried with a bounded backoff;
 // a batch the database refuses is isolated and, after its tries, set aside (isolation.ts): an error
 // for an operator to act on.
-import type { Db } from "../db/database.ts";
-import { faultText, isTransientFault } from "../db/errors.ts";
-import { Unavailable } from "../domain/errors.ts";
-import type { Logger } from "../logging.ts";
+import type { Db } from "../../db/database.ts";
+import { faultText, isTransientFault } from "../../db/errors.ts";
+import { Unavailable } from "../../domain/errors.ts";
+import type { Logger } from "../../logging.ts";
 import { countDeadLetters } from "./dead-letters.ts";
-import { type DomainEvidence, mergedEvidence } from "./domain-evidence.ts";
-import { enrichment, type EnrichmentDeps, type EnrichmentOutcome } from "./enrichment.ts";
-import type { IngestResult, WriterHooks } from "./write-result.ts";
-import { mergedNotes, type PendingAttribution } from "./pending.ts";
-import type { PendingNote } from "./write-result.ts";
+import { type DomainEvidence, mergedEvidence } from "../write/domain-evidence.ts";
+import { enrichment, type EnrichmentDeps, type EnrichmentOutcome } from "../write/enrichment.ts";
+import type { IngestResult, WriterHooks } from "../write/write-result.ts";
+import { mergedNotes, type PendingAttribution } from "../write/pending.ts";
+import type { PendingNote } from "../write/write-result.ts";
 import { type IngestLog, tableLog } from "./ingest-log.ts";
 import type { DeadLetterNotice } from "./isolation.ts";
-import { reportWriterGauges, trackingMetrics } from "./metrics.ts";
+import { reportWriterGauges, trackingMetrics } from "../collect/metrics.ts";
 
 export interface WriterOptions extends WriterHooks {
   /** Events per transaction. */

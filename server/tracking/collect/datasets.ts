@@ -2,8 +2,8 @@
 // header, else `?dataset=`. Settings are cached for a short time (TRACKING_SETTINGS_TTL_SECONDS),
 // so the collector does not read them per request and a settings change reaches the script and
 // the collector within that time.
-import type { Db } from "../db/database.ts";
-import { Invalid, NotFound } from "../domain/errors.ts";
+import type { Db } from "../../db/database.ts";
+import { Invalid, NotFound } from "../../domain/errors.ts";
 
 export interface TrackedDataset {
   accountId: string;

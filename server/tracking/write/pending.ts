@@ -10,18 +10,18 @@
 // - Declaring a network backfills the account's pending events inside it (`backfillNetwork`).
 // - Retention deletes what waited longer than TRACKING_PENDING_DAYS (`purgePending`); erasure and
 //   export find a subject's rows by visitor id, or by the e-mail address in a form's fields.
-import { Prisma, type Visit } from "../../generated/prisma/client.ts";
-import type { Db } from "../db/database.ts";
-import type { Logger } from "../logging.ts";
+import { Prisma, type Visit } from "../../../generated/prisma/client.ts";
+import type { Db } from "../../db/database.ts";
+import type { Logger } from "../../logging.ts";
 import type { IngestResult, PendingNote, Tx, WriterHooks } from "./write-result.ts";
-import { addressKeys } from "../identity/addresses.ts";
-import type { IdentityStore } from "../identity/identities.ts";
-import type { AddressQuery, Identity } from "../identity/types.ts";
+import { addressKeys } from "../../identity/addresses.ts";
+import type { IdentityStore } from "../../identity/identities.ts";
+import type { AddressQuery, Identity } from "../../identity/types.ts";
 import { holdForWriting } from "./erasure-tombstones.ts";
 import { carries, jsonList, type Subject } from "./erasure.ts";
-import { emailOf, leadIdOf, type NetworkOfEvent, type QueueRow } from "./events.ts";
+import { emailOf, leadIdOf, type NetworkOfEvent, type QueueRow } from "../collect/events.ts";
 import { subtractVisits } from "./lead-store.ts";
-import { knownOrganizationOfDomain } from "./organizations.ts";
+import { knownOrganizationOfDomain } from "../ipdata/organizations.ts";
 
 type Client = Pick<Tx, "$queryRaw" | "$executeRaw">;
 

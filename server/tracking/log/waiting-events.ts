@@ -4,12 +4,12 @@
 // JetStream stream (waiting-in-stream.ts, loaded only then), and the dead-letter table (set aside,
 // waiting for an operator's replay: dead-letters.ts). Events an erasure reached are left
 // out as the writers leave them out (erasure-tombstones.ts).
-import type { IngestLogConfig } from "../config.ts";
-import type { Db } from "../db/database.ts";
+import type { IngestLogConfig } from "../../config.ts";
+import type { Db } from "../../db/database.ts";
 import { deadLetteredEventsOf } from "./dead-letters.ts";
-import { notErased } from "./erasure-tombstones.ts";
-import { jsonList, queuedFormOf, type Subject } from "./erasure.ts";
-import { type QueuedBatch, rowsOf } from "./events.ts";
+import { notErased } from "../write/erasure-tombstones.ts";
+import { jsonList, queuedFormOf, type Subject } from "../write/erasure.ts";
+import { type QueuedBatch, rowsOf } from "../collect/events.ts";
 import type { VisitorsByDataset, Waiting } from "./waiting-in-stream.ts";
 
 export type { VisitorsByDataset, Waiting };

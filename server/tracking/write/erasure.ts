@@ -1,10 +1,10 @@
-// The erasure of a data subject's rows, step by step (tracking/erase-subject.ts runs the steps for
+// The erasure of a data subject's rows, step by step (tracking/privacy/erase-subject.ts runs the steps for
 // an erasure request), and of visitors the ingest writer finds to belong to an erased person
-// (tracking/erasure-tombstones.ts): visits, form submissions, the visitor with its address and
+// (tracking/write/erasure-tombstones.ts): visits, form submissions, the visitor with its address and
 // enrichment, webhook deliveries naming them, queued events; lead counters follow.
-import { Prisma } from "../../generated/prisma/client.ts";
-import type { Schemas } from "../domain/types.ts";
-import { deleteDeliveriesNaming } from "../notify/webhook-store.ts";
+import { Prisma } from "../../../generated/prisma/client.ts";
+import type { Schemas } from "../../domain/types.ts";
+import { deleteDeliveriesNaming } from "../../notify/webhook-store.ts";
 import { subtractVisits } from "./lead-store.ts";
 type Tx = Prisma.TransactionClient;
 /** A transaction or the client itself (statements committed one by one). */

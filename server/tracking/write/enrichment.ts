@@ -4,9 +4,9 @@
 // `tracking`: no API key makes these charges). The charge's own statement also marks the visitor
 // enriched, and only while it is still pending, so a retried step never charges twice. No credit
 // left: the visitor is marked `no_credit` and nothing is charged; its visits are recorded anyway.
-import { Prisma } from "../../generated/prisma/client.ts";
-import type { Db } from "../db/database.ts";
-import { ChargeGuardFailed, PaymentRequired } from "../domain/errors.ts";
+import { Prisma } from "../../../generated/prisma/client.ts";
+import type { Db } from "../../db/database.ts";
+import { ChargeGuardFailed, PaymentRequired } from "../../domain/errors.ts";
 
 export const ENRICHMENT_OPERATION = "formEnrichment";
 export const ENRICHMENT_KEY_ID = "tracking";

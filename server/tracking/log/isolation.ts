@@ -7,9 +7,9 @@
 // message), then set aside whole into the dead-letter table "IngestDeadLetter", for an operator to
 // replay or drop (dead-letters.ts). A transient fault (the database or the log unavailable, a lock
 // timeout) is never counted: the writer waits it out.
-import type { Prisma } from "../../generated/prisma/client.ts";
-import { writeFault, type WriteFault } from "../db/errors.ts";
-import { trackingMetrics } from "./metrics.ts";
+import type { Prisma } from "../../../generated/prisma/client.ts";
+import { writeFault, type WriteFault } from "../../db/errors.ts";
+import { trackingMetrics } from "../collect/metrics.ts";
 
 type Tx = Prisma.TransactionClient;
 

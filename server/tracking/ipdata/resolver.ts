@@ -13,7 +13,7 @@ import { knownOrganizationOfAsn } from "./organizations.ts";
 export interface Resolution {
   asn: number | null;
   organizationName: string | null;
-  /** Here only from the curated list (server/tracking/organizations.ts); other evidence: domain-evidence.ts. */
+  /** Here only from the curated list (server/tracking/ipdata/organizations.ts); other evidence: domain-evidence.ts. */
   organizationDomain: string | null;
   domainSource: "curated" | null;
   networkType: NetworkType;

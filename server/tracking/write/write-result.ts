@@ -1,9 +1,9 @@
 // The shapes the ingest writer shares with its hooks and helpers (what a batch wrote, what its
 // shared networks' events teach, the hooks): a leaf of types, so that ingest.ts, pending.ts,
 // domain-evidence.ts and the identity store import them without an import circle.
-import type { Prisma } from "../../generated/prisma/client.ts";
-import type { AddressQuery, Identity } from "../identity/types.ts";
-import type { NetworkOfEvent } from "./events.ts";
+import type { Prisma } from "../../../generated/prisma/client.ts";
+import type { AddressQuery, Identity } from "../../identity/types.ts";
+import type { NetworkOfEvent } from "../collect/events.ts";
 
 export type Tx = Prisma.TransactionClient;
 

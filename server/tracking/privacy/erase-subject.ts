@@ -12,15 +12,15 @@
 //    long scans, in statements of their own, which no writer waits for.
 // A failure half-way leaves the tombstones, so nothing of the subject is written meanwhile, and
 // repeating the erasure finishes it.
-import type { Prisma } from "../../generated/prisma/client.ts";
-import type { Db } from "../db/database.ts";
-import type { Schemas } from "../domain/types.ts";
-import { eraseDeadLettered } from "./dead-letters.ts";
-import { eraseMentions, eraseQueued, eraseVisitors, jsonList, type Subject, visitorIdsOf, zero } from "./erasure.ts";
-import { recordTombstones, withErasureHold } from "./erasure-tombstones.ts";
-import type { IdentityStore } from "../identity/identities.ts";
-import { emailOf, type QueueRow } from "./events.ts";
-import { erasePending, pendingVisitorsOf } from "./pending.ts";
+import type { Prisma } from "../../../generated/prisma/client.ts";
+import type { Db } from "../../db/database.ts";
+import type { Schemas } from "../../domain/types.ts";
+import { eraseDeadLettered } from "../log/dead-letters.ts";
+import { eraseMentions, eraseQueued, eraseVisitors, jsonList, type Subject, visitorIdsOf, zero } from "../write/erasure.ts";
+import { recordTombstones, withErasureHold } from "../write/erasure-tombstones.ts";
+import type { IdentityStore } from "../../identity/identities.ts";
+import { emailOf, type QueueRow } from "../collect/events.ts";
+import { erasePending, pendingVisitorsOf } from "../write/pending.ts";
 
 export interface ErasureScope {
   accountId: string;
