@@ -9,7 +9,7 @@ import { Conflict, Invalid, NotFound } from "../../domain/errors.ts";
 import { type AcceptedEvent, MalformedBatch, type QueuedBatch, type QueueRow, rowsOf, rowsOfEntry } from "../collect/events.ts";
 import type { Subject } from "../write/erasure.ts";
 import { createLogger } from "../../logging.ts";
-import type { IngestLog } from "../write/batch.ts";
+import type { IngestLog } from "./log-interface.ts";
 import { openIngestLog } from "./ingest-log.ts";
 
 /** A dead letter as listed (not its events: they hold visitors' data). */

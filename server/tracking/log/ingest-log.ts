@@ -2,14 +2,16 @@
 // log has acknowledged them) and where the writers take them from. Two implementations:
 // - the PostgreSQL queue table "IngestQueue" (the default, embedded or not): an append is one
 //   INSERT of a row per request's batch; a writer's batch deletes what it writes in its own
-//   transaction (ingest.ts);
+//   transaction (queue-table.ts);
 // - NATS JetStream (INGEST_LOG_URL=nats://...): an append is one publish acknowledged by the
 //   stream; writers share one durable pull consumer and acknowledge after their commit
 //   (jetstream-log.ts).
 import type { IngestLogConfig } from "../../config.ts";
 import type { Db, Sql } from "../../db/database.ts";
 import type { Logger } from "../../logging.ts";
-import { enqueue, entrySizer, type IngestLog, type QueuedBatch, writeBatch } from "../write/batch.ts";
+import type { QueuedBatch } from "../collect/events.ts";
+import { entrySizer, type IngestLog } from "./log-interface.ts";
+import { enqueue, writeBatch } from "./queue-table.ts";
 
 
 export type { IngestLog };

@@ -1,18 +1,14 @@
-// The ingest queue and its batch writer. The collector answers once its batch is in the queue
-// table (one row per request, grouped requests in one INSERT: durable); the writer drains the
-// queue in transactions that each delete the batches they write, so an event is written exactly
-// once even when a writer dies half-way (its transaction rolls back and the batches stay queued)
-// or several writers run (FOR UPDATE SKIP LOCKED). Contact enrichment follows each batch (see enrichment.ts).
+// The writer's batch transaction (writeEvents): what one batch of accepted events writes, in the
+// transaction of the log that took them (log/queue-table.ts, log/jetstream-log.ts): events an
+// erasure reached are dropped, shared networks' events attributed or kept pending, then leads,
+// visitors, visits, forms and pages written, visited leads updated last, and the hook called.
+// Contact enrichment, domain evidence and identity learning follow each batch, after its commit
+// (log/writer.ts).
 import { Prisma } from "../../../generated/prisma/client.ts";
-import type { Db, Sql } from "../../db/database.ts";
-import type { Logger } from "../../logging.ts";
-import type { IngestResult, LeadRef, PendingNote, Tx, WriterHooks } from "./write-result.ts";
-import { holdForWriting, withoutErased } from "./erasure-tombstones.ts";
-import { faultText } from "../../db/errors.ts";
-import { emailOf, MalformedBatch, type NetworkOfEvent, type QueuedBatch, type QueuedEvent, type QueueRow, rowsOfEntry } from "../collect/events.ts";
-import type { AddressQuery, Identity } from "../../identity/types.ts";
+import { EMPTY_RESULT, type IngestResult, type LeadRef, type Tx, type WriterHooks } from "./write-result.ts";
+import { withoutErased } from "./erasure-tombstones.ts";
+import { emailOf, type NetworkOfEvent, type QueuedEvent, type QueueRow } from "../collect/events.ts";
 import { attributePending, joinLeadsOfEvidence, pendingNotes, storePending } from "./pending.ts";
-import { DEFAULT_MAX_ATTEMPTS, type DeadLetterNotice, eventsIn, failedWrite, insertDeadLetters, isolate, type NewDeadLetter, type RefusalPolicy } from "../log/isolation.ts";
 
 /** The path a page counts as: lower case, without query, fragment or trailing slash ("/" for the root). */
 export function pagePath(url: string): string {
@@ -23,20 +19,6 @@ export function pagePath(url: string): string {
     path = "/";
   }
   return (path.toLowerCase().replace(/\/+$/, "") || "/").slice(0, 512);
-}
-
-export type { QueuedBatch, QueueRow } from "../collect/events.ts";
-
-const ENQUEUE = `
-  INSERT INTO "IngestQueue" ("accountId", "datasetId", "receivedAt", "batch")
-  SELECT b->>'accountId', b->>'datasetId', (b->>'at')::timestamptz, b FROM jsonb_array_elements($1::jsonb) AS b`;
-
-/** Writes the collector's accepted batches into the queue in one statement (on the driver directly when given `sql`: the collector's hot path). */
-export async function enqueue(db: Db, batches: readonly QueuedBatch[], sql?: Sql): Promise<void> {
-  if (!batches.length) return;
-  const values = [JSON.stringify(batches)];
-  if (sql) await sql({ text: ENQUEUE, values });
-  else await db.$executeRawUnsafe(ENQUEUE, ...values);
 }
 
 const key = (...parts: (string | null)[]) => parts.join("\u0000");
@@ -139,30 +121,6 @@ function aggregate(events: readonly QueueRow[]): { leads: LeadRow[]; visitors: V
 }
 
 const json = (value: unknown) => JSON.stringify(value);
-
-/** A queue row a writer took. */
-interface ClaimedRow {
-  id: string;
-  receivedAt: Date;
-  batch: unknown;
-}
-
-/** Claims up to `limit` queued batches (deleting them: the transaction's rollback puts them back). */
-function claim(tx: Tx, limit: number): Promise<ClaimedRow[]> {
-  return tx.$queryRaw<ClaimedRow[]>`
-    DELETE FROM "IngestQueue" WHERE id IN (
-      SELECT id FROM "IngestQueue" ORDER BY id LIMIT ${limit} FOR UPDATE SKIP LOCKED)
-    RETURNING id::text AS id, "receivedAt", "batch"`;
-}
-
-/** Claims the queued batches of `ids` that no other writer holds (a part of a failed claim). */
-function claimIds(tx: Tx, ids: readonly string[]): Promise<ClaimedRow[]> {
-  return tx.$queryRaw<ClaimedRow[]>`
-    DELETE FROM "IngestQueue" WHERE id IN (
-      SELECT id FROM "IngestQueue" WHERE id IN (SELECT jsonb_array_elements_text(${json(ids)}::jsonb)::bigint)
-      ORDER BY id FOR UPDATE SKIP LOCKED)
-    RETURNING id::text AS id, "receivedAt", "batch"`;
-}
 
 const LEAD_COLUMNS = Prisma.sql`r("accountId" text, "datasetId" text, "id" text, "organizationName" text, "organizationDomain" text,
   "domainSource" text, "country" text, "city" text, "firstVisitAt" timestamptz, "lastVisitAt" timestamptz, "visitCount" int,
@@ -341,164 +299,4 @@ export async function writeEvents(tx: Tx, claimed: readonly QueueRow[], hooks: W
   };
   await hooks.onIngested?.(result, tx);
   return result;
-}
-
-/** How long one batch's transaction may take. */
-export const BATCH_TRANSACTION_MS = 60_000;
-
-/** Log entries (queue rows, messages) assumed to carry at least this many events each: a request's batch. */
-const EVENTS_PER_ENTRY = 10;
-
-/**
- * How many entries of a log (queue rows, JetStream messages) make about `events` events, from
- * what the last ones taken carried: a request's batch, or more when collectors grouped requests.
- */
-export function entrySizer() {
-  let eventsPerEntry = EVENTS_PER_ENTRY;
-  return {
-    entriesFor: (events: number) => Math.max(1, Math.floor(events / eventsPerEntry)),
-    observe(entries: number, events: number): void {
-      if (entries) eventsPerEntry = Math.max(EVENTS_PER_ENTRY, events / entries);
-    },
-  };
-}
-export type EntrySizer = ReturnType<typeof entrySizer>;
-
-/** What a writer's call writes with: its hooks and how it treats a batch the database refuses. */
-export type WriteOptions = WriterHooks & RefusalPolicy;
-
-/** What a transaction that wrote nothing (every batch set aside, or written before) returns. */
-export const EMPTY_RESULT: IngestResult = { events: 0, visits: 0, forms: 0, leadsCreated: [], leadsVisited: [], visitorsIdentified: [], addresses: [], pending: [], pendingEvents: 0 };
-
-/** Results of several transactions as one (a failed claim's parts). */
-export function mergedResults(results: readonly IngestResult[]): IngestResult | undefined {
-  if (!results.length) return undefined;
-  return results.reduce((a, b) => ({
-    events: a.events + b.events,
-    visits: a.visits + b.visits,
-    forms: a.forms + b.forms,
-    leadsCreated: [...a.leadsCreated, ...b.leadsCreated],
-    leadsVisited: [...a.leadsVisited, ...b.leadsVisited],
-    visitorsIdentified: [...a.visitorsIdentified, ...b.visitorsIdentified],
-    addresses: [...a.addresses, ...b.addresses],
-    pending: [...a.pending, ...b.pending],
-    pendingEvents: a.pendingEvents + b.pendingEvents,
-  }));
-}
-
-/**
- * Writes claimed queue rows in the caller's transaction; a row that cannot be read as a batch is
- * set aside in the same transaction (it left the queue with the claim). The dead letters to
- * report once the transaction commits.
- */
-async function writeClaimed(tx: Tx, claimed: readonly ClaimedRow[], hooks: WriterHooks): Promise<{ result: IngestResult; letters: DeadLetterNotice[] }> {
-  const rows: QueueRow[] = [];
-  const malformed: NewDeadLetter[] = [];
-  for (const row of claimed) {
-    try {
-      rows.push(...rowsOfEntry(row.batch));
-    } catch (error) {
-      if (!(error instanceof MalformedBatch)) throw error;
-      malformed.push(queueDeadLetter(row, 1, error.message));
-    }
-  }
-  const letters = await insertDeadLetters(tx, malformed);
-  return { result: rows.length ? await writeEvents(tx, rows, hooks) : EMPTY_RESULT, letters };
-}
-
-/** A queue row as a dead letter. */
-function queueDeadLetter(row: ClaimedRow, attempts: number, error: string): NewDeadLetter {
-  const batch = row.batch as Partial<Record<"accountId" | "datasetId", unknown>> | null;
-  const text = (value: unknown) => (typeof value === "string" ? value : null);
-  return {
-    log: "postgres",
-    messageId: null,
-    accountId: text(batch?.accountId),
-    datasetId: text(batch?.datasetId),
-    receivedAt: row.receivedAt.toISOString(),
-    attempts,
-    error,
-    payload: row.batch,
-    events: eventsIn(row.batch),
-  };
-}
-
-/** One transaction of the queue table: `take` claims the rows it writes. */
-async function writeQueued(db: Db, take: (tx: Tx) => Promise<ClaimedRow[]>, options: WriteOptions, seen?: (rows: ClaimedRow[]) => void) {
-  const { result, letters } = await db.$transaction(
-    async (tx) => {
-      // before the claim: an erasure (which deletes queued events) holds the lock first or waits for this batch
-      await holdForWriting(tx);
-      const claimed = await take(tx);
-      seen?.(claimed);
-      return claimed.length ? writeClaimed(tx, claimed, options) : { result: undefined, letters: [] };
-    },
-    { timeout: BATCH_TRANSACTION_MS },
-  );
-  letters.forEach((letter) => options.onDeadLettered?.(letter));
-  return result;
-}
-
-/**
- * A queue row that failed alone for its data: the try counted on the row (its own statement,
- * after the rollback: every writer counts on the same row), and the row set aside whole once it
- * has failed `maxAttempts` times; until then the next claim tries it again.
- */
-async function refusedQueued(db: Db, row: ClaimedRow, error: unknown, options: WriteOptions): Promise<void> {
-  const [counted] = await db.$queryRaw<{ attempts: number }[]>`
-    UPDATE "IngestQueue" SET attempts = attempts + 1 WHERE id = ${row.id}::bigint RETURNING attempts`;
-  if (!counted || counted.attempts < (options.maxAttempts ?? DEFAULT_MAX_ATTEMPTS)) return;
-  const letter = queueDeadLetter(row, counted.attempts, faultText(error));
-  // the row leaves the queue in the statement that sets it aside; one another writer holds is left to it
-  const [notice] = await db.$queryRaw<DeadLetterNotice[]>`
-    WITH moved AS (
-      DELETE FROM "IngestQueue" WHERE id IN (SELECT id FROM "IngestQueue" WHERE id = ${row.id}::bigint FOR UPDATE SKIP LOCKED) RETURNING id)
-    INSERT INTO "IngestDeadLetter" ("log", "accountId", "datasetId", "receivedAt", "attempts", "error", "payload", "events")
-    SELECT 'postgres', ${letter.accountId}, ${letter.datasetId}, ${row.receivedAt}, ${letter.attempts}, ${letter.error}, ${json(row.batch)}::jsonb, ${letter.events}
-    FROM moved
-    RETURNING id::text AS id, "log"::text AS "log", "datasetId", "events", "attempts", "error"`;
-  if (notice) options.onDeadLettered?.(notice);
-}
-
-/**
- * Writes about `limit` queued events (whole batches) in one transaction; undefined when the queue
- * was empty. When the database refuses the data, the batches taken are written apart and the
- * culprit's try counted (isolation.ts); a transient fault is thrown, everything left queued.
- */
-export async function writeBatch(db: Db, sizer: EntrySizer, limit: number, options: WriteOptions = {}): Promise<IngestResult | undefined> {
-  let claimed: ClaimedRow[] = [];
-  try {
-    return await writeQueued(db, (tx) => claim(tx, sizer.entriesFor(limit)), options, (rows) => {
-      claimed = rows;
-      sizer.observe(rows.length, eventsIn(rows.map((r) => r.batch)));
-    });
-  } catch (error) {
-    if (failedWrite(error) !== "permanent" || !claimed.length) throw error;
-    const parts = await isolate(
-      [...claimed].sort((a, b) => (BigInt(a.id) < BigInt(b.id) ? -1 : 1)),
-      (part) => writeQueued(db, (tx) => claimIds(tx, part.map((r) => r.id)), options),
-      (row, cause) => refusedQueued(db, row, cause, options),
-      error,
-    );
-    return mergedResults(parts) ?? EMPTY_RESULT;
-  }
-}
-
-/** Where accepted events wait until written: this queue table or a log engine (ingest-log.ts). */
-export interface IngestLog {
-  readonly kind: "postgres" | "jetstream";
-  /**
-   * Stores the batches durably; resolves once the log acknowledged them, else throws (Unavailable:
-   * a 503). `id` names the append so that a repeat is stored once (JetStream's duplicate window).
-   */
-  append(batches: readonly QueuedBatch[], id?: string): Promise<void>;
-  /**
-   * Writes up to about `limit` events in one transaction and only then acknowledges them to the
-   * log; undefined when none was waiting. A batch written before is not written again; one the
-   * database refuses is written apart from the others and set aside after `maxAttempts`.
-   */
-  writeBatch(limit: number, options: WriteOptions): Promise<IngestResult | undefined>;
-  /** When the oldest event not yet written was accepted; undefined when none waits. */
-  oldestUnwritten(): Promise<Date | undefined>;
-  close(): Promise<void>;
 }

@@ -1,7 +1,7 @@
 // The statements that write "Lead" rows for other modules: the partner API's tags and assignment,
 // stored leads (tests, the demo), an account's deletion, the webhook events owed to hidden leads,
 // and the counters that erasure and withdrawal take visits from. With the ingest writer's batch
-// (ingest.ts) and the domain evidence (domain-evidence.ts), tracking/ is the one folder that
+// (batch.ts) and the domain evidence (domain-evidence.ts), tracking/ is the one folder that
 // writes leads; others read them where a query needs them.
 import { Prisma } from "../../../generated/prisma/client.ts";
 import { notExcluded } from "../../domain/exclusions.ts";

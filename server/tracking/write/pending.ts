@@ -1,7 +1,7 @@
 // Pending events: page views and forms from isp, hosting, mobile and unknown networks (the
 // collector keeps them, the address masked when the dataset asks), unlisted until their address
 // has an identity (server/identity/identities.ts). The only code that writes "PendingEvent".
-// - The writer, per batch (ingest.ts writeEvents): `attributePending` gives the pending events of
+// - The writer, per batch (batch.ts writeEvents): `attributePending` gives the pending events of
 //   identified addresses their organisation's lead; `storePending` keeps the others.
 // - After each batch commits (writer.ts, off the write path): `learn` records the forms' business
 //   e-mail domains and the addresses' PTR names as evidence, then backfills the ranges they touch:
@@ -260,7 +260,7 @@ const BACKFILL_ADDRESSES = 500;
 
 export interface PendingAttributionDeps {
   identities: IdentityStore;
-  /** Writes taken pending events (ingest.ts writeEvents with the writer's hooks) in the transaction. */
+  /** Writes taken pending events (batch.ts writeEvents with the writer's hooks) in the transaction. */
   write: (tx: Tx, rows: QueueRow[]) => Promise<IngestResult>;
   /** After a backfill's transaction committed (wakes the job queue for its webhook events). */
   onCommitted?: () => void;

@@ -1,5 +1,5 @@
 // The shapes the ingest writer shares with its hooks and helpers (what a batch wrote, what its
-// shared networks' events teach, the hooks): a leaf of types, so that ingest.ts, pending.ts,
+// shared networks' events teach, the hooks): a leaf of types, so that batch.ts, pending.ts,
 // domain-evidence.ts and the identity store import them without an import circle.
 import type { Prisma } from "../../../generated/prisma/client.ts";
 import type { AddressQuery, Identity } from "../../identity/types.ts";
@@ -53,4 +53,23 @@ export interface WriterHooks {
   onIngested?: (result: IngestResult, tx: Tx) => Promise<void>;
   /** The identities of pending events' addresses, read in the batch's transaction (server/identity identitiesOf); absent: they all stay pending. */
   identify?: (queries: readonly AddressQuery[], tx: Tx) => Promise<(Identity | undefined)[]>;
+}
+
+/** What a transaction that wrote nothing (every batch set aside, or written before) returns. */
+export const EMPTY_RESULT: IngestResult = { events: 0, visits: 0, forms: 0, leadsCreated: [], leadsVisited: [], visitorsIdentified: [], addresses: [], pending: [], pendingEvents: 0 };
+
+/** Results of several transactions as one (a failed claim's parts). */
+export function mergedResults(results: readonly IngestResult[]): IngestResult | undefined {
+  if (!results.length) return undefined;
+  return results.reduce((a, b) => ({
+    events: a.events + b.events,
+    visits: a.visits + b.visits,
+    forms: a.forms + b.forms,
+    leadsCreated: [...a.leadsCreated, ...b.leadsCreated],
+    leadsVisited: [...a.leadsVisited, ...b.leadsVisited],
+    visitorsIdentified: [...a.visitorsIdentified, ...b.visitorsIdentified],
+    addresses: [...a.addresses, ...b.addresses],
+    pending: [...a.pending, ...b.pending],
+    pendingEvents: a.pendingEvents + b.pendingEvents,
+  }));
 }
