@@ -3,7 +3,7 @@
 // here, in one order, for the service (main.ts) and the writer on its own (scripts/ingest.ts).
 import type { Config } from "./config.ts";
 import type { Database } from "./db/database.ts";
-import { startRetentionScheduler } from "./jobs/retention.ts";
+import { startRetentionScheduler } from "./tracking/privacy/retention.ts";
 import type { Logger } from "./logging.ts";
 import { startDigestScheduler } from "./notify/segment-alerts.ts";
 import type { Services } from "./services/index.ts";

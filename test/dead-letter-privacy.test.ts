@@ -4,7 +4,7 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_RETENTION } from "../server/config.ts";
-import { retention } from "../server/jobs/retention.ts";
+import { retention } from "../server/tracking/privacy/retention.ts";
 import type { QueuedBatch } from "../server/tracking/collect/events.ts";
 import { as } from "./support/suite.ts";
 import { ADDRESSES, startTracking, type TrackingSuite } from "./support/tracking.ts";

@@ -5,8 +5,8 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import pg from "pg";
-import { MONTHS_AHEAD, monthOf, visitPartitions } from "../server/jobs/partitions.ts";
-import { RETENTION_JOB, type RetentionResult } from "../server/jobs/retention.ts";
+import { MONTHS_AHEAD, monthOf, visitPartitions } from "../server/tracking/privacy/visit-partitions.ts";
+import { RETENTION_JOB, type RetentionResult } from "../server/tracking/privacy/retention.ts";
 import { as } from "./support/suite.ts";
 import { ADDRESSES, startTracking, type TrackingSuite } from "./support/tracking.ts";
 

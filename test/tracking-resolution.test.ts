@@ -3,7 +3,7 @@
 import { describe, expect, it } from "vitest";
 import { maskIp, parseIp } from "../server/tracking/ipdata/ip.ts";
 import { classifyNetwork, CURATED_NETWORKS } from "../server/tracking/ipdata/network-class.ts";
-import { KNOWN_ORGANIZATIONS } from "../server/tracking/ipdata/organizations.ts";
+import { KNOWN_ORGANIZATIONS } from "../server/identity/organizations.ts";
 import { sharedResolver } from "../server/tracking/ipdata/resolver.ts";
 import { keptFields, emailOf, looksLikeCardNumber } from "../server/tracking/collect/events.ts";
 import { ADDRESSES } from "./support/tracking.ts";

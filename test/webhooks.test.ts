@@ -4,7 +4,7 @@
 import net, { type AddressInfo } from "node:net";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createSender } from "../server/notify/delivery.ts";
-import { webhookEvents } from "../server/notify/events.ts";
+import { webhookEvents } from "../server/services/webhook-events.ts";
 import { createServices } from "../server/services/index.ts";
 import { startTestApi, type TestApi } from "./support/api.ts";
 import { as } from "./support/suite.ts";

@@ -2,7 +2,7 @@
 // organisation behind each of its units and prefixes. Pure: the store (identities.ts) reads the
 // evidence and the cross-range facts (operator domains, people seen at several addresses) and
 // writes what this returns. The spec's AddressIdentity states the same rules for partners.
-import { knownOrganizationOfDomain } from "../tracking/ipdata/organizations.ts";
+import { knownOrganizationOfDomain } from "./organizations.ts";
 import { type IpVersion, RANGE_LENGTH, holds, prefixLength, smallestPrefixHolding } from "./addresses.ts";
 
 /** The one threshold: an identity attributes visits when its confidence is at least this (and no guard applies). */

@@ -71,7 +71,7 @@ export interface NewJob {
 export type JobState = "queued" | "running" | "done" | "dead";
 type Client = Prisma.TransactionClient | PrismaClient;
 
-/** The only code that reads or writes the Job table is here (and the retention job of server/jobs/retention.ts). */
+/** The only code that reads or writes the Job table is here (and the retention job of server/tracking/privacy/retention.ts). */
 export interface JobQueue {
   register(kind: string, handler: JobHandler, options: JobKindOptions): void;
   /**

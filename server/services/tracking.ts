@@ -7,7 +7,7 @@ import type { Db } from "../db/database.ts";
 import { Invalid, NotFound } from "../domain/errors.ts";
 import { type DomainEvidence, type DomainSource, registrableDomain } from "../tracking/write/domain-evidence.ts";
 import { LEAD_NETWORKS, type NetworkType } from "../tracking/ipdata/network-class.ts";
-import { knownOrganizationOfDomain } from "../tracking/ipdata/organizations.ts";
+import { knownOrganizationOfDomain } from "../identity/organizations.ts";
 import type { Resolver } from "../tracking/ipdata/resolver.ts";
 import type { IdentityStore } from "../identity/identities.ts";
 import type { AccessService } from "./access.ts";

@@ -1,5 +1,5 @@
 // Webhooks: a partner's endpoints, their secrets, deliveries and replays. Events are written by
-// server/notify/events.ts and delivered by the `webhook` job (server/notify/webhook-job.ts).
+// server/services/webhook-events.ts and delivered by the `webhook` job (server/notify/webhook-job.ts).
 import { randomBytes } from "node:crypto";
 import type { SecretBox } from "../security/secret-box.ts";
 import type { Db } from "../db/database.ts";
@@ -8,7 +8,7 @@ import type { QueryOf, Schemas } from "../domain/types.ts";
 import { newId } from "../ids.ts";
 import type { WebhookConfig } from "../config.ts";
 import { deleteEndpoint, insertDelivery, insertEndpoint, requeueDelivery, updateEndpoint } from "../notify/webhook-store.ts";
-import { payloadOf, TEST_EVENT } from "../notify/events.ts";
+import { payloadOf, TEST_EVENT } from "./webhook-events.ts";
 import type { JobQueue } from "../jobs/queue.ts";
 import { checkWebhookUrl } from "../notify/url-check.ts";
 import { secretContext } from "../notify/webhook-job.ts";

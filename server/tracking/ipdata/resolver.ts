@@ -8,12 +8,12 @@ import { type AsnTable, loadAsnTable } from "./asn-table.ts";
 import { parseIp } from "./ip.ts";
 import { classifyNetwork, type NetworkType, type NetworkTypeSource } from "./network-class.ts";
 import { type EvidenceTable, loadEvidence, type NetworkEvidence } from "./network-evidence.ts";
-import { knownOrganizationOfAsn } from "./organizations.ts";
+import { knownOrganizationOfAsn } from "../../identity/organizations.ts";
 
 export interface Resolution {
   asn: number | null;
   organizationName: string | null;
-  /** Here only from the curated list (server/tracking/ipdata/organizations.ts); other evidence: domain-evidence.ts. */
+  /** Here only from the curated list (server/identity/organizations.ts); other evidence: domain-evidence.ts. */
   organizationDomain: string | null;
   domainSource: "curated" | null;
   networkType: NetworkType;

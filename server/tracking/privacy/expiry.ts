@@ -1,4 +1,4 @@
-// What the retention job (jobs/retention.ts) deletes of the tracking tables: visits, form
+// What the retention job (tracking/privacy/retention.ts) deletes of the tracking tables: visits, form
 // submissions and visitors past their dataset's retentionDays, at most `limit` rows a statement
 // (short statements, short locks). Each returns the rows it deleted.
 import { Prisma } from "../../../generated/prisma/client.ts";

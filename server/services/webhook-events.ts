@@ -12,7 +12,7 @@ import type { IngestResult, Tx } from "../tracking/write/write-result.ts";
 import type { JobQueue } from "../jobs/queue.ts";
 import { notExcluded } from "../domain/exclusions.ts";
 import { oweCreatedEventOfHidden, settleOwedCreatedEvents } from "../tracking/write/lead-store.ts";
-import { insertDelivery } from "./webhook-store.ts";
+import { insertDelivery } from "../notify/webhook-store.ts";
 
 export const EVENT_TYPES = ["lead.created", "lead.visited", "segment.lead_entered", "contact.enriched"] as const;
 export type EventType = (typeof EVENT_TYPES)[number];

@@ -6,24 +6,24 @@
 // dead-lettered ingest batches after RETENTION_DEAD_LETTER_DAYS or their dataset's retention;
 // pending events of shared networks after TRACKING_PENDING_DAYS, and identity evidence not
 // renewed within TRACKING_IDENTITY_DAYS (server/identity/identities.ts expire).
-// The visits are partitioned by month (server/jobs/partitions.ts): first the job makes the months
+// The visits are partitioned by month (server/tracking/privacy/visit-partitions.ts): first the job makes the months
 // ahead and drops each past month whose visits are all past retention, then deletes the rest.
 // Leads (organisations) keep their counters: retention drops raw data, not the aggregate.
 // Each statement lives with the store of its table; this module only runs them in order.
-import type { RetentionConfig } from "../config.ts";
-import type { Db } from "../db/database.ts";
-import type { Logger } from "../logging.ts";
-import { type PartitionResult, visitPartitions } from "./partitions.ts";
-import { runPeriodically } from "./periodic.ts";
-import { purgeFinishedJobs } from "./queue.ts";
-import { purgeSettledDeliveries } from "../notify/webhook-store.ts";
-import { purgePastSalts } from "../tracking/collect/cookieless.ts";
-import { expireFormSubmissions, expireVisitors, expireVisits } from "../tracking/privacy/expiry.ts";
-import { purgeDeadLetters } from "../tracking/log/dead-letters.ts";
-import { purgeTombstones } from "../tracking/write/erasure-tombstones.ts";
-import type { JobQueue } from "./queue.ts";
-import type { IdentityStore } from "../identity/identities.ts";
-import { purgePending } from "../tracking/write/pending.ts";
+import type { RetentionConfig } from "../../config.ts";
+import type { Db } from "../../db/database.ts";
+import type { Logger } from "../../logging.ts";
+import { type PartitionResult, visitPartitions } from "./visit-partitions.ts";
+import { runPeriodically } from "../../jobs/periodic.ts";
+import { purgeFinishedJobs } from "../../jobs/queue.ts";
+import { purgeSettledDeliveries } from "../../notify/webhook-store.ts";
+import { purgePastSalts } from "../collect/cookieless.ts";
+import { expireFormSubmissions, expireVisitors, expireVisits } from "./expiry.ts";
+import { purgeDeadLetters } from "../log/dead-letters.ts";
+import { purgeTombstones } from "../write/erasure-tombstones.ts";
+import type { JobQueue } from "../../jobs/queue.ts";
+import type { IdentityStore } from "../../identity/identities.ts";
+import { purgePending } from "../write/pending.ts";
 
 /** Pending events' window (TRACKING_PENDING_DAYS) and the identity store whose evidence expires (TRACKING_IDENTITY_DAYS). */
 export interface IdentityRetention {

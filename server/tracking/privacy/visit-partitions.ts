@@ -9,7 +9,7 @@
 // The same on PostgreSQL and the embedded PGlite (PostgreSQL 17, declarative partitioning too).
 // A step that fails (its locks busy, a statement too long) is reported and tried again on the next
 // run: the per-row deletes that follow purge correctly without partitions, only more slowly.
-import type { Db } from "../db/database.ts";
+import type { Db } from "../../db/database.ts";
 
 /** Months made ahead of the current one. */
 export const MONTHS_AHEAD = 2;
