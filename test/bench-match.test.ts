@@ -12,7 +12,7 @@ import { evaluate, type LeadReadBack, namesOrganisation, verdicts } from "../ben
 import { FREE_MAIL, isFreeMail, ownPtr, USER_AGENTS } from "../bench/match/names.ts";
 import { numberOf, type Network } from "../bench/match/networks.ts";
 import { createRandom } from "../bench/match/random.ts";
-import { domainOfPtr } from "../server/tracking/write/domain-evidence.ts";
+import { domainOfPtr } from "../server/identity/domain-names.ts";
 import { groundTruth } from "../bench/match/truth.ts";
 import { buildWorld, type Kind, type Organisation, type Person, type World } from "../bench/match/world.ts";
 

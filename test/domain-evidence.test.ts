@@ -1,8 +1,8 @@
-// Organisation domains from evidence (server/tracking/write/domain-evidence.ts): the curated list, the
+// Organisation domains from evidence (server/tracking/write/domain-evidence.ts, names read by server/identity/domain-names.ts): the curated list, the
 // business e-mail domain of two identified visitors, and reverse DNS asked of a loopback DNS server
 // (test/support/dns-server.ts), through ip-lookup, the ingest writer, GET /v1/leads and domain-lookup.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { businessEmailDomain, domainOfPtr } from "../server/tracking/write/domain-evidence.ts";
+import { businessEmailDomain, domainOfPtr } from "../server/identity/domain-names.ts";
 import { reverseName, startDnsServer, type TestDnsServer } from "./support/dns-server.ts";
 import { as } from "./support/suite.ts";
 import { ADDRESSES, startTracking, type TrackingSuite } from "./support/tracking.ts";

@@ -8,6 +8,9 @@ import type { components, operations } from "../../generated/openapi.ts";
 
 export type Schemas = components["schemas"];
 
+/** The kinds of network an address belongs to (the collector's classification, server/tracking/ipdata/network-class.ts). */
+export type NetworkType = Schemas["NetworkType"];
+
 /** The query parameters the spec gives a default. */
 export const defaultedQueryParameters = ["limit", "partialFormTracking", "contactEnrichment", "sort"] as const;
 type Defaulted = (typeof defaultedQueryParameters)[number];

@@ -5,7 +5,7 @@ import { Prisma } from "../../generated/prisma/client.ts";
 import type { Db } from "../db/database.ts";
 import { Conflict, Invalid, NotFound } from "../domain/errors.ts";
 import { newId } from "../ids.ts";
-import { registrableDomain } from "../tracking/write/domain-evidence.ts";
+import { registrableDomain } from "./domain-names.ts";
 import { declaredNetwork } from "./addresses.ts";
 
 /** Declarations an account may hold (the look-ups of a batch compare each address with them). */

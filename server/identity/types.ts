@@ -1,6 +1,6 @@
 // What the ingest writer asks of the identity store and gets back (identities.ts answers): a leaf
 // of types, so that the writer's modules and the store import each other's shapes without a circle.
-import type { NetworkType } from "../tracking/ipdata/network-class.ts";
+import type { NetworkType } from "../domain/types.ts";
 import type { EvidenceSource } from "./rules.ts";
 
 export type IdentitySource = EvidenceSource | "declared";

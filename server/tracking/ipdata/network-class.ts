@@ -41,9 +41,11 @@
 // address space (FedEx Internet Technologies) reads as an ISP.
 import { createRequire } from "node:module";
 import { carrierNames } from "./mobile-carriers.ts";
+import type { NetworkType } from "../../domain/types.ts";
 import type { NetworkEvidence } from "./network-evidence.ts";
 
-export type NetworkType = "business" | "isp" | "hosting" | "mobile" | "education" | "unknown";
+// the spec's NetworkType, which partners read in leads and look-ups
+export type { NetworkType };
 export type NetworkTypeSource = "rule" | "curated" | "override";
 
 export interface NetworkClass {

@@ -8,18 +8,18 @@
 //   the subject (a visitor tombstone of its own, as the erasure treats visitors whose queued form
 //   carries the address), so its other events in the log are dropped too and what earlier
 //   batches wrote of it is erased (tracking/write/erasure.ts).
-// The hashes are HMAC-SHA256 with the deployment's ErasureKey (one row, made on first use): the
-// tombstone never holds the data it erases. An advisory lock orders erasures and writer batches
+// The hashes are HMAC-SHA256 with the deployment's ErasureKey (server/identity/erasure-key.ts, one
+// row, made on first use): the tombstone never holds the data it erases. An advisory lock orders erasures and writer batches
 // without holding the writers up: an erasure commits its tombstones first (batches begun after
 // that drop the subject's events), then takes the lock exclusively for one short transaction,
 // which waits for the batches in hand (what they wrote is erased in it) while new batches wait
 // for that transaction only. The retention job purges tombstones after the log's max age
 // (INGEST_LOG_MAX_AGE_HOURS): no message older than that is left to write.
-import { createHmac, randomBytes } from "node:crypto";
 import type { Prisma } from "../../../generated/prisma/client.ts";
 import type { Db } from "../../db/database.ts";
 import { databaseFault } from "../../db/errors.ts";
 import { Unavailable } from "../../domain/errors.ts";
+import { existingKey, hasher, keyOf } from "../../identity/erasure-key.ts";
 import { eraseWrittenVisitors } from "./erasure.ts";
 import type { QueueRow } from "../collect/events.ts";
 
@@ -86,24 +86,6 @@ async function hold<T>(db: Db, work: (tx: Tx) => Promise<T>): Promise<T> {
 /** A writer batch's shared hold (any number of writers at once); taken before the batch touches anything. */
 export async function holdForWriting(tx: Tx): Promise<void> {
   await tx.$executeRaw`SELECT pg_advisory_xact_lock_shared(${ERASURE_LOCK})`;
-}
-
-/** The deployment's hash key: the first caller makes it (also the identity store's, server/identity). */
-export async function keyOf(db: Client): Promise<string> {
-  await db.$executeRaw`INSERT INTO "ErasureKey" (id, key) VALUES (1, ${randomBytes(32).toString("hex")}) ON CONFLICT (id) DO NOTHING`;
-  return (await existingKey(db))!;
-}
-
-/** The key when one was made (always, once a tombstone exists). */
-async function existingKey(db: Client): Promise<string | undefined> {
-  const [row] = await db.$queryRaw<{ key: string }[]>`SELECT key FROM "ErasureKey" WHERE id = 1`;
-  return row?.key;
-}
-
-/** The keyed hash of a visitor id, or of a value compared as an address (trimmed, lower case). */
-export function hasher(key: string) {
-  const hash = (value: string) => createHmac("sha256", key).update(value).digest("hex");
-  return { visitor: (visitorId: string) => hash(`visitor\n${visitorId}`), email: (value: string) => hash(`email\n${value.trim().toLowerCase()}`) };
 }
 
 /** Records tombstones of `values` (visitor ids or addresses). */

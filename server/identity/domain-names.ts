@@ -1,0 +1,103 @@
+// What names say of an organisation, read the same way by the domain evidence of leads
+// (server/tracking/write/domain-evidence.ts) and the identity store (identities.ts): the
+// registrable domain of a host name (Public Suffix List, `tldts`), an e-mail address's business
+// domain (free-mail providers never count: the `free-email-domains` list), and a PTR name's
+// domain unless the name reads like an access line (it embeds the address, or labels such as dyn,
+// pool, dsl, customer), with the PTR look-up itself.
+import { promises as dns } from "node:dns";
+import { createRequire } from "node:module";
+import { isIPv4 } from "node:net";
+import { getDomain, parse } from "tldts";
+import type { ReverseDnsConfig } from "../config.ts";
+
+const require = createRequire(import.meta.url);
+const FREE_MAIL: ReadonlySet<string> = new Set((require("free-email-domains") as string[]).map((d) => d.toLowerCase()));
+
+/** The registrable domain of a host name (`www.example.co.uk` -> `example.co.uk`), lower case. */
+export function registrableDomain(host: string): string | null {
+  return getDomain(host.toLowerCase().replace(/\.$/, ""), { allowPrivateDomains: false }) ?? null;
+}
+
+/** The host of an address and its registrable domain, lower case. */
+function mailDomainOf(email: string): { host: string; domain: string | null } {
+  const host = email.slice(email.lastIndexOf("@") + 1).toLowerCase();
+  return { host, domain: registrableDomain(host) };
+}
+
+/** Whether the address is at a free-mail provider (a person's own address). */
+export function isFreeMail(email: string): boolean {
+  const { host, domain } = mailDomainOf(email);
+  return FREE_MAIL.has(host) || (!!domain && FREE_MAIL.has(domain));
+}
+
+/** A business e-mail domain: the address's registrable domain unless a free-mail provider's. */
+export function businessEmailDomain(email: string): string | null {
+  const { host, domain } = mailDomainOf(email);
+  if (!domain || FREE_MAIL.has(host) || FREE_MAIL.has(domain)) return null;
+  return domain;
+}
+
+// Labels of access lines and generic names (matched whole, a trailing number allowed: dip0, pool12).
+const ACCESS_LABEL =
+  /(^|[.-])(dyn|dynamic|dynip|dip|pool|dsl|adsl|vdsl|xdsl|dhcp|dial|dialup|ppp|pppoe|cable|catv|customer|customers|cust|client|clients|broadband|bb|ftth|fttc|fttx|fttb|cpe|res|resi|residential|home|user|users|subscriber|sub|mobile|gprs|umts|lte|wireless|wifi|wlan|hsd|static|ip|ipv4|ipv6|host|hosts|nat|cgnat|unassigned|unknown|rev|reverse|ptr|addr|in-addr|ip6|access|dialin|modem)\d*(?=$|[.-])/;
+
+/** Whether the host name's own labels spell the address: decimal octets (either order) or its hex. */
+function embedsAddress(labels: string, ip: string): boolean {
+  if (/\d{1,3}[-._x]\d{1,3}[-._x]\d{1,3}/.test(labels)) return true; // three dotted or dashed numbers: an address
+  if (/(?=[0-9a-f]*\d)[0-9a-f]{8,}/.test(labels)) return true; // a long hex run with digits: an encoded address
+  // only dotted IPv4 text spells its octets (an IPv4-mapped IPv6 address never matches below)
+  if (!isIPv4(ip)) return false;
+  const octets = ip.split(".");
+  return [octets.join(""), [...octets].reverse().join(""), octets.map((o) => o.padStart(3, "0")).join("")].some((form) => labels.replace(/[^0-9]/g, "").includes(form));
+}
+
+/**
+ * The organisation domain a PTR name gives, or null when it names no organisation: it has no
+ * registrable domain, or its labels under that domain read like an access line or spell the address.
+ */
+export function domainOfPtr(host: string, ip: string): string | null {
+  const name = host.toLowerCase().replace(/\.$/, "");
+  const domain = registrableDomain(name);
+  if (!domain) return null;
+  const labels = parse(name).subdomain ?? "";
+  if (ACCESS_LABEL.test(labels) || embedsAddress(labels, ip)) return null;
+  return domain;
+}
+
+// Labels of a dynamic access line (a subscriber's changing address), and of a static one, which
+// wins when both appear (`static-dsl`): the guard of identities learned from e-mail (server/identity).
+const DYNAMIC_LABEL =
+  /(^|[.-])(dyn|dynamic|dynip|dip|pool|dhcp|dial|dialup|dialin|ppp|pppoe|dsl|adsl|vdsl|xdsl|cable|catv|ftth|fttc|fttx|fttb|broadband|bb|customer|customers|cust|client|clients|subscriber|sub|res|resi|residential|home|user|users|nat|cgnat|mobile|gprs|umts|lte|wireless|wifi|wlan|hsd|cpe|modem)\d*(?=$|[.-])/;
+const STATIC_LABEL = /(^|[.-])(static|stat|fixed|fix|biz|business|corp|sme|enterprise)\d*(?=$|[.-])/;
+
+/** Whether a PTR name reads like a dynamic access line: a label such as dyn, pool, dsl or customer below its registrable domain, and none such as static. */
+export function readsLikeDynamicLine(host: string): boolean {
+  const name = host.toLowerCase().replace(/\.$/, "");
+  const labels = (registrableDomain(name) ? parse(name).subdomain : name) ?? "";
+  return DYNAMIC_LABEL.test(labels) && !STATIC_LABEL.test(labels);
+}
+
+type PtrAnswer = { host: string | null } | undefined;
+
+/** Node's resolver codes that mean "there is no PTR record" rather than "could not ask". */
+const ABSENT = new Set(["ENOTFOUND", "ENODATA"]);
+
+/** The PTR name of one address (null: none exists), or undefined when the look-up failed or took too long. */
+export async function lookUpPtr(config: ReverseDnsConfig, ip: string): Promise<PtrAnswer> {
+  const resolver = new dns.Resolver({ timeout: config.timeoutMs, tries: 1 });
+  if (config.servers.length) resolver.setServers([...config.servers]);
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(Object.assign(new Error("reverse DNS timed out"), { code: "ETIMEOUT" })), config.timeoutMs);
+  });
+  try {
+    const names = await Promise.race([resolver.reverse(ip), late]);
+    return { host: names[0] ?? null };
+  } catch (error) {
+    const code = (error as { code?: string }).code ?? "unknown";
+    return ABSENT.has(code) ? { host: null } : undefined;
+  } finally {
+    clearTimeout(timer);
+    resolver.cancel();
+  }
+}
