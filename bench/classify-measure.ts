@@ -8,7 +8,9 @@ export interface LabelledNetwork {
   name: string;
   class: Exclude<NetworkType, "unknown">;
   source: string;
-  split: "tuning" | "holdout";
+  /** `holdout-draw`: ISP, hosting and mobile ASNs of a random draw (2026-11-29), labelled before
+   * the government type and measured once after it. */
+  split: "tuning" | "holdout" | "holdout-draw";
   /** Was in a holdout that was measured and then tuned on: the first (measured twice, 2026-11-25)
    * or the second (measured once, 2026-11-26). */
   formerHoldout?: 1 | 2;

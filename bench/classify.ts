@@ -3,7 +3,7 @@
 // rule's thresholds were chosen, `holdout` entries were not: 159 ASNs labelled on 2026-11-26 before
 // the rule's last tuning round and measured once after it. The first holdout (every fourth of the
 // first 400, `formerHoldout`) was measured twice and then joined the tuning split.
-//   npm run bench:classify [-- --split tuning|holdout] [--misses]
+//   npm run bench:classify [-- --split tuning|holdout|holdout-draw] [--misses]
 // Prints precision and recall per class, the share of ISP/hosting/mobile ASNs typed business
 // (they would become company leads) and the share of businesses dropped, per split, each counted
 // once per ASN and weighted by the ASNs' announced IPv4 addresses; exits 1 when a split shown
@@ -15,7 +15,7 @@ import { sharedResolver } from "../server/tracking/ipdata/resolver.ts";
 
 const { values } = parseArgs({ options: { split: { type: "string" }, misses: { type: "boolean", default: false } } });
 const set = JSON.parse(readFileSync(new URL("./classify-set.json", import.meta.url), "utf8")) as LabelledNetwork[];
-const splits = values.split ? [values.split] : ["tuning", "holdout"];
+const splits = values.split ? [values.split] : ["tuning", "holdout", "holdout-draw"];
 const resolver = sharedResolver();
 
 const percent = (x: number) => `${(100 * x).toFixed(1)}%`;
