@@ -43,6 +43,7 @@ import { createRequire } from "node:module";
 import { carrierNames } from "./mobile-carriers.ts";
 import type { NetworkType } from "../../domain/types.ts";
 import type { NetworkEvidence } from "./network-evidence.ts";
+import { isEducationInstitutionName, isGovernmentName } from "./public-bodies.ts";
 
 // the spec's NetworkType, which partners read in leads and look-ups
 export type { NetworkType };
@@ -53,10 +54,11 @@ export interface NetworkClass {
   source: NetworkTypeSource;
 }
 
-export const NETWORK_TYPES: readonly NetworkType[] = ["business", "isp", "hosting", "mobile", "education", "unknown"];
+export const NETWORK_TYPES: readonly NetworkType[] = ["business", "government", "isp", "hosting", "mobile", "education", "unknown"];
 
-/** Types whose visits become leads; the others are counted and dropped. */
-export const LEAD_NETWORKS: ReadonlySet<NetworkType> = new Set(["business", "education"]);
+/** Types whose networks are their own organisation's: their visits become its lead. The others'
+ * visits wait for an identity (pending). */
+export const LEAD_NETWORKS: ReadonlySet<NetworkType> = new Set(["business", "government", "education"]);
 
 export interface CuratedNetwork {
   asn: number;
@@ -65,6 +67,9 @@ export interface CuratedNetwork {
   organization: string;
   /** The AS name in the data set. */
   name: string;
+  /** Where the type comes from (the organisation's site, a registry); given for the government
+   * and research entries. */
+  source?: string;
   /**
    * false: only this ASN is meant, not other ASes of the same name (a short name that unrelated
    * companies bear too: SWITCH the Swiss research network and "SWITCH, LTD" the data centres).
@@ -90,14 +95,18 @@ const curatedOrganisations = new Map<string, NetworkType>(
   CURATED_NETWORKS.filter((entry) => entry.siblings !== false).map((entry) => [organisationKey(entry.name), entry.type]),
 );
 
-/** Name keywords that decide on their own (case-insensitive, whole words), in the order tried. */
-export const STRONG: readonly [NetworkType, RegExp][] = [
-  // "university" in the languages of the AS names: Universidad(e), Universiteit, Universitet,
-  // Univerzita, Uniwersytet, Universitas, Università, Universität, ...
-  ["education", /\b(uni[vw]er[sz][iy][td]\w*|college|school|academy|academi[ac]|polytechnic|\w*hochschule|egyetem|yliopisto|hogeschool|education(al)?|academic|research network|institute of technology)\b/i],
+/** Operators' name keywords that decide on their own (case-insensitive, whole words), in the order tried. */
+const OPERATOR_KEYWORDS: readonly [NetworkType, RegExp][] = [
   ["mobile", /\b(mobile|wireless|cellular|cellco|gsm|lte|5g)\b/i],
   ["hosting", /\b(hosting|hoster|webhosting|cloud|data ?cent(er|re)s?|datacent(er|re)s?|servers?|vps|colo|colocation|cdn|dedicated)\b/i],
   ["isp", /\b(telecoms?|telekom\w*|telecommunications?|telecomunica\w*|telekomunika\w*|telefonica|telco|broadband|cable|cablevision|isp|internet|dsl|fib(er|re)|fibra|provedor|telephone|telephony|telecomunicacoes)\b/i],
+];
+
+/** Step 6's keywords: education's field words (an institution's name decided in step 4), then the
+ * operators'. */
+export const STRONG: readonly [NetworkType, RegExp][] = [
+  ["education", /\b(education(al)?|educa[cç][aã]o|educaci[oó]n|academic|research network)\b/i],
+  ...OPERATOR_KEYWORDS,
 ];
 
 /** A strong keyword that also names companies' products and departments ("Lenovo Mobile
@@ -165,6 +174,8 @@ function keywordName(name: string, e: NetworkEvidence | undefined): string {
 
 function byRule(name: string, evidence: NetworkEvidence | undefined): NetworkType {
   const keywords = keywordName(name, evidence);
+  if (isEducationInstitutionName(keywords)) return "education";
+  if (isGovernmentName(name) && !OPERATOR_KEYWORDS.some(([, pattern]) => pattern.test(keywords))) return "government";
   const strong = STRONG.find(([, pattern]) => pattern.test(keywords))?.[0];
   if (strong) return strong;
   if (INDUSTRY.test(name)) return "business";
@@ -176,14 +187,24 @@ function byRule(name: string, evidence: NetworkEvidence | undefined): NetworkTyp
   return "business";
 }
 
+/** The type of a network: step 1 when no AS holds the address, else its override (step 2) or classifyAs. */
 export function classifyNetwork(
   as: { asn: number; name: string } | undefined,
   evidence?: NetworkEvidence,
   overrides?: ReadonlyMap<number, NetworkType>,
 ): NetworkClass {
   if (!as) return { type: "unknown", source: "rule" };
-  const overridden = overrides?.get(as.asn);
-  if (overridden) return { type: overridden, source: "override" };
+  return overrideOf(as.asn, overrides) ?? classifyAs(as, evidence);
+}
+
+/** Step 2: the operator's type for the AS, if one was set. */
+export function overrideOf(asn: number, overrides: ReadonlyMap<number, NetworkType> | undefined): NetworkClass | undefined {
+  const type = overrides?.get(asn);
+  return type && { type, source: "override" };
+}
+
+/** Steps 3 to 13, which depend only on the AS and its evidence (so a caller may keep the answer per AS). */
+export function classifyAs(as: { asn: number; name: string }, evidence?: NetworkEvidence): NetworkClass {
   const listed = curated.get(as.asn);
   if (listed) return { type: listed, source: "curated" };
   const sibling = curatedOrganisations.get(organisationKey(as.name));
