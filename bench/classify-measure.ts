@@ -8,12 +8,14 @@ export interface LabelledNetwork {
   name: string;
   class: Exclude<NetworkType, "unknown">;
   source: string;
-  /** `holdout-draw`: ISP, hosting and mobile ASNs of a random draw (2026-11-28), labelled before
-   * the government type and measured once after it. */
+  /** `holdout-draw`: ISP, hosting and mobile ASNs of a random draw, labelled before the round of
+   * changes it measures and measured once after it. */
   split: "tuning" | "holdout" | "holdout-draw";
-  /** Was in a holdout that was measured and then tuned on: the first (measured twice, 2026-11-25)
-   * or the second (measured once, 2026-11-26). */
-  formerHoldout?: 1 | 2;
+  /** Was in a holdout that was measured and then tuned on: the first (measured twice, 2026-11-25),
+   * the second (measured once, 2026-11-26), or (3) the first random draw of operators (measured
+   * once after the government type, 2026-11-28) and J:COM's AS18136 of the third, whose operator was
+   * curated in the round after. */
+  formerHoldout?: 1 | 2 | 3;
 }
 
 export interface Measurement {

@@ -140,6 +140,27 @@ describe("classifyNetwork from evidence", () => {
     expect(classifyNetwork({ asn: 64517, name: "Example Bank Broadband" }, wide).type).toBe("isp");
   });
 
+  it("when an operator's keyword is glued into a word, then it still counts (not inside automobile or cables)", () => {
+    for (const name of ["CHINATELECOM Xinjiang Kezhou MAN network", "Limited liability company Kursktelecom", "Totelcom Communications, LLC",
+      "UAB \"Kauno interneto sistemos\"", "GIGAINTERNET Sp z o.o.", "NeoFiber Communications inc.", "KangNam CableTV", "catv-tokushima"]) {
+      expect(classifyNetwork({ asn: 64518, name }, small).type, name).toBe("isp");
+    }
+    for (const name of ["PSA AUTOMOBILES SA", "Prysmian Cables and Systems USA LLC", "Owens Corning Fiberglas Corporation"]) {
+      expect(classifyNetwork({ asn: 64518, name }, small).type, name).toBe("business");
+    }
+  });
+
+  it("when a hosting stem begins a word, then it counts like one inside a word", () => {
+    expect(classifyNetwork({ asn: 64519, name: "SERVERCORE CIS LLC" }, { ...small, ranges: 3 }).type).toBe("hosting");
+    expect(classifyNetwork({ asn: 64519, name: "VpsQuan L.L.C." }, { ...small, ranges: 3 }).type).toBe("hosting");
+  });
+
+  it("when a utility's name comes with a provider's IPv6 allocation, then it is a municipal broadband ISP", () => {
+    expect(classifyNetwork({ asn: 64520, name: "Example Municipal Utilities" }, { ...small, ipv6: 65_536 }).type).toBe("isp");
+    expect(classifyNetwork({ asn: 64520, name: "Example Energy Authority" }, { ...small, ipv6: 4096 }).type).toBe("isp");
+    expect(classifyNetwork({ asn: 64520, name: "Example Municipal Utilities" }, small).type).toBe("business");
+  });
+
   it("when an AS bears the name of a curated AS's organisation, then it inherits the curated type", () => {
     const curatedName = "Societe Francaise Du Radiotelephone - SFR SA";
     expect(classifyNetwork({ asn: 64514, name: curatedName.toUpperCase().replace(" SA", ", S.A.") }, small)).toEqual({ type: "isp", source: "curated" });

@@ -99,7 +99,8 @@ const curatedOrganisations = new Map<string, NetworkType>(
 const OPERATOR_KEYWORDS: readonly [NetworkType, RegExp][] = [
   ["mobile", /\b(mobile|wireless|cellular|cellco|gsm|lte|5g)\b/i],
   ["hosting", /\b(hosting|hoster|webhosting|cloud|data ?cent(er|re)s?|datacent(er|re)s?|servers?|vps|colo|colocation|cdn|dedicated)\b/i],
-  ["isp", /\b(telecoms?|telekom\w*|telecommunications?|telecomunica\w*|telekomunika\w*|telefonica|telco|broadband|cable|cablevision|isp|internet|dsl|fib(er|re)|fibra|provedor|telephone|telephony|telecomunicacoes)\b/i],
+  // also inside words: "CHINATELECOM", "Kursktelecom", "Totelcom", "Interneto", "NeoFiber", "KangNam CableTV"
+  ["isp", /\b(\w*tele[ck]om\w*|\w*telco\w*|telecomunica\w*|telekomunika\w*|telefonica|\w*broadband\w*|\w*cable(?!s\b)\w*|catv|isp|internet\w*|\w+internet|dsl|\w*fib(er|re)(?!\s?glas)\w*|fibra|provedor|telephone|telephony)\b/i],
 ];
 
 /** Step 6's keywords: education's field words (an institution's name decided in step 4), then the
@@ -124,7 +125,7 @@ const AMBIGUOUS = /\bmobile\b/gi;
 export const KEYWORD_EVIDENCE = { ipv6: 32_768, ipv4: 4096, cities: 3 } as const;
 
 /** Name keywords that need evidence of an operator besides (step 8). */
-export const WEAK = /\b(networks?|net|communications?|comunica\w*|carrier|backbone|transit|online|connect\w*|link|tele\w*|wifi)\b/i;
+export const WEAK = /\b(networks?|net|communications?|comunica\w*|carrier|backbone|transit|online|connect\w*|link|tele\w*|wifi|utilit(y|ies)|electric plant|power board|energy authority|light plant)\b/i;
 
 /** Evidence of an access network on its own (step 7). IPv4 space alone is no evidence: old
  * enterprises hold whole /8s (Ford, Apple, Mercedes-Benz) in one or two cities; nor is the number
@@ -139,7 +140,7 @@ export const FRAGMENTED = { ranges: 60, meanIpv4: 2048 } as const;
 /** Hosting stems inside words ("Hostpoint", "HostUS", "Servercore", "DataWeb"), which the whole
  * word keywords miss; they count only for an AS with at least HOSTING_STEM_RANGES ranges (step 10),
  * so that Host Hotels (one range) stays a business. */
-export const HOSTING_STEM = /\b(host\w*|\w+host(ing|s)?|\w*servers?|\w*vps|\w*cloud\w*|data\w*|colo\w*|dedi\w*)\b/i;
+export const HOSTING_STEM = /\b(host\w*|\w+host(ing|s)?|\w*server\w*|\w*vps\w*|\w*cloud\w*|data\w*|colo\w*|dedi\w*)\b/i;
 export const HOSTING_STEM_RANGES = 3;
 
 /** Industries other than telecoms and hosting (step 5): a bank's, insurer's, car maker's or
