@@ -269,12 +269,13 @@ describe("bench:classify figures", () => {
     expect(set.filter((e) => e.formerHoldout).every((e) => e.split === "tuning")).toBe(true);
   });
 
-  // The figures measured when this rule was committed (README, "Network types"): the rule must not
-  // get worse than them.
+  // The figures measured when this rule was committed (README, "Measured"; operators typed business,
+  // government or education since the government type): the rule must not get worse than them.
   it.each([
-    // split, per ASN: operators typed business, businesses dropped; the same weighted by IPv4 addresses
-    ["tuning", 0.099, 0.011, 0.0087, 0.007],
-    ["holdout", 0.082, 0, 0.0103, 0],
+    // split, per ASN: operators typed as leads, businesses dropped; the same weighted by IPv4 addresses
+    ["tuning", 0.095, 0.011, 0.0100, 0.007],
+    ["holdout", 0.073, 0, 0.0096, 0],
+    ["holdout-draw", 0.125, 0, 0.0144, 0],
   ] as const)("when the %s entries are measured, then the rule is no worse than its committed figures", (split, operators, businesses, operatorAddresses, businessAddresses) => {
     const m = measure(set.filter((e) => e.split === split), resolver);
     expect(m.operatorsAsLeads).toBeLessThanOrEqual(operators);
@@ -283,10 +284,11 @@ describe("bench:classify figures", () => {
     expect(m.byAddress.businessesDropped).toBeLessThanOrEqual(businessAddresses);
   });
 
-  // The issue's target (withinTarget: operators' addresses and businesses, each at most 3%): 0.9% of
-  // the operators' addresses and 1.0% of the businesses (3 of 295) on the tuning split, 1.0% and 0
-  // of 116 on the holdout split (measured once, after the rule was fixed).
-  it.each(["tuning", "holdout"])("when the %s entries are measured, then both shares are within the target", (split) => {
+  // The issue's target (withinTarget: operators' addresses and businesses, each at most 3%): 1.0% of
+  // the operators' addresses and 1.0% of the businesses (3 of 295) on the tuning split, 1.0% and 0 of
+  // 116 on the holdout split, 1.4% of the operators' addresses of the random draw (each holdout
+  // measured once after the round it judges; docs/tracking.md tells their history).
+  it.each(["tuning", "holdout", "holdout-draw"])("when the %s entries are measured, then both shares are within the target", (split) => {
     const m = measure(set.filter((e) => e.split === split), resolver);
     expect(m.byAddress.operatorsAsLeads).toBeLessThanOrEqual(TARGET);
     expect(m.businessesDropped).toBeLessThanOrEqual(TARGET);
