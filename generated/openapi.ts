@@ -938,13 +938,14 @@ export interface paths {
          *        (education(al), educação, educación, academic, research network), `mobile` (mobile,
          *        wireless, cellular, cellco, gsm, lte, 5g), `hosting` (hosting, hoster, webhosting,
          *        cloud, data center/centre, datacenter, server(s), vps, colo, colocation, cdn,
-         *        dedicated), `isp` (telecom(s), telekom, telecommunication(s) and its forms in other
-         *        languages, telefonica, telco, broadband, cable, cablevision, isp, internet, dsl,
-         *        fiber/fibre, fibra, provedor, telephone, telephony). "Mobile" counts only when the AS
-         *        also shows some evidence of an operator (an IPv6 allocation of at least a /33, 4,096
-         *        IPv4 addresses, or blocks in 3 cities); without it the name is read without that word
-         *        ("Sony Mobile Communications", "Shopee Mobile": companies' own small networks) and
-         *        the next steps decide.
+         *        dedicated), `isp` (telecom and telekom, telco, broadband, cable, internet and
+         *        fiber/fibre, also inside a word: "CHINATELECOM", "Kursktelecom", "Interneto",
+         *        "NeoFiber", "KangNam CableTV", not "cables"; telecommunication and its forms in other
+         *        languages, telefonica, catv, isp, dsl, fibra, provedor, telephone, telephony).
+         *        "Mobile" counts only when the AS also shows some evidence of an operator (an IPv6
+         *        allocation of at least a /33, 4,096 IPv4 addresses, or blocks in 3 cities); without
+         *        it the name is read without that word ("Sony Mobile Communications", "Shopee
+         *        Mobile": companies' own small networks) and the next steps decide.
          *     7. `rule`, a word naming an industry other than telecoms and hosting (bank, banking,
          *        banco, banque, insurance, versicherung, assurance, seguros, pharmaceutical(s),
          *        pharma, health, healthcare, motor(s), automotive, airline(s), airways, chemical(s),
@@ -964,12 +965,14 @@ export interface paths {
          *        enterprises hold whole /8s in one or two cities), nor is a count of cities alone (a
          *        multinational's offices span many countries).
          *     10. `rule`, a weak keyword (network(s), net, communication(s), carrier, backbone,
-         *        transit, online, connect, link, tele…, wifi) together with an IPv6 allocation of at
-         *        least a /36 and at most 3 countries: `isp`.
+         *        transit, online, connect, link, tele…, wifi, and a utility's words: utility, utilities,
+         *        electric plant, power board, energy authority, light plant, since municipal utilities
+         *        sell broadband) together with an IPv6 allocation of at least a /36 and at most 3
+         *        countries: `isp`.
          *     11. `rule`, an IPv6 announcement together with at least 60 ranges whose IPv4 blocks
          *        average at most 2,048 addresses: `hosting`.
-         *     12. `rule`, a hosting stem inside a word of the name (host…, …host, …hosting, …server(s),
-         *        …vps, …cloud…, data…, colo…, dedi…) and at least 3 announced ranges: `hosting`.
+         *     12. `rule`, a hosting stem inside a word of the name (host…, …host, …hosting, …server…,
+         *        …vps…, …cloud…, data…, colo…, dedi…) and at least 3 announced ranges: `hosting`.
          *     13. `rule`: any other named network is `business`. So a company whose name reads like a
          *        telecom (Juniper Networks, Thales Communications, Crete Carrier, Host Hotels) stays a
          *        business when its network sits in a few places.
@@ -979,8 +982,8 @@ export interface paths {
          *     counting at most 256 cities per AS. `business`, `government` and `education` networks
          *     become leads of their own organisation; an address of another network becomes a lead's only through an
          *     identity (below), and partners' exclusion rules still apply to the leads. Measured on a
-         *     labelled set of 773 ASNs, 214 of them held out of the tuning (`npm run bench:classify`;
-         *     see the README for the figures).
+         *     labelled set of 909 ASNs, 213 of them and a random draw of 72 operators held out of the
+         *     tuning (`npm run bench:classify`; see the README for the figures).
          *
          *     **Identity.** `identity` is what the key's account knows of the organisation behind the
          *     address: a network it declared, or evidence learned from its own visitors (forms with

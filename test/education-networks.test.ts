@@ -8,7 +8,7 @@ import { classifyNetwork, CURATED_NETWORKS } from "../server/tracking/ipdata/net
 import { isEducationInstitutionName } from "../server/tracking/ipdata/public-bodies.ts";
 import { sharedResolver } from "../server/tracking/ipdata/resolver.ts";
 import { as } from "./support/suite.ts";
-import { startTracking, type TrackingSuite } from "./support/tracking.ts";
+import { leadsOfVisitsFrom, startTracking, type TrackingSuite } from "./support/tracking.ts";
 
 /** The issue's networks: an address of each, its AS and the name the data set gives it. */
 const NRENS = [
@@ -121,13 +121,7 @@ describe("lookupIp and collectEvents from research and education networks", () =
   });
 
   it("when visitors on these networks view a page, then each network becomes a lead", async () => {
-    const ds = await t.api.services.datasets.create(t.tenant.accountId, t.tenant.admin.email, { name: "University visitors" });
-    for (const [ip, asn] of NRENS) {
-      const res = await t.collect(ds, ip, [t.pageView(`nrenvisitor${asn}`)]);
-      expect(res.body).toEqual({ received: 1, queued: 1 });
-    }
-    await t.writer.drain();
-    const leads = await t.leads(ds);
+    const leads = await leadsOfVisitsFrom(t, "University visitors", NRENS.map(([ip]) => ip));
     expect(leads.map((lead) => lead.organizationName).sort()).toEqual(NRENS.map(([, , name]) => name).sort());
     expect(leads.every((lead) => lead.visitCount === 1)).toBe(true);
   });

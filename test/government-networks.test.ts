@@ -9,7 +9,7 @@ import { classifyNetwork, CURATED_NETWORKS, LEAD_NETWORKS } from "../server/trac
 import { isCompany, isGovernmentName } from "../server/tracking/ipdata/public-bodies.ts";
 import { sharedResolver } from "../server/tracking/ipdata/resolver.ts";
 import { as } from "./support/suite.ts";
-import { startTracking, type TrackingSuite } from "./support/tracking.ts";
+import { leadsOfVisitsFrom, startTracking, type TrackingSuite } from "./support/tracking.ts";
 
 /** Addresses of government networks and what the data set names them. */
 const GOVERNMENTS = [
@@ -113,13 +113,7 @@ describe("government networks' visits", () => {
 
   it("when visitors on government networks view a page, then each network becomes its organisation's lead, as a business's would", async () => {
     expect(LEAD_NETWORKS.has("government")).toBe(true);
-    const ds = await t.api.services.datasets.create(t.tenant.accountId, t.tenant.admin.email, { name: "Public sector visitors" });
-    for (const [ip, asn] of GOVERNMENTS) {
-      const res = await t.collect(ds, ip, [t.pageView(`govvisitor${asn}`)]);
-      expect(res.body).toEqual({ received: 1, queued: 1 });
-    }
-    await t.writer.drain();
-    const leads = await t.leads(ds);
+    const leads = await leadsOfVisitsFrom(t, "Public sector visitors", GOVERNMENTS.map(([ip]) => ip));
     expect(leads.map((lead) => lead.organizationName).sort()).toEqual(GOVERNMENTS.map(([, , name]) => name).sort());
     expect(leads.every((lead) => lead.visitCount === 1)).toBe(true);
   });

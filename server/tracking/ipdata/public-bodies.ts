@@ -1,12 +1,12 @@
 // Names that plainly say a public body: the government rule and the education institutions' rule
 // of network-class.ts (steps 4 and 5 there). Whole words, case-insensitive, in the languages of
 // the AS names. A company whose name borrows such words ("Navy Federal Credit Union", "Police Bank
-// Ltd", "Government Employees Insurance Company", "Inmarsat Government Inc.", "City of Hope
-// Medical Center", "The Salvation Army") is kept out by NOT_GOVERNMENT and by its legal form
+// Ltd", "Government Employees Insurance Company", "Government Technology Services Inc.", "City of
+// Hope Medical Center", "The Salvation Army") is kept out by NOT_GOVERNMENT and by its legal form
 // (isCompany); a municipal utility selling broadband ("Electric Plant Board of the City of
-// Glasgow") by its utility words, and a public body that runs a telecom network by the operators'
-// keywords, which network-class.ts reads first for it ("Florida Department of Management
-// Services - Division of Telecommunications" is an ISP here, as the evidence would say).
+// Glasgow") by its utility words; and a name with an operator's keyword is left to the operators'
+// rules by network-class.ts ("... Department of Management Services - Division of
+// Telecommunications": a state's own network is government only when curated, as Florida's is).
 
 /** Government words, by kind of body. */
 const GOVERNMENT_WORDS = [
@@ -54,8 +54,8 @@ export function isGovernmentName(name: string): boolean {
 
 /** Schools, school districts and universities ("Fairfax County Public Schools", "Nassau County
  * BOCES", "CINECA Consorzio Interuniversitario", Brazil's Institutos Federais but not Mexico's
- * telecom regulator and electoral institute): "university" in the
- * languages of the AS names (Universidad, Universiteit, Univerzita, Uniwersytet, Universitas, ...). */
+ * telecom regulator and electoral institute): "university" in the languages of the AS names
+ * (Universidad, Universiteit, Univerzita, Uniwersytet, Universitas, ...). */
 export const SCHOOL =
   /\b(uni[vw]er[sz][iy][td]\w*|inter-?uni[vw]er[sz][iy][td]\w*|college|schools?|school district|academy|academi[ac]|polytechnic|\w*hochschule|egyetem|yliopisto|hogeschool|institute of technology|military institute|instituto federal(?! (de telecomunicaciones|electoral))|boces|intermediate unit|k-?12)\b/i;
 /** A school district's abbreviation at the end of its name ("Killeen ISD", "Olathe USD 233"). */
