@@ -878,7 +878,7 @@ export interface paths {
          *     (CC BY 4.0); IPv6 addresses get no country or city unless the service loads the IPv6
          *     city database (`TRACKING_IPV6_GEO=1`). `organizationDomain` is never guessed from a
          *     name: it comes from a small curated list of organisations (`domainSource: curated`),
-         *     else, for `business` and `education` networks, from the reverse DNS (PTR) name of the
+         *     else, for `business`, `government` and `education` networks, from the reverse DNS (PTR) name of the
          *     address reduced to its registrable domain with the Public Suffix List
          *     (`domainSource: reverse_dns`). A PTR name is refused when it spells the address or reads
          *     like an access line (labels such as `dyn`, `pool`, `dsl`, `dip`, `customer`, `static`),
@@ -893,63 +893,97 @@ export interface paths {
          *        (`TRACKING_SETTINGS_TTL_SECONDS`, 60 s by default).
          *     3. `curated`: curated lists covering every ASN of the large clouds, CDNs and hosters
          *        (`hosting`), of the fixed and mobile operators of the largest economies and the
-         *        satellite ISPs (`isp`, `mobile`) and of the national research and education
-         *        networks and their regional networks (`education`: GEANT and its members such as
-         *        DFN, RENATER, RedIRIS, SURF, SWITCH, GARR, Jisc and SANET, Internet2, ESnet and the
-         *        US regional networks, CANARIE, RNP, UNAM, AARNet, SINET, KREONET, CERNET, TENET,
-         *        ...); an ASN whose name is a listed ASN's name up to case, punctuation and legal
-         *        form inherits its type, except for a few short names that unrelated companies bear
-         *        too (SWITCH, BELNET, OneNet).
-         *     4. `rule`, a strong keyword of the organisation name, tried in this order: `education`
-         *        (university and its forms in other languages: Universidad, Universidade,
-         *        Universiteit, Universitet, Univerzita, Uniwersytet, Universitas, Egyetem,
-         *        Yliopisto; college, school, academy, academia, polytechnic, hochschule and
-         *        fachhochschule, hogeschool, education(al), academic, research network, institute of
-         *        technology), `mobile` (mobile, wireless, cellular, cellco, gsm, lte, 5g), `hosting`
-         *        (hosting, hoster, webhosting, cloud, data center/centre, datacenter, server(s), vps,
-         *        colo, colocation, cdn, dedicated), `isp` (telecom(s), telekom, telecommunication(s)
-         *        and its forms in other languages, telefonica, telco, broadband, cable, cablevision,
-         *        isp, internet, dsl, fiber/fibre, fibra, provedor, telephone, telephony). "Mobile"
-         *        counts only when the AS also shows some evidence of an operator (an IPv6 allocation of
-         *        at least a /33, 4,096 IPv4 addresses, or blocks in 3 cities); without it the name is
-         *        read without that word ("Sony Mobile Communications", "Shopee Mobile": companies'
-         *        own small networks) and the next steps decide.
-         *     5. `rule`, a word naming an industry other than telecoms and hosting (bank, banking,
+         *        satellite ISPs (`isp`, `mobile`), of the national research and education networks and
+         *        their regional networks and of research institutes (`education`: GEANT and its members
+         *        such as DFN, RENATER, RedIRIS, SURF, SWITCH, GARR, Jisc and SANET, Internet2, ESnet
+         *        and the US regional networks, CANARIE, RNP, UNAM, AARNet, SINET, KREONET, CERNET,
+         *        TENET, ...; DESY, Fraunhofer, Max Planck, CNRS, CSIC, CERN, RIKEN, CINECA, the US
+         *        national laboratories and supercomputing centres, ...), and of governments
+         *        (`government`: ministries, parliaments, armed forces, national, regional and
+         *        municipal governments' networks of the largest economies); an ASN whose name is a
+         *        listed ASN's name up to case, punctuation and legal form inherits its type, except for
+         *        a few short names that unrelated companies bear too (SWITCH, BELNET, OneNet).
+         *     4. `rule`, the name of an education or research institution: `education`. Schools and
+         *        universities by university and its forms in other languages (Universidad,
+         *        Universidade, Universiteit, Universitet, Univerzita, Uniwersytet, Universitas,
+         *        Egyetem, Yliopisto), interuniversity, college, school(s), school district, academy,
+         *        academia, polytechnic, hochschule and fachhochschule, hogeschool, institute of
+         *        technology, military institute, instituto federal, BOCES, intermediate unit, K-12,
+         *        a name ending in ISD or USD and a number (credit unions so named excepted); research
+         *        institutes, when the name has no company's legal form, by national laboratory,
+         *        research institute, institution, center/centre, organisation, council or foundation,
+         *        scientific research, recherche or investigación científica, forschung (and words
+         *        ending in it), observatory, supercomputing, Max-Planck, Helmholtz.
+         *     5. `rule`, a name that plainly says government, and no operator's keyword of step 6:
+         *        `government`. Ministries (ministry of, ministerio, ministère, ministero, ministerie,
+         *        ministerstvo, ministerium, bakanlığı, kementerian, ...), government and its forms in
+         *        other languages, federal bodies (federal followed within three words by ministry,
+         *        office, agency, bureau, service, board, government, reserve, court, authority,
+         *        department, administration, commission, police, guard or treasury; Bundesamt,
+         *        Bundesanstalt, Bundeswehr, ...), department of/for, states and regions (state of,
+         *        commonwealth of, county of, prefecture, regione, provincie, generalitat, kanton,
+         *        landesamt, gobernación, secretaría, ...), cities and municipalities (city of, town of,
+         *        village of, township of, borough of, city council, municipality, municipio,
+         *        gemeente, ayuntamiento, comune di, mairie, kommune, stad, stadt, magistrat,
+         *        landratsamt, landkreis, gmina, prefeitura, alcaldía, ...), parliaments and courts
+         *        (parliament, bundestag, house of commons, senate, legislature, national assembly,
+         *        tribunal, supreme court, judiciary, prosecutor, ...), armed forces and police (army,
+         *        navy, air force, marine corps, armed forces, defence forces, national guard, coast
+         *        guard, military, police, polizei, policía, gendarmerie, sheriff's office, ...). Not
+         *        when the name has a company's legal form (Inc., LLC, Ltd, GmbH, Corporation, S.A.,
+         *        ...; a municipality's "corporation of the city" excepted), or names a bank, credit
+         *        union, insurer, hospital, clinic or utility ("Navy Federal Credit Union", "City of
+         *        Hope Medical Center", "Electric Plant Board of the City of Glasgow").
+         *     6. `rule`, a strong keyword of the organisation name, tried in this order: `education`
+         *        (education(al), educação, educación, academic, research network), `mobile` (mobile,
+         *        wireless, cellular, cellco, gsm, lte, 5g), `hosting` (hosting, hoster, webhosting,
+         *        cloud, data center/centre, datacenter, server(s), vps, colo, colocation, cdn,
+         *        dedicated), `isp` (telecom and telekom, telco, broadband, cable, internet and
+         *        fiber/fibre, also inside a word: "CHINATELECOM", "Kursktelecom", "Interneto",
+         *        "NeoFiber", "KangNam CableTV", not "cables"; telecommunication and its forms in other
+         *        languages, telefonica, catv, isp, dsl, fibra, provedor, telephone, telephony).
+         *        "Mobile" counts only when the AS also shows some evidence of an operator (an IPv6
+         *        allocation of at least a /33, 4,096 IPv4 addresses, or blocks in 3 cities); without
+         *        it the name is read without that word ("Sony Mobile Communications", "Shopee
+         *        Mobile": companies' own small networks) and the next steps decide.
+         *     7. `rule`, a word naming an industry other than telecoms and hosting (bank, banking,
          *        banco, banque, insurance, versicherung, assurance, seguros, pharmaceutical(s),
          *        pharma, health, healthcare, motor(s), automotive, airline(s), airways, chemical(s),
          *        stores, supermarket(s), industries, manufacturing, financial, securities, casualty,
          *        companies): `business`.
-         *     6. `rule`, the name of a mobile operator in operation (national networks of the MCC/MNC
+         *     8. `rule`, the name of a mobile operator in operation (national networks of the MCC/MNC
          *        list, package `mcc-mnc-list`, without test networks and public bodies' own
          *        networks), up to case, punctuation and legal form; or a name that starts with such
          *        an operator's name of several words; or such a name followed by a country's name
          *        ("Digicel Trinidad and Tobago"); and the operator is one of the country holding most
          *        of the AS's addresses in DB-IP's city data (Mattel, Inc. is not Mauritania's
          *        Mattel): `mobile`.
-         *     7. `rule`, evidence of an access network from the shipped data (`isp`): the AS's IPv4
+         *     9. `rule`, evidence of an access network from the shipped data (`isp`): the AS's IPv4
          *        ranges lie in at most 10 countries and DB-IP's city data places their blocks in at
          *        least 12 cities per country, or at least 7 when the AS also holds an IPv6
          *        allocation of at least a /32. IPv4 address space alone is no evidence (old
          *        enterprises hold whole /8s in one or two cities), nor is a count of cities alone (a
          *        multinational's offices span many countries).
-         *     8. `rule`, a weak keyword (network(s), net, communication(s), carrier, backbone,
-         *        transit, online, connect, link, tele…, wifi) together with an IPv6 allocation of at
-         *        least a /36 and at most 3 countries: `isp`.
-         *     9. `rule`, an IPv6 announcement together with at least 60 ranges whose IPv4 blocks
+         *     10. `rule`, a weak keyword (network(s), net, communication(s), carrier, backbone,
+         *        transit, online, connect, link, tele…, wifi, and a utility's words: utility, utilities,
+         *        electric plant, power board, energy authority, light plant, since municipal utilities
+         *        sell broadband) together with an IPv6 allocation of at least a /36 and at most 3
+         *        countries: `isp`.
+         *     11. `rule`, an IPv6 announcement together with at least 60 ranges whose IPv4 blocks
          *        average at most 2,048 addresses: `hosting`.
-         *     10. `rule`, a hosting stem inside a word of the name (host…, …host, …hosting, …server(s),
-         *        …vps, …cloud…, data…, colo…, dedi…) and at least 3 announced ranges: `hosting`.
-         *     11. `rule`: any other named network is `business`. So a company whose name reads like a
+         *     12. `rule`, a hosting stem inside a word of the name (host…, …host, …hosting, …server…,
+         *        …vps…, …cloud…, data…, colo…, dedi…) and at least 3 announced ranges: `hosting`.
+         *     13. `rule`: any other named network is `business`. So a company whose name reads like a
          *        telecom (Juniper Networks, Thales Communications, Crete Carrier, Host Hotels) stays a
          *        business when its network sits in a few places.
          *
          *     Cities and countries are found by walking DB-IP's own blocks through each IPv4 range:
          *     at most one look-up per /24 and 4,096 per range (evenly spread over larger ranges),
-         *     counting at most 256 cities per AS. `business` and `education` networks become leads of
-         *     their own organisation; an address of another network becomes a lead's only through an
+         *     counting at most 256 cities per AS. `business`, `government` and `education` networks
+         *     become leads of their own organisation; an address of another network becomes a lead's only through an
          *     identity (below), and partners' exclusion rules still apply to the leads. Measured on a
-         *     labelled set of 773 ASNs, 214 of them held out of the tuning (`npm run bench:classify`;
-         *     see the README for the figures).
+         *     labelled set of 909 ASNs, 213 of them and a random draw of 72 operators held out of the
+         *     tuning (`npm run bench:classify`; see the README for the figures).
          *
          *     **Identity.** `identity` is what the key's account knows of the organisation behind the
          *     address: a network it declared, or evidence learned from its own visitors (forms with
@@ -2716,11 +2750,11 @@ export interface components {
             description: string;
         };
         /**
-         * @description Kind of network an address belongs to, by the rule in `GET /v1/ip-lookup`. `business` and `education` networks become leads of their own organisation; addresses of the others only through an identity (`AddressIdentity`).
+         * @description Kind of network an address belongs to, by the rule in `GET /v1/ip-lookup`: a company's own network (`business`); a government's (`government`: ministries, parliaments, armed forces and police, national, regional and municipal administrations); a school's, university's or research institute's (`education`); an access provider's (`isp`), hoster's or cloud's (`hosting`), mobile carrier's (`mobile`); or none known (`unknown`). `business`, `government` and `education` networks become leads of their own organisation; addresses of the others only through an identity (`AddressIdentity`).
          * @example business
          * @enum {string}
          */
-        NetworkType: "business" | "isp" | "hosting" | "mobile" | "education" | "unknown";
+        NetworkType: "business" | "government" | "isp" | "hosting" | "mobile" | "education" | "unknown";
         /**
          * @description Where `organizationDomain` comes from; `null` when there is no domain. Strongest first (a
          *     stronger source replaces a weaker one, never the reverse):
@@ -2777,7 +2811,7 @@ export interface components {
          * @description How a lead's organisation was recognised from its visits' addresses, with
          *     `identityConfidence` (0 to 1) saying how sure that is:
          *     - `network` (1): the visitor's own network (autonomous system) is the organisation's, a
-         *       `business` or `education` network (see `GET /v1/ip-lookup`);
+         *       `business`, `government` or `education` network (see `GET /v1/ip-lookup`);
          *     - `declared` (1): the address lies in a network the account declared as the
          *       organisation's (`POST /v1/declared-networks`);
          *     - `reverse_dns` (0.85; 0.95 when e-mail from the address agrees): the address's reverse
@@ -2836,8 +2870,9 @@ export interface components {
          *     - `moving_person`: the only e-mail evidence comes from people who sent forms from two or
          *       more addresses within the window (a re-dialled dynamic line);
          *     - `network_type`: mobile carrier addresses hold only declared identities; hosting and
-         *       unknown networks only declared ones and those with a PTR name; `business` and
-         *       `education` networks are their own organisation's and take only declared ones.
+         *       unknown networks only declared ones and those with a PTR name; `business`,
+         *       `government` and `education` networks are their own organisation's and take only
+         *       declared ones.
          *
          *     **Time.** Evidence counts for 90 days after it was last seen (the operator setting
          *     `TRACKING_IDENTITY_DAYS`); an identity without renewing evidence expires then

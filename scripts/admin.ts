@@ -219,7 +219,7 @@ const commands: Record<string, Command> = {
     },
   },
   "networks set-type": {
-    usage: "--asn N --type business|isp|hosting|mobile|education [--note TEXT]",
+    usage: "--asn N --type business|government|isp|hosting|mobile|education [--note TEXT]",
     options: ["asn", "type", "note"],
     async run(args, context) {
       const [asn, type] = [args.whole("asn", 1), args.required("type")];

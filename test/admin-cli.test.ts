@@ -37,7 +37,7 @@ describe("admin command line", () => {
   it("when one command's --help is asked, then its options are shown", async () => {
     const { code, stdout } = await admin("networks", "set-type", "--help");
     expect(code).toBe(0);
-    expect(stdout.trim()).toBe("usage: npm run admin -- networks set-type --asn N --type business|isp|hosting|mobile|education [--note TEXT] [--json]");
+    expect(stdout.trim()).toBe("usage: npm run admin -- networks set-type --asn N --type business|government|isp|hosting|mobile|education [--note TEXT] [--json]");
   }, slow);
 
   it("when no command is named, then the usage goes to stderr and the exit code is 2", async () => {

@@ -5,9 +5,10 @@
 // are education by rule: through the resolver, GET /v1/ip-lookup and the collector.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { classifyNetwork, CURATED_NETWORKS } from "../server/tracking/ipdata/network-class.ts";
+import { isEducationInstitutionName } from "../server/tracking/ipdata/public-bodies.ts";
 import { sharedResolver } from "../server/tracking/ipdata/resolver.ts";
 import { as } from "./support/suite.ts";
-import { startTracking, type TrackingSuite } from "./support/tracking.ts";
+import { leadsOfVisitsFrom, startTracking, type TrackingSuite } from "./support/tracking.ts";
 
 /** The issue's networks: an address of each, its AS and the name the data set gives it. */
 const NRENS = [
@@ -59,6 +60,53 @@ describe("research and education networks (rule)", () => {
   });
 });
 
+// Issue 38, item 6: research institutes and a school district were typed business.
+describe("research institutes and school districts", () => {
+  const resolver = sharedResolver();
+  const typeOf = (asn: number) => classifyNetwork({ asn, name: resolver.asns.nameOf(asn)! }, resolver.evidenceOf(asn));
+
+  it.each([
+    [1754, "DESY"], [5501, "Fraunhofer"], [3275, "CINECA"], [1206, "Pittsburgh Supercomputing Center"], [16, "Lawrence Berkeley National Laboratory"],
+    [683, "Argonne National Laboratory"], [42873, "Max Planck Society"], [513, "CERN"], [18128, "RIKEN"], [777, "CEA"], [2597, "CNR"],
+    [6262, "CSIRO"], [7497, "Chinese Academy of Sciences (CSTNET)"],
+  ])("when the research institute AS%i (%s) is classified, then it is education from the curated list", (asn) => {
+    expect(typeOf(asn)).toEqual({ type: "education", source: "curated" });
+  });
+
+  it("when the curated list is read, then every research institute added with the government type names its source", () => {
+    const research = CURATED_NETWORKS.filter((entry) => entry.type === "education" && entry.source);
+    expect(research.length).toBeGreaterThanOrEqual(80);
+    expect(research.every((entry) => /\S/.test(entry.source!))).toBe(true);
+  });
+
+  it.each([
+    "Korea Atomic Energy Research Institute", "National Research Center \"Kurchatov Institute\"", "Southwest Research Institute",
+    "Forschungsverbund Berlin e.V.", "National Radio Astronomy Observatory", "Alabama Supercomputer Authority",
+    "Instituto Venezolano de Investigaciones Cientificas", "Federal State Budgetary Institution of Science \"Space Research Institute\"",
+    "IMEC (Interuniversitair Micro-Electronica Centrum) VZW", "Instituto Federal de Sao Paulo",
+  ])("when a research or education body is named %j, then it is education", (name) => {
+    expect(isEducationInstitutionName(name)).toBe(true); // the rule, whether or not a curated AS bears the name too
+    expect(classifyNetwork({ asn: 64_602, name }).type).toBe("education");
+  });
+
+  it.each([
+    "Fairfax County Public Schools", "Chicago Public Schools", "Cypress-Fairbanks ISD", "OLATHE PUBLIC SCHOOLS USD 233", "Nassau County BOCES",
+    "Allegheny Intermediate Unit", "Scarsdale Schools District", "San Bernardino County Superintendent of Schools",
+  ])("when a school district is named %j, then it is education", (name) => {
+    expect(classifyNetwork({ asn: 64_603, name })).toEqual({ type: "education", source: "rule" });
+  });
+
+  it.each([
+    // companies named after research or schools, a research hospital, Mexico's telecom regulator
+    "FactSet Research Systems, Inc.", "Nomura Research Institute,Ltd.", "Palo Alto Research Center Incorporated", "Desert Schools Federal Credit Union",
+    "University Federal Credit Union", "Limited company with foreign investments ISD", "ISD NETWORKS S.A DE C.V",
+    "King Faisal Specialist Hospital and Research Centre", "INSTITUTO FEDERAL DE TELECOMUNICACIONES",
+  ])("when %j is no school or research institute, then it is not education", (name) => {
+    expect(isEducationInstitutionName(name)).toBe(false);
+    expect(classifyNetwork({ asn: 64_604, name }).type).not.toBe("education");
+  });
+});
+
 describe("lookupIp and collectEvents from research and education networks", () => {
   let t: TrackingSuite;
   beforeAll(async () => {
@@ -73,13 +121,7 @@ describe("lookupIp and collectEvents from research and education networks", () =
   });
 
   it("when visitors on these networks view a page, then each network becomes a lead", async () => {
-    const ds = await t.api.services.datasets.create(t.tenant.accountId, t.tenant.admin.email, { name: "University visitors" });
-    for (const [ip, asn] of NRENS) {
-      const res = await t.collect(ds, ip, [t.pageView(`nrenvisitor${asn}`)]);
-      expect(res.body).toEqual({ received: 1, queued: 1 });
-    }
-    await t.writer.drain();
-    const leads = await t.leads(ds);
+    const leads = await leadsOfVisitsFrom(t, "University visitors", NRENS.map(([ip]) => ip));
     expect(leads.map((lead) => lead.organizationName).sort()).toEqual(NRENS.map(([, , name]) => name).sort());
     expect(leads.every((lead) => lead.visitCount === 1)).toBe(true);
   });

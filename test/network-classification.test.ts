@@ -140,6 +140,27 @@ describe("classifyNetwork from evidence", () => {
     expect(classifyNetwork({ asn: 64517, name: "Example Bank Broadband" }, wide).type).toBe("isp");
   });
 
+  it("when an operator's keyword is glued into a word, then it still counts (not inside automobile or cables)", () => {
+    for (const name of ["CHINATELECOM Xinjiang Kezhou MAN network", "Limited liability company Kursktelecom", "Totelcom Communications, LLC",
+      "UAB \"Kauno interneto sistemos\"", "GIGAINTERNET Sp z o.o.", "NeoFiber Communications inc.", "KangNam CableTV", "catv-tokushima"]) {
+      expect(classifyNetwork({ asn: 64518, name }, small).type, name).toBe("isp");
+    }
+    for (const name of ["PSA AUTOMOBILES SA", "Prysmian Cables and Systems USA LLC", "Owens Corning Fiberglas Corporation"]) {
+      expect(classifyNetwork({ asn: 64518, name }, small).type, name).toBe("business");
+    }
+  });
+
+  it("when a hosting stem begins a word, then it counts like one inside a word", () => {
+    expect(classifyNetwork({ asn: 64519, name: "SERVERCORE CIS LLC" }, { ...small, ranges: 3 }).type).toBe("hosting");
+    expect(classifyNetwork({ asn: 64519, name: "VpsQuan L.L.C." }, { ...small, ranges: 3 }).type).toBe("hosting");
+  });
+
+  it("when a utility's name comes with a provider's IPv6 allocation, then it is a municipal broadband ISP", () => {
+    expect(classifyNetwork({ asn: 64520, name: "Example Municipal Utilities" }, { ...small, ipv6: 65_536 }).type).toBe("isp");
+    expect(classifyNetwork({ asn: 64520, name: "Example Energy Authority" }, { ...small, ipv6: 4096 }).type).toBe("isp");
+    expect(classifyNetwork({ asn: 64520, name: "Example Municipal Utilities" }, small).type).toBe("business");
+  });
+
   it("when an AS bears the name of a curated AS's organisation, then it inherits the curated type", () => {
     const curatedName = "Societe Francaise Du Radiotelephone - SFR SA";
     expect(classifyNetwork({ asn: 64514, name: curatedName.toUpperCase().replace(" SA", ", S.A.") }, small)).toEqual({ type: "isp", source: "curated" });
@@ -242,32 +263,34 @@ describe("bench:classify figures", () => {
 
   it("when the labelled set is read, then it has at least 300 entries, each with a label source, at least a quarter held out", () => {
     expect(set.length).toBeGreaterThanOrEqual(300);
-    expect(set.every((e) => e.source && (e.split === "tuning" || e.split === "holdout"))).toBe(true);
-    expect(set.filter((e) => e.split === "holdout").length).toBeGreaterThanOrEqual(set.length / 4);
+    expect(set.every((e) => e.source && ["tuning", "holdout", "holdout-draw"].includes(e.split))).toBe(true);
+    expect(set.filter((e) => e.split !== "tuning").length).toBeGreaterThanOrEqual(set.length / 4);
     // a holdout that was measured and then tuned on is part of the tuning split and says so
     expect(set.filter((e) => e.formerHoldout).every((e) => e.split === "tuning")).toBe(true);
   });
 
-  // The figures measured when this rule was committed (README, "Network types"): the rule must not
-  // get worse than them.
+  // The figures measured when this rule was committed (README, "Measured"; operators typed business,
+  // government or education since the government type): the rule must not get worse than them.
   it.each([
-    // split, per ASN: operators typed business, businesses dropped; the same weighted by IPv4 addresses
-    ["tuning", 0.099, 0.011, 0.0087, 0.007],
-    ["holdout", 0.082, 0, 0.0103, 0],
+    // split, per ASN: operators typed as leads, businesses dropped; the same weighted by IPv4 addresses
+    ["tuning", 0.095, 0.011, 0.0100, 0.007],
+    ["holdout", 0.073, 0, 0.0096, 0],
+    ["holdout-draw", 0.125, 0, 0.0144, 0],
   ] as const)("when the %s entries are measured, then the rule is no worse than its committed figures", (split, operators, businesses, operatorAddresses, businessAddresses) => {
     const m = measure(set.filter((e) => e.split === split), resolver);
-    expect(m.operatorsAsBusiness).toBeLessThanOrEqual(operators);
+    expect(m.operatorsAsLeads).toBeLessThanOrEqual(operators);
     expect(m.businessesDropped).toBeLessThanOrEqual(businesses);
-    expect(m.byAddress.operatorsAsBusiness).toBeLessThanOrEqual(operatorAddresses);
+    expect(m.byAddress.operatorsAsLeads).toBeLessThanOrEqual(operatorAddresses);
     expect(m.byAddress.businessesDropped).toBeLessThanOrEqual(businessAddresses);
   });
 
-  // The issue's target (withinTarget: operators' addresses and businesses, each at most 3%): 0.9% of
-  // the operators' addresses and 1.0% of the businesses (3 of 295) on the tuning split, 1.0% and 0
-  // of 116 on the holdout split (measured once, after the rule was fixed).
-  it.each(["tuning", "holdout"])("when the %s entries are measured, then both shares are within the target", (split) => {
+  // The issue's target (withinTarget: operators' addresses and businesses, each at most 3%): 1.0% of
+  // the operators' addresses and 1.0% of the businesses (3 of 295) on the tuning split, 1.0% and 0 of
+  // 116 on the holdout split, 1.4% of the operators' addresses of the random draw (each holdout
+  // measured once after the round it judges; docs/tracking.md tells their history).
+  it.each(["tuning", "holdout", "holdout-draw"])("when the %s entries are measured, then both shares are within the target", (split) => {
     const m = measure(set.filter((e) => e.split === split), resolver);
-    expect(m.byAddress.operatorsAsBusiness).toBeLessThanOrEqual(TARGET);
+    expect(m.byAddress.operatorsAsLeads).toBeLessThanOrEqual(TARGET);
     expect(m.businessesDropped).toBeLessThanOrEqual(TARGET);
     expect(withinTarget(m)).toBe(true);
   });

@@ -53,6 +53,15 @@ describe("networks (operator)", () => {
     expect(await operator.networks.remove(COMCAST)).toBe(false);
   });
 
+  it("when a network is set to government, then the database stores it and ip-lookup answers it", async () => {
+    await operator.networks.setType(COMCAST, "government", "a state's network");
+    pass(TTL_MS + 1000);
+    expect(await lookup(ADDRESSES.isp)).toEqual({ networkType: "government", networkTypeSource: "override" });
+    expect(await operator.networks.list()).toEqual([{ asn: COMCAST, type: "government", note: "a state's network", updatedAt: expect.any(Date) }]);
+    await operator.networks.remove(COMCAST);
+    pass(TTL_MS + 1000);
+  });
+
   it("when a type is set again, then it replaces the first one", async () => {
     await operator.networks.setType(64500, "isp");
     await operator.networks.setType(64500, "mobile", "carrier after all");

@@ -7,7 +7,7 @@ import { Invalid } from "../domain/errors.ts";
 import type { NetworkType } from "../tracking/ipdata/network-class.ts";
 
 export type OverridableType = Exclude<NetworkType, "unknown">;
-export const OVERRIDABLE_TYPES: readonly OverridableType[] = ["business", "isp", "hosting", "mobile", "education"];
+export const OVERRIDABLE_TYPES: readonly OverridableType[] = ["business", "government", "isp", "hosting", "mobile", "education"];
 
 export interface NetworkOverride {
   asn: number;

@@ -133,3 +133,15 @@ export async function startTracking(config: Partial<TrackingConfig> = {}, apiOpt
   };
 }
 
+
+/** One page view of a new visitor from each address, into a new dataset named `datasetName`; the
+ * dataset's leads once the writer has written them. */
+export async function leadsOfVisitsFrom(t: TrackingSuite, datasetName: string, addresses: readonly string[]) {
+  const datasetId = await t.api.services.datasets.create(t.tenant.accountId, t.tenant.admin.email, { name: datasetName });
+  for (const [i, ip] of addresses.entries()) {
+    const res = await t.collect(datasetId, ip, [t.pageView(`visitor${i}`)]);
+    expect(res.body).toEqual({ received: 1, queued: 1 });
+  }
+  await t.writer.drain();
+  return t.leads(datasetId);
+}

@@ -4,9 +4,9 @@
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { type CityResponse, Reader } from "maxmind";
-import { type AsnTable, loadAsnTable } from "./asn-table.ts";
 import { parseIp } from "./ip.ts";
-import { classifyNetwork, type NetworkType, type NetworkTypeSource } from "./network-class.ts";
+import { type AsnRecord, type AsnTable, loadAsnTable } from "./asn-table.ts";
+import { classifyAs, classifyNetwork, type NetworkClass, type NetworkType, type NetworkTypeSource, overrideOf } from "./network-class.ts";
 import { type EvidenceTable, loadEvidence, type NetworkEvidence } from "./network-evidence.ts";
 import { knownOrganizationOfAsn } from "../../identity/organizations.ts";
 
@@ -39,6 +39,10 @@ export interface ResolverOptions {
 }
 
 export class Resolver {
+  /** Each AS's type by the curated lists and the rule, kept from its first resolution: the rule
+   * reads the name with a few dozen patterns, which the collector must not repeat per request. */
+  private readonly classes = new Map<number, NetworkClass>();
+
   constructor(
     readonly asns: AsnTable,
     private readonly cityV4: Reader<DbipCity & CityResponse>,
@@ -62,7 +66,7 @@ export class Resolver {
     if (!parsed) return undefined;
     const as = this.asns.lookup(parsed);
     const known = as && knownOrganizationOfAsn(as.asn);
-    const network = classifyNetwork(as, as && this.evidenceOf(as.asn), overrides);
+    const network = as ? (overrideOf(as.asn, overrides) ?? this.classOf(as)) : classifyNetwork(undefined);
     return {
       asn: as?.asn ?? null,
       organizationName: as?.name ?? null,
@@ -72,6 +76,12 @@ export class Resolver {
       networkTypeSource: network.source,
       ...(geo ? this.placeOf(ip) : { country: null, city: null }),
     };
+  }
+
+  private classOf(as: AsnRecord): NetworkClass {
+    let known = this.classes.get(as.asn);
+    if (!known) this.classes.set(as.asn, (known = classifyAs(as, this.evidenceOf(as.asn))));
+    return known;
   }
 
   /** The country and city of `ip` alone (after a `geo: false` resolution: no second network look-up). */

@@ -1,0 +1,2 @@
+-- AlterEnum
+ALTER TYPE "NetworkOverrideType" ADD VALUE 'government';
