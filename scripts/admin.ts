@@ -39,6 +39,8 @@ const OPTIONS = {
   out: { type: "string" },
   dataset: { type: "string" },
   limit: { type: "string" },
+  all: { type: "boolean", default: false },
+  code: { type: "string" },
   asn: { type: "string" },
   type: { type: "string" },
   note: { type: "string" },
@@ -53,6 +55,12 @@ const COMMON: readonly OptionName[] = ["json", "help"];
 class UsageError extends Error {
   constructor(message: string, readonly command?: string) {
     super(message);
+  }
+}
+/** `<group> --help`: the group's commands with their options, exit 0. */
+class GroupHelp extends Error {
+  constructor(readonly group: string) {
+    super(`help for '${group}'`);
   }
 }
 /** The command ran and could not do what was asked: one line, exit 1. */
@@ -246,13 +254,13 @@ const commands: Record<string, Command> = {
     },
   },
   "dead-letters list": {
-    usage: "[--limit 100]",
-    options: ["limit"],
+    usage: "[--limit 100] [--code SQLSTATE]   (oldest first)",
+    options: ["limit", "code"],
     run: (args, context) => deadLetters("list", args, context),
   },
   "dead-letters replay": {
-    usage: "ID   (back into the ingest log, then out of the dead-letter table)",
-    options: [],
+    usage: "ID | --all [--code SQLSTATE] [--limit N]   (back into the ingest log, then out of the dead-letter table; --all: oldest first)",
+    options: ["all", "code", "limit"],
     operands: 1,
     run: (args, context) => deadLetters("replay", args, context),
   },
@@ -264,14 +272,21 @@ const commands: Record<string, Command> = {
   },
 };
 
-/** The dead-letter commands (server/tracking/log/dead-letters.ts): `list`, or `replay`/`drop` of the ID that follows. */
+/**
+ * The dead-letter commands (server/tracking/log/dead-letters.ts): `list`, `drop` of the ID that
+ * follows, `replay` of that ID or of every letter (`--all`, of one error code with `--code`).
+ */
 async function deadLetters(action: DeadLetterAction, args: Args, context: Context): Promise<void> {
   const id = args.operands[0];
-  if (action !== "list" && !id) throw new UsageError(`name the dead letter: dead-letters ${action} ID`);
+  const selected = args.flag("all") || args.optional("code") !== undefined || args.optional("limit") !== undefined;
+  if (action === "replay" && id !== undefined && selected) throw new UsageError("replay either one ID or --all (with --code, --limit), not both");
+  if (action === "replay" && id === undefined && !args.flag("all")) throw new UsageError("name the dead letter, or replay them all: dead-letters replay ID | --all");
+  if (action === "drop" && id === undefined) throw new UsageError("name the dead letter: dead-letters drop ID");
+  const limit = args.optional("limit") !== undefined ? args.whole("limit", 1) : undefined;
   const [{ deadLetterCommand }, db, config] = await Promise.all([import("../server/tracking/log/dead-letters.ts"), context.database(), context.config()]);
-  const limit = args.optional("limit") ? args.whole("limit", 1) : undefined;
-  const { data, text } = await deadLetterCommand(db.prisma, config, action, { id, limit });
+  const { data, text, incomplete } = await deadLetterCommand(db.prisma, config, action, { id, limit, code: args.optional("code") });
   args.out(data, text);
+  if (incomplete) throw new CommandFailed("some dead letters were left (the lines above say why): drop them or remove their cause");
 }
 
 async function accountService(context: Context) {
@@ -284,12 +299,14 @@ async function networkService(context: Context) {
   return networkService(db.prisma, { ttlSeconds: config.tracking.settingsTtlSeconds, now: () => new Date() });
 }
 
-function usage(command?: string): string {
+/** One command's usage; or the list of commands (those of `group` only when it is given). */
+function usage(command?: string, group?: string): string {
   if (command && commands[command]) return `usage: npm run admin -- ${command} ${commands[command].usage} [--json]`.replace(/ {2,}/g, " ");
+  const listed = Object.entries(commands).filter(([name]) => !group || name.startsWith(`${group} `));
   return [
     "usage: npm run admin -- <command> [options] [--json]",
     "commands:",
-    ...Object.entries(commands).map(([name, { usage }]) => `  ${name} ${usage}`.trimEnd()),
+    ...listed.map(([name, { usage }]) => `  ${name} ${usage}`.trimEnd()),
     "`npm run admin -- <command> --help` shows one command's options.",
   ].join("\n");
 }
@@ -308,6 +325,7 @@ function findCommand(argv: readonly string[]): string {
   if (!group || group.startsWith("-")) throw new UsageError("name a command");
   if (!groups.includes(group)) throw new UsageError(`unknown command '${group}'${suggestion(group, groups)}`);
   const subs = Object.keys(commands).filter((name) => name.startsWith(`${group} `)).map((name) => name.slice(group.length + 1));
+  if (sub === "--help" || sub === "-h") throw new GroupHelp(group);
   if (!sub || sub.startsWith("-")) throw new UsageError(`'${group}' needs a sub-command: ${subs.join(", ")}`);
   if (!subs.includes(sub)) {
     const nearest = suggestion(sub, subs);
@@ -390,6 +408,10 @@ async function main(argv: readonly string[]): Promise<number> {
     name = findCommand(argv);
     args = parseCommandLine(name, argv.slice(2));
   } catch (error) {
+    if (error instanceof GroupHelp) {
+      console.log(usage(undefined, error.group));
+      return 0;
+    }
     if (!(error instanceof UsageError)) throw error;
     console.error(`${error.message}\n${usage(error.command)}`);
     return 2;

@@ -40,6 +40,23 @@ describe("admin command line", () => {
     expect(stdout.trim()).toBe("usage: npm run admin -- networks set-type --asn N --type business|government|isp|hosting|mobile|education [--note TEXT] [--json]");
   }, slow);
 
+  it("when a command group's --help is asked, then its commands are listed with their options and the exit code is 0", async () => {
+    for (const group of ["dead-letters", "keys"]) {
+      const { code, stdout } = await admin(group, "--help");
+      expect(code).toBe(0);
+      expect(stdout).toContain(`  ${group} list `);
+      expect(stdout).not.toContain("  account create");
+    }
+    expect((await admin("dead-letters", "--help")).stdout).toContain("  dead-letters replay ID | --all [--code SQLSTATE]");
+  }, slow);
+
+  it("when dead-letters replay names neither an id nor --all, or both, then it says so before opening the database, exit 2", async () => {
+    const [neither, both] = await Promise.all([admin("dead-letters", "replay"), admin("dead-letters", "replay", "7", "--all")]);
+    expect([neither.code, both.code]).toEqual([2, 2]);
+    expect(neither.stderr.split("\n")[0]).toBe("name the dead letter, or replay them all: dead-letters replay ID | --all");
+    expect(both.stderr.split("\n")[0]).toBe("replay either one ID or --all (with --code, --limit), not both");
+  }, slow);
+
   it("when no command is named, then the usage goes to stderr and the exit code is 2", async () => {
     const { code, stdout, stderr } = await admin();
     expect({ code, stdout }).toEqual({ code: 2, stdout: "" });

@@ -11,8 +11,8 @@ import { faultText, isTransientFault, writeFault } from "../server/db/errors.ts"
 import { NotFound, Conflict } from "../server/domain/errors.ts";
 import { createLogger } from "../server/logging.ts";
 import { metricsRegistry } from "../server/metrics.ts";
-import { deadLetterCommand } from "../server/tracking/log/dead-letters.ts";
-import type { QueuedBatch } from "../server/tracking/collect/events.ts";
+import { deadLetterCommand, type ReplayedLetters } from "../server/tracking/log/dead-letters.ts";
+import { NOT_JSON, type QueuedBatch } from "../server/tracking/collect/events.ts";
 import { type IngestLog, openIngestLog, tableLog } from "../server/tracking/log/ingest-log.ts";
 import type { WriterOptions } from "../server/tracking/log/writer.ts";
 import { eventually } from "./support/eventually.ts";
@@ -314,6 +314,87 @@ describe("dead-letters list, replay and drop (the operator commands)", () => {
     expect(await deadLettersOf(run)).toHaveLength(2);
     expect(await queueLength()).toBe(0);
     for (const { id } of [gone!, unreadable!]) await deadLetterCommand(prisma(), config, "drop", { id });
+  });
+});
+
+describe("dead-letters list and replay --all (oldest first, by error code)", () => {
+  const config = { ingestLog: undefined, logLevel: "silent" as const };
+
+  /** Moves the dead letters' id sequence to just below a power of ten, so that the next ids cross it (99 -> 100: text order would put 100 first). */
+  async function idsAboutToGainADigit(): Promise<void> {
+    const [sequence] = await prisma().$queryRaw<{ last: bigint }[]>`SELECT last_value AS last FROM "IngestDeadLetter_id_seq"`;
+    const nextPower = 10n ** BigInt(String(sequence!.last + 4n).length);
+    await prisma().$executeRaw`SELECT setval('"IngestDeadLetter_id_seq"', ${nextPower - 4n})`;
+  }
+
+  /** `count` dead letters of the error code `code` (each a good batch of request n of `run`), in the order inserted; their ids. */
+  async function lettersOfCode(run: string, code: string, count: number): Promise<string[]> {
+    const ids: string[] = [];
+    for (let n = 1; n <= count; n++) {
+      const [row] = await prisma().$queryRaw<{ id: string }[]>`
+        INSERT INTO "IngestDeadLetter" ("log", "accountId", "datasetId", "attempts", "error", "payload", "events")
+        VALUES ('postgres', ${t.tenant.accountId}, ${t.tenant.datasets[0]}, 3, ${`SQLSTATE ${code}: a test rule`}, ${JSON.stringify(batchOf(run, n))}::jsonb, 2)
+        RETURNING id::text AS id`;
+      ids.push(row!.id);
+    }
+    return ids;
+  }
+
+  /** A test's own error code: five capitals and digits no other test uses. */
+  const codeOf = (run: string) => `Z${run.slice(0, 4).toUpperCase()}`;
+
+  it("when the ids pass a power of ten, then list gives the letters oldest first by number and --limit N the N oldest", async () => {
+    const run = runOf();
+    await idsAboutToGainADigit();
+    const ids = await lettersOfCode(run, codeOf(run), 6);
+    const listed = await deadLetterCommand(prisma(), config, "list", { code: codeOf(run) });
+    expect((listed.data as { id: string }[]).map((l) => l.id)).toEqual(ids);
+    expect(listed.text.split("\n").map((line) => line.split("  ")[0])).toEqual(ids);
+    const oldest = await deadLetterCommand(prisma(), config, "list", { code: codeOf(run), limit: 2 });
+    expect((oldest.data as { id: string }[]).map((l) => l.id)).toEqual(ids.slice(0, 2));
+    for (const id of ids) await deadLetterCommand(prisma(), config, "drop", { id });
+  });
+
+  it("when replay --all --code runs, then every letter of that code is put back oldest first and written once, and the others stay", async () => {
+    const run = runOf();
+    const [code, other] = [codeOf(run), `Y${run.slice(4).toUpperCase()}`];
+    const ids = await lettersOfCode(run, code, 12);
+    const [kept] = await lettersOfCode(`${run}x`, other, 1);
+    const replayed = await deadLetterCommand(prisma(), config, "replay", { code });
+    expect(replayed.data).toEqual({ replayed: ids.map((id) => ({ id, batches: 1, events: 2 })), left: [], log: "postgres" });
+    expect(replayed.incomplete).toBe(false);
+    expect(replayed.text).toBe(`12 dead letters (24 events) put back into the ingest log (postgres) and removed from the dead-letter table: ${ids.join(", ")}`);
+    const writer = wiredWriter(t.api, { ...ONLY_EVIDENCE, log: tableLog(prisma()), maxAttempts: MAX_ATTEMPTS }, createLogger("silent"));
+    await writer.drain();
+    await writer.stop();
+    await expectWrittenOnce(run, Array.from({ length: 12 }, (_, i) => i + 1));
+    expect((await deadLetterCommand(prisma(), config, "list", { code: other })).data).toEqual([expect.objectContaining({ id: kept })]);
+    await deadLetterCommand(prisma(), config, "drop", { id: kept! });
+  });
+
+  it("when replay --all meets a letter that is not JSON, then it says why as list does, leaves it and replays the rest", async () => {
+    const run = runOf();
+    const [good] = await lettersOfCode(run, codeOf(run), 1);
+    const [unreadable] = await prisma().$queryRaw<{ id: string }[]>`
+      INSERT INTO "IngestDeadLetter" ("log", "accountId", "datasetId", "attempts", "error", "payload", "events")
+      VALUES ('jetstream', NULL, NULL, 1, ${NOT_JSON}, ${JSON.stringify(`{"not": "json" ${run}`)}::jsonb, 0)
+      RETURNING id::text AS id`;
+    const listedLine = (await deadLetterCommand(prisma(), config, "list", { limit: 1_000 })).text.split("\n").find((line) => line.startsWith(`${unreadable!.id}  `));
+    expect(listedLine).toMatch(new RegExp(`  ${NOT_JSON}$`));
+    const reason = `dead letter ${unreadable!.id} cannot be replayed (${NOT_JSON}): drop it`;
+    await expect(deadLetterCommand(prisma(), config, "replay", { id: unreadable!.id })).rejects.toThrow(new Conflict(reason));
+
+    const all = await deadLetterCommand(prisma(), config, "replay", { limit: 1_000 });
+    const { replayed, left } = all.data as ReplayedLetters;
+    expect(replayed.map((r) => r.id)).toContain(good);
+    expect(left).toContainEqual({ id: unreadable!.id, reason });
+    expect(all.incomplete).toBe(true);
+    expect(all.text.split("\n")).toContain(reason);
+    const writer = wiredWriter(t.api, { ...ONLY_EVIDENCE, log: tableLog(prisma()), maxAttempts: MAX_ATTEMPTS }, createLogger("silent"));
+    await writer.drain();
+    await writer.stop();
+    await expectWrittenOnce(run, [1]);
+    await deadLetterCommand(prisma(), config, "drop", { id: unreadable!.id });
   });
 });
 

@@ -107,6 +107,9 @@ export function rowsOf(batch: QueuedBatch): QueueRow[] {
 /** An entry of a log that cannot be read as a batch: no retry can write it, so it is set aside at once. */
 export class MalformedBatch extends Error {}
 
+/** Why a JetStream message that is not JSON is set aside (its text is kept as the dead letter's payload). */
+export const NOT_JSON = "not a batch: the message is not JSON";
+
 /** An event as a version before batches appended it to a JetStream stream (QueueRow, as JSON). */
 type LoggedRow = Omit<QueueRow, "receivedAt"> & { receivedAt: string };
 

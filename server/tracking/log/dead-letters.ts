@@ -6,7 +6,7 @@
 import type { Config } from "../../config.ts";
 import type { Db } from "../../db/database.ts";
 import { Conflict, Invalid, NotFound } from "../../domain/errors.ts";
-import { type AcceptedEvent, MalformedBatch, type QueuedBatch, type QueueRow, rowsOf, rowsOfEntry } from "../collect/events.ts";
+import { type AcceptedEvent, MalformedBatch, NOT_JSON, type QueuedBatch, type QueueRow, rowsOf, rowsOfEntry, rowsOfLogged } from "../collect/events.ts";
 import type { Subject } from "../write/erasure.ts";
 import { createLogger } from "../../logging.ts";
 import type { IngestLog } from "./log-interface.ts";
@@ -32,12 +32,31 @@ export async function countDeadLetters(db: Db): Promise<number> {
   return row?.n ?? 0;
 }
 
-/** The oldest `limit` dead letters, oldest first. */
-export function listDeadLetters(db: Db, limit = 100): Promise<DeadLetter[]> {
-  return db.$queryRaw<DeadLetter[]>`
-    SELECT id::text AS id, "log"::text AS "log", "messageId", "accountId", "datasetId", "receivedAt", "failedAt", attempts, events, error
-    FROM "IngestDeadLetter" ORDER BY id LIMIT ${limit}`;
+/** A database error's code as the dead letter's error begins with it (`SQLSTATE 23514: ...`): what `--code` selects. */
+const SQLSTATE = /^[0-9A-Z]{5}$/;
+
+/** Which dead letters a command takes: the oldest `limit` (by number), of one error code when `code` is given. */
+export interface DeadLetterSelection {
+  limit?: number;
+  code?: string;
 }
+
+/**
+ * The oldest `limit` dead letters (of the error code `code`), oldest first: by the id's number (the
+ * table's column, not the text it is listed as, which would put 10 before 2).
+ */
+export function listDeadLetters(db: Db, { limit = 100, code }: DeadLetterSelection = {}): Promise<DeadLetter[]> {
+  const errorPrefix = code === undefined ? null : `SQLSTATE ${sqlState(code)}:%`;
+  return db.$queryRaw<DeadLetter[]>`
+    SELECT x.id::text AS id, x."log"::text AS "log", x."messageId", x."accountId", x."datasetId", x."receivedAt", x."failedAt", x.attempts, x.events, x.error
+    FROM "IngestDeadLetter" x WHERE (${errorPrefix}::text IS NULL OR x.error LIKE ${errorPrefix}::text)
+    ORDER BY x.id LIMIT ${limit}`;
+}
+
+const sqlState = (code: string) => {
+  if (!SQLSTATE.test(code)) throw new Invalid(`an error code is a SQLSTATE of five digits or capitals (23514), not ${JSON.stringify(code)}`);
+  return code;
+};
 
 /** The dead letters as lines for a terminal. */
 export function formatDeadLetters(letters: readonly DeadLetter[]): string {
@@ -55,9 +74,15 @@ function asBatch(entry: unknown): QueuedBatch {
   return { accountId: row!.accountId, datasetId: row!.datasetId, at, enrich, network, events: [event] };
 }
 
-/** What a dead letter's payload holds, as batches; refused when it cannot be read (drop it instead). */
-function batchesOf(id: string, payload: unknown): QueuedBatch[] {
+/**
+ * What a dead letter's payload holds, as batches; refused when it cannot be read (drop it instead),
+ * for the reason the writer gave when it set it aside (the error `list` shows).
+ */
+function batchesOf(id: string, letter: StoredLetter): QueuedBatch[] {
+  const { log, payload } = letter;
   try {
+    if (typeof payload === "string") throw new MalformedBatch(NOT_JSON); // a message's text, kept as it came
+    if (log === "jetstream" && !Array.isArray(payload)) rowsOfLogged(payload); // the writer's reason: not a JSON array
     return (Array.isArray(payload) ? payload : [payload]).map(asBatch);
   } catch (error) {
     if (error instanceof MalformedBatch) throw new Conflict(`dead letter ${id} cannot be replayed (${error.message}): drop it`);
@@ -65,10 +90,17 @@ function batchesOf(id: string, payload: unknown): QueuedBatch[] {
   }
 }
 
-async function payloadOf(db: Db, id: string): Promise<unknown> {
-  const [letter] = await db.$queryRaw<{ payload: unknown }[]>`SELECT payload FROM "IngestDeadLetter" WHERE id = ${id}::bigint`;
+/** A dead letter's payload and the log it came from. */
+interface StoredLetter {
+  log: DeadLetter["log"] | undefined;
+  payload: unknown;
+}
+
+async function storedLetter(db: Db, id: string): Promise<StoredLetter> {
+  const [letter] = await db.$queryRaw<{ log: DeadLetter["log"]; payload: unknown }[]>`
+    SELECT "log"::text AS "log", payload FROM "IngestDeadLetter" WHERE id = ${id}::bigint`;
   if (!letter) throw new NotFound(`no dead letter ${id}`);
-  return letter.payload;
+  return letter;
 }
 
 const wholeNumber = (id: string) => {
@@ -92,7 +124,7 @@ async function refuseGoneDatasets(db: Db, id: string, batches: readonly QueuedBa
  * What it put back: the batches and their events.
  */
 export async function replayDeadLetter(db: Db, log: Pick<IngestLog, "append">, id: string): Promise<{ batches: number; events: number }> {
-  const batches = batchesOf(id, await payloadOf(db, wholeNumber(id)));
+  const batches = batchesOf(id, await storedLetter(db, wholeNumber(id)));
   await refuseGoneDatasets(db, id, batches);
   await log.append(batches, `dead-letter-${id}`);
   await db.$executeRaw`DELETE FROM "IngestDeadLetter" WHERE id = ${id}::bigint`;
@@ -104,34 +136,82 @@ export async function dropDeadLetter(db: Db, id: string): Promise<boolean> {
   return (await db.$executeRaw`DELETE FROM "IngestDeadLetter" WHERE id = ${wholeNumber(id)}::bigint`) > 0;
 }
 
+/** What `replay --all` did: the letters put back, oldest first, and those it had to leave (with the reason). */
+export interface ReplayedLetters {
+  replayed: { id: string; batches: number; events: number }[];
+  left: { id: string; reason: string }[];
+}
+
+/**
+ * Replays the selected dead letters one by one, oldest first; one that cannot be replayed (its
+ * dataset gone, unreadable, or replayed meanwhile by another command) is left with its reason and
+ * the others go on. A fault of the log or the database stops it: what was replayed stays replayed.
+ */
+export async function replayDeadLetters(db: Db, log: Pick<IngestLog, "append">, selection: DeadLetterSelection): Promise<ReplayedLetters> {
+  const result: ReplayedLetters = { replayed: [], left: [] };
+  for (const { id } of await listDeadLetters(db, { ...selection, limit: selection.limit ?? Number.MAX_SAFE_INTEGER })) {
+    try {
+      result.replayed.push({ id, ...(await replayDeadLetter(db, log, id)) });
+    } catch (error) {
+      if (!(error instanceof Conflict || error instanceof NotFound)) throw error;
+      result.left.push({ id, reason: error.message });
+    }
+  }
+  return result;
+}
+
 export type DeadLetterAction = "list" | "replay" | "drop";
 
-/** An operator command (scripts/admin.ts): its data (for --json) and its text. */
+/** What a dead-letter command acts on: one letter by its id, or (list, replay --all) a selection. */
+export interface DeadLetterTarget extends DeadLetterSelection {
+  id?: string;
+}
+
+/** An operator command's result: its data (for --json), its text, and whether it left letters it was asked to replay. */
+export interface DeadLetterOutcome {
+  data: unknown;
+  text: string;
+  incomplete?: boolean;
+}
+
+/** An operator command (scripts/admin.ts): `list`, `drop` of one id, `replay` of one id or of a selection. */
 export async function deadLetterCommand(
   db: Db,
   config: Pick<Config, "ingestLog" | "logLevel">,
   action: DeadLetterAction,
-  { id = "", limit }: { id?: string; limit?: number },
-): Promise<{ data: unknown; text: string }> {
+  { id, ...selection }: DeadLetterTarget,
+): Promise<DeadLetterOutcome> {
   if (action === "list") {
-    const letters = await listDeadLetters(db, limit);
+    const letters = await listDeadLetters(db, selection);
     return { data: letters, text: formatDeadLetters(letters) };
   }
   if (action === "drop") {
-    if (!(await dropDeadLetter(db, id))) throw new NotFound(`no dead letter ${id}`);
+    if (!(await dropDeadLetter(db, id ?? ""))) throw new NotFound(`no dead letter ${id}`);
     return { data: { id, dropped: true }, text: `dead letter ${id} dropped` };
   }
   // the log the writers read now (INGEST_LOG_URL), whichever log the batch came from
   const log = await openIngestLog(db, config.ingestLog, createLogger(config.logLevel === "silent" ? "silent" : "warn"));
   try {
-    const replayed = await replayDeadLetter(db, log, id);
-    return {
-      data: { id, ...replayed, log: log.kind },
-      text: `dead letter ${id}: ${replayed.events} events in ${replayed.batches} batches put back into the ingest log (${log.kind}) and removed from the dead-letter table`,
-    };
+    return id === undefined ? replayedText(await replayDeadLetters(db, log, selection), log.kind) : replayedOne(await replayDeadLetter(db, log, id), id, log.kind);
   } finally {
     await log.close();
   }
+}
+
+const replayedOne = (replayed: { batches: number; events: number }, id: string, kind: string): DeadLetterOutcome => ({
+  data: { id, ...replayed, log: kind },
+  text: `dead letter ${id}: ${replayed.events} events in ${replayed.batches} batches put back into the ingest log (${kind}) and removed from the dead-letter table`,
+});
+
+function replayedText({ replayed, left }: ReplayedLetters, kind: string): DeadLetterOutcome {
+  const events = replayed.reduce((n, r) => n + r.events, 0);
+  const lines = [
+    `${replayed.length} dead letters (${events} events) put back into the ingest log (${kind}) and removed from the dead-letter table` +
+      (replayed.length ? `: ${replayed.map((r) => r.id).join(", ")}` : ""),
+    ...left.map((l) => l.reason),
+  ];
+  if (left.length) lines.push(`${left.length} left in the dead-letter table`);
+  return { data: { replayed, left, log: kind }, text: lines.join("\n"), incomplete: left.length > 0 };
 }
 
 // ---- a data subject's events in the dead-letter table (erasure, export) and its retention ----
@@ -155,7 +235,7 @@ async function lettersHolding(db: Pick<Db, "$queryRaw">, accountId: string, need
     ORDER BY id`;
   return rows.map(({ id, payload }) => {
     try {
-      return { id, batches: batchesOf(id, payload) };
+      return { id, batches: batchesOf(id, { log: undefined, payload }) };
     } catch {
       return { id, batches: undefined };
     }

@@ -39,7 +39,7 @@ import { Unavailable } from "../../domain/errors.ts";
 import type { Logger } from "../../logging.ts";
 import { writeEvents } from "../write/batch.ts";
 import { EMPTY_RESULT, type IngestResult, mergedResults } from "../write/write-result.ts";
-import { MalformedBatch, type QueueRow, rowsOfLogged } from "../collect/events.ts";
+import { MalformedBatch, NOT_JSON, type QueueRow, rowsOfLogged } from "../collect/events.ts";
 import { BATCH_TRANSACTION_MS, entrySizer, type IngestLog, type WriteOptions } from "./log-interface.ts";
 import { DEFAULT_MAX_ATTEMPTS, eventsIn, failedWrite, insertDeadLetters, isolate, type NewDeadLetter } from "./isolation.ts";
 import { trackingMetrics } from "../collect/metrics.ts";
@@ -120,7 +120,7 @@ function readMessage(msg: JsMsg, stream: string): Entry {
   try {
     payload = msg.json();
   } catch {
-    throw new MalformedBatch("not a batch: the message is not JSON");
+    throw new MalformedBatch(NOT_JSON);
   }
   const rows = rowsOfLogged(payload);
   return { msg, id: messageId(msg, stream), entries: payload as unknown[], rows, settled: false };
