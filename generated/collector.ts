@@ -19,6 +19,9 @@ export interface paths {
          *     cached for `TRACKING_SETTINGS_TTL_SECONDS` (default 60; `Cache-Control: public`), which
          *     is also how long the collector may use the previous settings. Embed it with an `async`
          *     script element whose `src` is `https://track.leadintel.io/t.js?dataset=ds_…`.
+         *     It is sent compressed when the request accepts it (`Content-Encoding: br`, else `gzip`;
+         *     about a third of its size), with `Vary: Accept-Encoding` and a strong `ETag` per
+         *     representation; `If-None-Match` naming it is answered 304 without a body.
          *
          *     The script keeps a first-party visitor id in the cookie `_lt_vid` (random, 32 hex
          *     characters, two years from the last visit, `SameSite=Lax`), sends a page view (URL,
@@ -224,6 +227,8 @@ export interface components {
     headers: {
         /** @description `*`: any page may load the script and send to the collector (no cookies are sent). */
         AllowAnyOrigin: "*";
+        /** @description A strong tag of the script's bytes in this encoding (`"<hash>"`, `"<hash>-gzip"`, `"<hash>-br"`); a settings change makes a new one. */
+        ScriptETag: string;
     };
     pathItems: never;
 }
@@ -247,11 +252,23 @@ export interface operations {
                     "Access-Control-Allow-Origin": components["headers"]["AllowAnyOrigin"];
                     /** @description `public, max-age=<TRACKING_SETTINGS_TTL_SECONDS>` */
                     "Cache-Control"?: string;
+                    ETag: components["headers"]["ScriptETag"];
+                    /** @description `Accept-Encoding` */
+                    Vary?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/javascript": string;
                 };
+            };
+            /** @description Not modified; `If-None-Match` named this representation's `ETag`. */
+            304: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["AllowAnyOrigin"];
+                    ETag: components["headers"]["ScriptETag"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             400: components["responses"]["BadRequest"];
             404: components["responses"]["UnknownDataset"];

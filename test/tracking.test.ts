@@ -7,6 +7,7 @@ import { Ajv2020 } from "ajv/dist/2020.js";
 import { parse } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ContactProfile } from "../server/contacts/profile.ts";
+import { encodedScript } from "../server/tracking/collect/script-response.ts";
 import { ADDRESSES, BOT_UA, ONLY_EVIDENCE, startTracking, type TrackingSuite, wiredWriter } from "./support/tracking.ts";
 import { as } from "./support/suite.ts";
 
@@ -506,6 +507,38 @@ describe("getTrackingScript", () => {
     // a settings change reaches the script (here at once: the tests' cache time is 0)
     await t.settings(ds, { formTracking: false });
     expect((await t.api.request().get("/t.js").query({ dataset: ds })).text).toContain('"formTracking":false');
+  });
+
+  it("when the browser accepts br or gzip, then the script comes compressed once per script, with a strong ETag per encoding, Vary, and a 304 to If-None-Match", async () => {
+    const ds = await dataset("Compressed");
+    const fetchScript = (acceptEncoding: string, ifNoneMatch?: string) => {
+      const request = t.api.request().get("/t.js").query({ dataset: ds }).set("accept-encoding", acceptEncoding);
+      return ifNoneMatch ? request.set("if-none-match", ifNoneMatch) : request;
+    };
+    const plain = await fetchScript("identity");
+    expect(plain.headers["content-encoding"]).toBeUndefined();
+    const [gzip, br] = [await fetchScript("gzip, deflate"), await fetchScript("gzip, deflate, br, zstd")];
+    expect([gzip.headers["content-encoding"], br.headers["content-encoding"]]).toEqual(["gzip", "br"]);
+    // what was sent, decoded by the client, is the script; the bytes on the wire are about a third
+    for (const res of [gzip, br]) {
+      expect(res.text).toBe(plain.text);
+      expect(Number(res.headers["content-length"])).toBeLessThan(Buffer.byteLength(plain.text) / 2);
+      expect(res.headers.vary).toMatch(/\bAccept-Encoding\b/);
+      expect(res.headers["cache-control"]).toMatch(/^public, max-age=\d+$/);
+    }
+    expect(await fetchScript("br;q=0, gzip").then((res) => res.headers["content-encoding"])).toBe("gzip");
+    // strong tags, one per representation
+    const tags = [plain, gzip, br].map((res) => res.headers.etag as string);
+    expect(tags).toEqual([expect.stringMatching(/^"[\w-]+"$/), `${tags[0]!.slice(0, -1)}-gzip"`, `${tags[0]!.slice(0, -1)}-br"`]);
+    const unchanged = await fetchScript("gzip", tags[1]);
+    expect({ status: unchanged.status, etag: unchanged.headers.etag, body: unchanged.text ?? "", cors: unchanged.headers["access-control-allow-origin"] }).toEqual({ status: 304, etag: tags[1], body: "", cors: "*" });
+    expect((await fetchScript("br", tags[1])).status).toBe(200); // another representation
+    // the same script is compressed once; a settings change is a new script with a new tag
+    expect(encodedScript(plain.text)).toBe(encodedScript(plain.text));
+    await t.settings(ds, { formTracking: false });
+    const changed = await fetchScript("gzip", tags[1]);
+    expect(changed.status).toBe(200);
+    expect(changed.headers.etag).not.toBe(tags[1]);
   });
 
   it("when fetched on an active custom tracking domain, then that domain's dataset is served without ?dataset=", async () => {

@@ -20,6 +20,7 @@ import { cookielessVisitorIds } from "../tracking/collect/cookieless.ts";
 import type { TrackedDataset, TrackedDatasets } from "../tracking/collect/datasets.ts";
 import { demoConsentScript, demoPage } from "../tracking/collect/demo-page.ts";
 import { SECRET_FIELD_NAME } from "../tracking/collect/form-fields.ts";
+import { sendScript } from "../tracking/collect/script-response.ts";
 import { type AcceptedEvent, type Batch, keptFields, leadIdOf, LIMITS, type QueuedBatch, type TrackedEvent } from "../tracking/collect/events.ts";
 import { groupedAppends, type IngestLog, tableLog } from "../tracking/log/ingest-log.ts";
 import { sendText } from "./reply.ts";
@@ -310,9 +311,7 @@ export function collectorRoutes(deps: CollectorDeps): Router {
   });
 
   router.get("/t.js", cors, async (req, res) => {
-    const dataset = await datasetOf(req);
-    res.setHeader("Cache-Control", `public, max-age=${config.settingsTtlSeconds}`);
-    res.type("application/javascript").send(scriptFor(dataset));
+    sendScript(req, res, scriptFor(await datasetOf(req)), config.settingsTtlSeconds);
   });
 
   router.get("/demo-consent.js", (_req, res) => {
