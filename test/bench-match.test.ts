@@ -290,7 +290,8 @@ describe("buildWorld", () => {
   });
 
   it("when built, then access operators name business lines by customer or line numbers under zones that are not the AS's site, and name households with the address encoded", () => {
-    const all = worlds("v4");
+    const all = worlds("v4", [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    for (const world of all) expect([...world.operators.values()].map((n) => n.business).slice(0, 2).sort()).toEqual(["customer", "like-access"]);
     const namings = all.flatMap((w) => [...w.operators.values()]);
     expect(namings.some((n) => !worldNetworks.isps.some((isp) => n.zone === isp.domain))).toBe(true); // a brand zone
     expect(new Set(namings.map((n) => n.business))).toEqual(new Set(BUSINESS_STYLES));

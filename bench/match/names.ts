@@ -112,15 +112,15 @@ const BRANDS = ["velora", "kintaro", "ondalia", "trevix", "maraleo", "sorvena", 
 const POPS = ["ham", "muc", "bcn", "lyo", "mad", "mil", "rom", "waw", "krk", "ber", "fra", "sto", "osl", "ams", "rot", "tor", "chi", "dal", "sea", "lis"];
 const labelOf = (domain: string) => domain.slice(0, domain.indexOf("."));
 
-/** An operator's naming: half under an invented brand sharing no word with the AS name, half under the AS's site domain. */
-export function operatorNaming(random: Random, asName: string, siteDomain: string): OperatorNaming {
+/** An operator's naming with the given styles: half under an invented brand sharing no word with the AS name, half under the AS's site domain. */
+export function operatorNaming(random: Random, asName: string, siteDomain: string, styles: Pick<OperatorNaming, "access" | "business">): OperatorNaming {
   const suffix = getPublicSuffix(siteDomain) ?? "com";
   const brands = BRANDS.filter((b) => !asName.toLowerCase().includes(b));
   const zone = random.chance(0.5) ? `${random.pick(brands)}.${suffix}` : siteDomain;
   const stem = labelOf(zone);
   const businessZone = random.pick([`${stem}-firmen.${suffix}`, `${stem}pro.${suffix}`, `${stem}-entreprises.${suffix}`, `${stem}biz.${suffix}`, `pro.${zone}`, `kmu.${zone}`]);
   const pops = random.shuffled(POPS).slice(0, 4);
-  return { zone, businessZone, access: random.pick(ACCESS_STYLES), business: random.pick(BUSINESS_STYLES), pops };
+  return { zone, businessZone, ...styles, pops };
 }
 
 /** A household line's name in the operator's access style; undefined for `none`. */

@@ -6,7 +6,7 @@
 // companies name networks (bench/match/names.ts), not on the service's rules.
 import { v6Cidr, v6Text, v6Value } from "./addresses.ts";
 import {
-  accessLinePtr, businessGatewayPtr6, businessLinePtr, cloudPtr, companyNamer, companySuffix, emailAt, FREE_MAIL, hostDomain,
+  ACCESS_STYLES, accessLinePtr, BUSINESS_STYLES, type BusinessStyle, businessGatewayPtr6, businessLinePtr, cloudPtr, companyNamer, companySuffix, emailAt, FREE_MAIL, hostDomain,
   hostGatewayPtr, householdGatewayPtr6, mobilePtr, type OperatorNaming, operatorNaming, ownPtr, personName, USER_AGENTS,
 } from "./names.ts";
 import { addressIn, blocksIn, freeSlash48, ipOf, type Network } from "./networks.ts";
@@ -182,7 +182,7 @@ const FORM_RATE: Record<Kind, number> = {
 /** Share of people of a non-business kind who type their employer's address (not a free-mail one) into forms. */
 const BUSINESS_EMAIL: Partial<Record<Kind, number>> = { home_worker: 0.9, guest: 0.5, cgnat: 0.3, mobile: 0.2, cloud: 0.4 };
 /** v6half: the share of sites, households and phones with IPv6, and of their sessions that use it (browsers prefer IPv6). */
-const DUAL_STACK = 0.6;
+const DUAL_STACK = 0.7;
 const IPV6_PREFERRED = 0.85;
 /** The LANs (/64 numbers inside a site's /48) a company may run: staff, guests' Wi-Fi, labs. */
 const LAN_NUMBERS = [0, 1, 0x10, 0x20, 0x100];
@@ -235,9 +235,19 @@ function nameBlocks(ptr: Map<string, string>, blocks: number[], name: (ip: strin
 
 const dualStack = (b: Builder) => b.options.mix === "v6half" && b.random.chance(DUAL_STACK);
 
+/**
+ * The styles of the world's operators, in turn: the first two name business lines like household
+ * lines and by customer number (the hardest cases are in every world), the others in random order.
+ */
+function operatorStyles(random: Random, count: number): Pick<OperatorNaming, "access" | "business">[] {
+  const business: BusinessStyle[] = ["like-access", "customer", ...random.shuffled(BUSINESS_STYLES.filter((s) => s !== "like-access" && s !== "customer"))];
+  const access = random.shuffled(ACCESS_STYLES);
+  return Array.from({ length: count }, (_, i) => ({ business: business[i % business.length]!, access: access[i % access.length]! }));
+}
+
 /** An access operator: household pools, business /24s named by its business style, a CGNAT block. */
-function addOperator(b: Builder, network: Network, businessBlocks: number): Operator {
-  const naming = operatorNaming(b.random, network.name, network.domain);
+function addOperator(b: Builder, network: Network, businessBlocks: number, styles: Pick<OperatorNaming, "access" | "business">): Operator {
+  const naming = operatorNaming(b.random, network.name, network.domain, styles);
   const [pool, business, cgnat] = [blocksIn(network, 4, b.random, b.taken), blocksIn(network, businessBlocks, b.random, b.taken), blocksIn(network, 1, b.random, b.taken)];
   nameBlocks(b.ptr, [...pool, ...cgnat], (ip) => accessLinePtr(ip, naming));
   const slots = b.random.shuffled(business.flatMap((block) => Array.from({ length: 32 }, (_, k) => block + 8 * k)));
@@ -488,7 +498,8 @@ export function buildWorld(options: WorldOptions, networks: SelectedNetworks): W
   const hosts = Math.max(3, Math.round(options.orgs / 20));
   const staticCount = Math.max(1, options.orgs - ownAsCount - Math.round(hosts * 2.4));
   const businessBlocks = Math.max(2, Math.ceil((staticCount + hosts) / networks.isps.length / 12));
-  b.operators = networks.isps.map((network) => addOperator(b, network, businessBlocks));
+  const styles = operatorStyles(random, networks.isps.length);
+  b.operators = networks.isps.map((network, i) => addOperator(b, network, businessBlocks, styles[i]!));
   const carriers = networks.mobiles.map((network) => {
     const blocks = blocksIn(network, 2, random, b.taken);
     if (random.chance(0.5)) nameBlocks(b.ptr, blocks, (ip) => mobilePtr(ip, network.domain));
