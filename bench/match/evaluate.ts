@@ -65,7 +65,15 @@ function visitIdOf(url: string): string | undefined {
 
 export const ratio = ({ numerator, denominator }: Ratio) => (denominator ? numerator / denominator : undefined);
 
-export function evaluate(truths: readonly VisitTruth[], orgs: readonly Organisation[], leads: readonly LeadReadBack[]): Evaluation {
+/** The headline's visits: none from a network the partner declared. */
+export const undeclared = (t: VisitTruth) => !t.declared;
+export const declared = (t: VisitTruth) => t.declared;
+
+/**
+ * The figures over the visits `inScope` keeps (every visit by default); the wrong counts over all
+ * visits read back, whatever the scope.
+ */
+export function evaluate(truths: readonly VisitTruth[], orgs: readonly Organisation[], leads: readonly LeadReadBack[], inScope: (t: VisitTruth) => boolean = () => true): Evaluation {
   const byId = new Map(truths.map((t) => [t.visitId, t] as const));
   const rows = Object.fromEntries(ROWS.map((r) => [r, emptyTally()])) as Record<Row, Tally>;
   const business = emptyTally();
@@ -78,6 +86,7 @@ export function evaluate(truths: readonly VisitTruth[], orgs: readonly Organisat
 
   const tallies = (t: VisitTruth) => [rows[t.row], t.business ? business : other];
   for (const t of truths) {
+    if (!inScope(t)) continue;
     for (const tally of tallies(t)) {
       tally.visits += 1;
       if (t.knowable) tally.knowable += 1;
@@ -99,6 +108,7 @@ export function evaluate(truths: readonly VisitTruth[], orgs: readonly Organisat
         continue;
       }
       readBy.set(truth.visitId, lead.leadId);
+      if (!inScope(truth)) continue;
       const right = truth.orgId !== null && namesOrganisation(lead, orgs[truth.orgId]!);
       for (const tally of tallies(truth)) {
         tally.attributed += 1;

@@ -79,46 +79,127 @@ export const USER_AGENTS = {
 
 // ---- reverse DNS names ----------------------------------------------------------------------
 
+const octets = (ip: string) => ip.split(".").map(Number) as [number, number, number, number];
 const dashed = (ip: string) => ip.replaceAll(".", "-");
-const hexOf = (ip: string) => ip.split(".").map((o) => Number(o).toString(16).padStart(2, "0").toUpperCase()).join("");
+const hexOf = (ip: string) => octets(ip).map((o) => o.toString(16).padStart(2, "0")).join("");
 const reversed = (ip: string) => ip.split(".").reverse().join(".");
+const decimalOf = (ip: string) => octets(ip).reduce((n, o) => n * 256 + o, 0);
 
-/** How an operator names the addresses of a kind of line; `none`: no PTR records. */
-export type PtrStyle = "dashed" | "hex" | "dotted" | "none";
+/** How an operator names its household (access) lines; each spells the address its own way, or `none`: no PTR. */
+export const ACCESS_STYLES = ["hex", "pieces", "reversed", "decimal", "dashed", "none"] as const;
+export type AccessStyle = (typeof ACCESS_STYLES)[number];
+/**
+ * How an operator names its static business lines: a customer number under a business zone, a
+ * line number under its main zone (neither spells the address), exactly like its household lines,
+ * the address under a business zone, or none.
+ */
+export const BUSINESS_STYLES = ["customer", "line", "like-access", "static-generic", "none"] as const;
+export type BusinessStyle = (typeof BUSINESS_STYLES)[number];
 
-/** An access line's name (dynamic pools, CGNAT): reads like one, and spells the address. */
-export function accessLinePtr(ip: string, operatorDomain: string, style: PtrStyle): string | undefined {
+/** An access operator's naming: its zones (a brand's, not always the AS's site), styles and points of presence. */
+export interface OperatorNaming {
+  /** Zone of household lines (and of `line` business names). */
+  zone: string;
+  /** Zone of `customer` and `static-generic` business names. */
+  businessZone: string;
+  access: AccessStyle;
+  business: BusinessStyle;
+  pops: string[];
+}
+
+/** Invented brand stems: none is a word of a real operator's AS name (checked against the AS's name when drawn). */
+const BRANDS = ["velora", "kintaro", "ondalia", "trevix", "maraleo", "sorvena", "zephyra", "lunetta", "corvia", "pallanta", "nimbra", "ostara", "quenza", "arvola", "fibrana", "telvio"];
+const POPS = ["ham", "muc", "bcn", "lyo", "mad", "mil", "rom", "waw", "krk", "ber", "fra", "sto", "osl", "ams", "rot", "tor", "chi", "dal", "sea", "lis"];
+const labelOf = (domain: string) => domain.slice(0, domain.indexOf("."));
+
+/** An operator's naming with the given styles: half under an invented brand sharing no word with the AS name, half under the AS's site domain. */
+export function operatorNaming(random: Random, asName: string, siteDomain: string, styles: Pick<OperatorNaming, "access" | "business">): OperatorNaming {
+  const suffix = getPublicSuffix(siteDomain) ?? "com";
+  const brands = BRANDS.filter((b) => !asName.toLowerCase().includes(b));
+  const zone = random.chance(0.5) ? `${random.pick(brands)}.${suffix}` : siteDomain;
+  const stem = labelOf(zone);
+  const businessZone = random.pick([`${stem}-firmen.${suffix}`, `${stem}pro.${suffix}`, `${stem}-entreprises.${suffix}`, `${stem}biz.${suffix}`, `pro.${zone}`, `kmu.${zone}`]);
+  const pops = random.shuffled(POPS).slice(0, 4);
+  return { zone, businessZone, ...styles, pops };
+}
+
+/** A household line's name in the operator's access style; undefined for `none`. */
+export function accessLinePtr(ip: string, naming: OperatorNaming, style: AccessStyle = naming.access): string | undefined {
+  const [a, b, c, d] = octets(ip);
+  const pop = naming.pops[(c + d) % naming.pops.length]!;
+  const n = 1 + (c % 4);
   switch (style) {
-    case "dashed":
-      return `dyn-${dashed(ip)}.pool.${operatorDomain}`;
     case "hex":
-      return `p${hexOf(ip)}.dip0.${operatorDomain}`;
-    case "dotted":
-      return `${reversed(ip)}.dsl.${operatorDomain}`;
+      return `x${hexOf(ip)}.${pop}${n}.${naming.zone}`;
+    case "pieces":
+      return `l${d}-${c}.${pop}-bng${n}.k${a}-${b}.home.${naming.zone}`;
+    case "reversed":
+      return `${dashed(reversed(ip))}.cpe.${pop}.${naming.zone}`;
+    case "decimal":
+      return `u${decimalOf(ip)}.${pop}.${naming.zone}`;
+    case "dashed":
+      return `dsl-${dashed(ip)}.${pop}.${naming.zone}`;
     case "none":
       return undefined;
   }
 }
 
-/** A static business line's generic name given by the operator (not by the customer). */
-export function staticGenericPtr(ip: string, operatorDomain: string, style: PtrStyle): string | undefined {
-  switch (style) {
-    case "dashed":
-      return `static-${dashed(ip)}.business.${operatorDomain}`;
-    case "hex":
-      return `${hexOf(ip).toLowerCase()}.static.${operatorDomain}`;
-    case "dotted":
-      return `${reversed(ip)}.biz.${operatorDomain}`;
+/** A static business line's name given by the operator; `customer`: the customer's number, `index`: the line's place in its block. */
+export function businessLinePtr(ip: string, naming: OperatorNaming, customer: number, index: number): string | undefined {
+  const pop = naming.pops[customer % naming.pops.length]!;
+  const line = index ? `-${index + 1}` : "";
+  switch (naming.business) {
+    case "customer":
+      return `kd${customer}${line}.${pop}.${naming.businessZone}`;
+    case "line":
+      return `ln${customer}${line}.fix.${naming.zone}`;
+    case "like-access":
+      return accessLinePtr(ip, naming, naming.access === "none" ? "hex" : naming.access);
+    case "static-generic":
+      return `st-${dashed(ip)}.${naming.businessZone}`;
     case "none":
       return undefined;
   }
 }
 
-/** A name a company gives its own line (delegated reverse zone): `gw.mueller-bau.de`, `mail2.acme-tools.com`. */
+/** The operator's name for a business customer's IPv6 site gateway (`::1` of its /48); undefined when it names none. */
+export function businessGatewayPtr6(naming: OperatorNaming, customer: number): string | undefined {
+  const pop = naming.pops[customer % naming.pops.length]!;
+  if (naming.business === "none") return undefined;
+  if (naming.business === "line") return `ln${customer}.v6.fix.${naming.zone}`;
+  if (naming.business === "like-access") return `cpe-${customer.toString(16)}.v6.${pop}.${naming.zone}`;
+  return `kd${customer}.v6.${pop}.${naming.businessZone}`;
+}
+
+/** The operator's name for a household's IPv6 gateway (`::1` of its /56), from the /56's hex digits; undefined when it names none. */
+export function householdGatewayPtr6(naming: OperatorNaming, slash56Hex: string): string | undefined {
+  return naming.access === "none" ? undefined : `h${slash56Hex}.dyn6.${naming.zone}`;
+}
+
+/** A name a company gives its own line or site gateway (delegated reverse zone): `gw.mueller-bau.de`, `mail2.acme-tools.com`. */
 export function ownPtr(domain: string, index: number, random: Random): string {
   const label = random.pick(["gw", "mail", "fw", "vpn", "office", "router", "mx", "remote"]);
   return `${label}${index ? index + 1 : ""}.${domain}`;
 }
+
+/** Host brands (coworking, serviced offices, hotels): most carry no word saying what they are. */
+const HOST_STEMS = ["kallisto", "ferngate", "marbleyard", "northlight", "quayside", "ambergate", "harbourline", "saltworks", "copperhouse", "linden-court", "tessera", "oriel", "wharfside", "belmonte", "the-forge", "meridia"];
+const HOST_KEYWORDS: Record<"coworking" | "serviced" | "hotel", string[]> = { coworking: ["-cowork", "-hub"], serviced: ["-suites", "-offices"], hotel: ["-hotel", "hotels"] };
+
+/** A host's domain: under its brand, with a keyword saying what it is only one time in five. */
+export function hostDomain(random: Random, kind: keyof typeof HOST_KEYWORDS, suffix: string, taken: Set<string>): string {
+  for (let n = 0; ; n++) {
+    const stem = random.pick(HOST_STEMS);
+    const keyword = random.chance(0.2) ? random.pick(HOST_KEYWORDS[kind]) : "";
+    const domain = `${stem}${keyword}${n >= 10 ? n : ""}.${suffix}`;
+    if (taken.has(domain)) continue;
+    taken.add(domain);
+    return domain;
+  }
+}
+
+/** The name of a host's gateway: one name for every guest behind it. */
+export const hostGatewayPtr = (domain: string, random: Random) => `${random.pick(["gw", "edge", "wan", "nat", "out", "fw1", "uplink", "gate"])}.${domain}`;
 
 /** A mobile carrier's name for its addresses (many have none). */
 export const mobilePtr = (ip: string, operatorDomain: string) => `${dashed(ip)}.mobile.${operatorDomain}`;

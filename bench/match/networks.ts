@@ -3,9 +3,13 @@
 // addresses and /24 blocks the world takes from them. Which of them the service types as the
 // label says is checked over HTTP (GET /v1/ip-lookup) before the world is built: see match.ts.
 import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import { getDomain } from "tldts";
 import { loadAsnTable } from "../../server/tracking/ipdata/asn-table.ts";
+import { ipOf, v6Value } from "./addresses.ts";
 import type { Random } from "./random.ts";
+
+export { ipOf, numberOf } from "./addresses.ts";
 
 export type Role = "business" | "isp" | "mobile" | "hosting";
 
@@ -19,6 +23,8 @@ export interface Network {
   /** IPv4 ranges, start and end included, as numbers. */
   ranges: [number, number][];
   addresses: number;
+  /** IPv6 ranges of at least a /48, start and end included (empty: the AS announces no IPv6 the world can use). */
+  ranges6: [bigint, bigint][];
 }
 
 interface Labelled {
@@ -28,8 +34,6 @@ interface Labelled {
   source: string;
 }
 
-export const ipOf = (n: number) => [n >>> 24, (n >>> 16) & 255, (n >>> 8) & 255, n & 255].join(".");
-export const numberOf = (ip: string) => ip.split(".").reduce((n, octet) => n * 256 + Number(octet), 0);
 
 /** The site's registrable domain named by a source like "organisation's site aws.amazon.com (…)". */
 function siteDomain(source: string): string | undefined {
@@ -44,8 +48,12 @@ export function loadNetworks(): Network[] {
   for (const entry of set) {
     const domain = siteDomain(entry.source);
     if (!domain || !["business", "isp", "mobile", "hosting"].includes(entry.class)) continue;
-    wanted.set(entry.asn, { asn: entry.asn, name: entry.name, role: entry.class as Role, domain, ranges: [], addresses: 0 });
+    wanted.set(entry.asn, { asn: entry.asn, name: entry.name, role: entry.class as Role, domain, ranges: [], addresses: 0, ranges6: [] });
   }
+  eachIpv6Range((asn, start, end) => {
+    const network = wanted.get(asn);
+    if (network && end - start >= SLASH48 - 1n) network.ranges6.push([start, end]);
+  });
   loadAsnTable().eachIpv4Range((asn, start, end) => {
     const network = wanted.get(asn);
     if (!network) return;
@@ -53,6 +61,17 @@ export function loadNetworks(): Network[] {
     network.addresses += end - start + 1;
   });
   return [...wanted.values()].filter((n) => n.addresses > 0);
+}
+
+const SLASH48 = 1n << 80n;
+
+/** The data package's IPv6 ranges (its CSV: `start,end,asn,name`); the ASN table keeps only their sizes. */
+function eachIpv6Range(range: (asn: number, start: bigint, end: bigint) => void): void {
+  const file = createRequire(import.meta.url).resolve("@ip-location-db/asn/asn-ipv6.csv");
+  for (const line of readFileSync(file, "utf8").split("\n")) {
+    const [start, end, asn] = line.split(",", 3);
+    if (start && end && asn) range(Number(asn), v6Value(start), v6Value(end));
+  }
 }
 
 /** Candidates for one role in the order the world tries them (the service's type decides which it keeps). */
@@ -111,4 +130,25 @@ export function blocksIn(network: Network, count: number, random: Random, taken:
   }
   if (blocks.length < count) throw new Error(`AS${network.asn}: found ${blocks.length} of ${count} free /24 blocks`);
   return blocks;
+}
+
+/** How many /48s the network's IPv6 ranges hold. */
+export function slash48Count(network: Network): number {
+  return network.ranges6.reduce((n, [start, end]) => n + Number((end + 1n) / SLASH48 - (start + SLASH48 - 1n) / SLASH48), 0);
+}
+
+/** A free /48 prefix (its first address) wholly inside the network's IPv6 ranges; undefined when none is found. */
+export function freeSlash48(network: Network, random: Random, taken: Set<bigint>): bigint | undefined {
+  for (let tries = 0; network.ranges6.length && tries < 50; tries++) {
+    const [start, end] = random.pick(network.ranges6);
+    const first = (start + SLASH48 - 1n) / SLASH48;
+    const span = Number((end + 1n) / SLASH48 - first);
+    if (span < 1) continue;
+    const prefix = (first + BigInt(Math.floor(random.next() * span))) * SLASH48;
+    if (!taken.has(prefix)) {
+      taken.add(prefix);
+      return prefix;
+    }
+  }
+  return undefined;
 }

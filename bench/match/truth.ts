@@ -1,82 +1,106 @@
 // The ground truth of each page view: which row of the breakdown it belongs to, the organisation
-// it belongs to (business visits only), and whether the world made it knowable. Knowable: from
-// the organisation's own network; from an address whose PTR name is under the organisation's own
-// domain; from a network the partner declared for the organisation (when the service took the
-// declarations); from a static line from which one of the organisation's people submitted a form
-// with its domain at any time in the run, and no other organisation's domain was seen there.
+// it belongs to (business visits only), whether the world made it knowable, and whether it came
+// from a network the partner declared (those are reported on their own line, not in the headline).
+//
+// Knowable, from what the world shows and not from any rule of the service:
+// - an organisation's own AS, or a site whose PTR names are under the organisation's own domain;
+// - a network the partner declared for the organisation (when the service took the declarations),
+//   from the declaration on;
+// - forms with the organisation's domain from the unit (an IPv4 address, a site's IPv6 /48) when no
+//   other organisation's domain was ever seen there, and the evidence is strong enough for the unit:
+//   one form on a line the operator names as a business line; two people on a line that could be
+//   a household's (no PTR, or a name like the operator's household lines); two people or two days
+//   at a host (one network for many tenants: one form is one tenant's word, not the network's).
 import { isFreeMail } from "./names.ts";
-import { numberOf } from "./networks.ts";
-import { BUSINESS_KINDS, type Kind, type World } from "./world.ts";
+import { isV6, numberOf, v6Value } from "./addresses.ts";
+import { BUSINESS_KINDS, type Form, type Kind, type Naming, type World } from "./world.ts";
 
 export const ROWS = [
-  "own AS", "declared", "static+own PTR", "static+form", "static+generic PTR", "static, no evidence", "coworking",
-  "home office", "consumer dynamic", "CGNAT", "mobile", "cloud",
+  "own AS", "static, own PTR", "static, operator's name", "static, named like a household", "static, no PTR", "host tenant",
+  "home worker", "household", "next subscriber", "host guest", "CGNAT", "mobile", "cloud",
 ] as const;
 export type Row = (typeof ROWS)[number];
 
 export interface VisitTruth {
   visitId: string;
   row: Row;
-  /** A business visit: of a person at their organisation's own network, static line or coworking space. */
+  /** A business visit: of a person at their organisation's own network, static line or host. */
   business: boolean;
   /** The organisation a business visit belongs to; null for the others. */
   orgId: number | null;
   knowable: boolean;
   /** Knowable, but only from evidence that came later (a form sent or a network declared after it). */
   beforeEvidence: boolean;
+  /** From inside a network the partner declared (whoever the visitor is). */
+  declared: boolean;
+  family: 4 | 6;
 }
 
-const OTHER_ROWS: Record<Exclude<Kind, "own_as" | "static" | "coworking">, Row> = {
-  home_office: "home office", consumer: "consumer dynamic", cgnat: "CGNAT", mobile: "mobile", cloud: "cloud",
+const OTHER_ROWS: Record<Exclude<Kind, "own_as" | "static" | "tenant">, Row> = {
+  home_worker: "home worker", household: "household", next_subscriber: "next subscriber", guest: "host guest", cgnat: "CGNAT", mobile: "mobile", cloud: "cloud",
+};
+const STATIC_ROWS: Record<Naming, Row> = {
+  own: "static, own PTR", operator: "static, operator's name", "access-like": "static, named like a household", none: "static, no PTR", host: "host tenant",
 };
 
-function cidrRange(cidr: string): [number, number] {
-  const [address, bits] = cidr.split("/");
-  const size = 2 ** (32 - Number(bits));
-  const start = numberOf(address!);
-  return [start, start + size - 1];
+/** How much repeated evidence a unit needs before its forms make it knowable. */
+type Strength = "one form" | "two people" | "two people or days";
+
+function strengthOf(kind: "own_as" | "static" | "host", naming: Naming): Strength {
+  if (kind === "host") return "two people or days";
+  return naming === "operator" || naming === "own" ? "one form" : "two people";
+}
+
+/** The place in time (visits before it) at which the unit's forms name `domain` strongly enough; Infinity: never. */
+function formEvidenceAt(forms: readonly Form[], domain: string, strength: Strength): number {
+  const people = new Set<number>();
+  const days = new Set<number>();
+  for (const form of forms) {
+    if (form.domain !== domain) continue;
+    people.add(form.personId);
+    days.add(form.day);
+    const enough = strength === "one form" || people.size >= 2 || (strength === "two people or days" && days.size >= 2);
+    if (enough) return form.afterVisits;
+  }
+  return Infinity;
+}
+
+/** CIDR -> [first, last] as numbers (IPv4) or bigints (IPv6). */
+function inCidr(cidr: string, address: string): boolean {
+  const [base, bitsText] = cidr.split("/") as [string, string];
+  if (isV6(base) !== isV6(address)) return false;
+  const hostBits = (isV6(base) ? 128 : 32) - Number(bitsText);
+  if (isV6(base)) return v6Value(address) >> BigInt(hostBits) === v6Value(base) >> BigInt(hostBits);
+  return Math.floor(numberOf(address) / 2 ** hostBits) === Math.floor(numberOf(base) / 2 ** hostBits);
 }
 
 /** The truth of every page view of the world; `declarations`: whether the service took the partner's declared networks. */
 export function groundTruth(world: World, { declarations }: { declarations: boolean }): VisitTruth[] {
-  const people = world.people;
-  const orgs = world.orgs;
-  // the first form with a business domain at each address, per domain (the place in time of the earliest)
-  const formDomains = new Map<string, Map<string, number>>();
-  for (const form of world.forms) {
-    if (isFreeMail(form.domain)) continue;
-    const seen = formDomains.get(form.address) ?? new Map<string, number>();
-    if (!seen.has(form.domain)) seen.set(form.domain, form.afterVisits);
-    formDomains.set(form.address, seen);
-  }
+  const { people, orgs } = world;
+  // business forms by unit, in time order
+  const formsAt = new Map<string, Form[]>();
+  for (const form of world.forms) if (!isFreeMail(form.domain)) formsAt.set(form.unit, [...(formsAt.get(form.unit) ?? []), form]);
   const midwayVisit = world.visits.findIndex((v) => v.day >= world.options.days / 2);
-  const declared = (declarations ? world.declarations : []).map((d) => ({ ...d, range: cidrRange(d.cidr) }));
+  const declaredAt = (when: "start" | "midway") => (!declarations ? Infinity : when === "start" ? 0 : midwayVisit < 0 ? Infinity : midwayVisit);
 
   return world.visits.map((visit, index) => {
     const person = people[visit.personId]!;
+    const declaration = world.declarations.find((d) => inCidr(d.cidr, visit.address));
+    const base = { visitId: visit.visitId, declared: !!declaration, family: visit.family };
     if (!BUSINESS_KINDS.has(person.kind)) {
-      return { visitId: visit.visitId, row: OTHER_ROWS[person.kind as keyof typeof OTHER_ROWS], business: false, orgId: null, knowable: false, beforeEvidence: false };
+      return { ...base, row: OTHER_ROWS[person.kind as keyof typeof OTHER_ROWS], business: false, orgId: null, knowable: false, beforeEvidence: false };
     }
     const org = orgs[person.orgId!]!;
-    const base = { visitId: visit.visitId, business: true, orgId: org.id };
-    if (person.kind === "own_as") return { ...base, row: "own AS", knowable: true, beforeEvidence: false };
-
-    const ip = numberOf(visit.address);
-    const declaration = declared.find((d) => d.orgId === org.id && d.range[0] <= ip && ip <= d.range[1]);
-    const ownPtr = world.ptr.get(visit.address)?.endsWith(`.${org.domain}`) ?? false;
-    const domains = formDomains.get(visit.address);
-    const formAt = domains?.size === 1 ? domains.get(org.domain) : undefined;
-    const line = world.fixedLines.get(visit.address)!;
-    const knowable = !!declaration || ownPtr || formAt !== undefined;
-    const declaredAt = declaration ? (declaration.when === "start" ? 0 : midwayVisit < 0 ? Infinity : midwayVisit) : Infinity;
-    const evidenceAt = ownPtr ? 0 : Math.min(declaredAt, formAt ?? Infinity);
-    const row: Row =
-      person.kind === "coworking" ? "coworking"
-      : declaration ? "declared"
-      : ownPtr ? "static+own PTR"
-      : formAt !== undefined ? "static+form"
-      : line.ptr === "generic" ? "static+generic PTR"
-      : "static, no evidence";
-    return { ...base, row, knowable, beforeEvidence: knowable && index < evidenceAt };
+    if (person.kind === "own_as") return { ...base, row: "own AS" as Row, business: true, orgId: org.id, knowable: true, beforeEvidence: false };
+    const site = world.sites[world.unitSite.get(visit.unit)!]!;
+    const forms = formsAt.get(visit.unit) ?? [];
+    const onlyThisOrg = forms.every((f) => f.domain === org.domain);
+    const fromForms = onlyThisOrg ? formEvidenceAt(forms, org.domain, strengthOf(site.kind, site.naming)) : Infinity;
+    const fromPtr = site.naming === "own" ? 0 : Infinity;
+    const fromDeclaration = declaration?.orgId === org.id ? declaredAt(declaration.when) : Infinity;
+    const evidenceAt = Math.min(fromForms, fromPtr, fromDeclaration);
+    const knowable = evidenceAt !== Infinity;
+    const row = site.kind === "host" ? "host tenant" : STATIC_ROWS[site.naming];
+    return { ...base, row, business: true, orgId: org.id, knowable, beforeEvidence: knowable && index < evidenceAt };
   });
 }
