@@ -12,6 +12,7 @@ import { fileURLToPath } from "node:url";
 import { clusterRole, startWorkers } from "./cluster.ts";
 import { loadConfig } from "./config.ts";
 import { ensureWritable } from "./db/data-dir.ts";
+import { probeDatabaseOrExit } from "./db/probe.ts";
 import { BannerReminder, demoBanner, demoReminder } from "./demo-banner.ts";
 import { type StartupProgress, startingApp } from "./http/starting.ts";
 import { listen, type RunningServer } from "./listen.ts";
@@ -113,6 +114,9 @@ if (role === "single") {
   process.on("SIGTERM", stopWhileStarting);
   process.on("SIGINT", stopWhileStarting);
 }
+// A PostgreSQL server that refuses or lacks the database is said now, before the service's modules
+// load (a minute on a busy machine); the embedded database's own problems come when it opens.
+if (role !== "worker") await probeDatabaseOrExit(config.database);
 setIpDataCacheDir(config.tracking.ipDataCacheDir);
 const ipDataReady = role === "primary" ? Promise.resolve() : prepareIpData();
 const modules = importServiceModules();
