@@ -42,9 +42,11 @@ export interface paths {
          *     made before the script loaded is queued:
          *     `window.leadIntel = window.leadIntel || function () { (leadIntel.q = leadIntel.q || []).push(arguments) }`.
          *     `none`: tracks at once. `required`: sends nothing and sets no cookie until
-         *     `leadIntel('consent', true)` (call it on every page, as a consent platform does).
-         *     `cookieless`: no cookie or storage, and no `visitorId` in events. In every mode
-         *     `leadIntel('consent', false)` stops tracking on the page and deletes the cookie; and a
+         *     `leadIntel('consent', true)`. Consent given is remembered in the first-party cookie
+         *     `_lt_consent` (395 days from when it was given; not in `cookieless` mode), so later pages
+         *     are tracked without a new call. `cookieless`: no cookie or storage, and no `visitorId` in
+         *     events. In every mode `leadIntel('consent', false)` stops tracking on the page and deletes
+         *     both cookies; and a
          *     browser showing Global Privacy Control (`navigator.globalPrivacyControl`) or Do Not
          *     Track is not tracked at all unless `respectDoNotTrack` is off.
          */

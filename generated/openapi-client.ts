@@ -3413,8 +3413,9 @@ export interface components {
          * @description What the tracking script does before the page tells it the visitor's consent:
          *     - `none`: tracks at once, with its first-party visitor cookie `_lt_vid` (two years).
          *     - `required`: sends nothing and sets no cookie until the page calls
-         *       `leadIntel('consent', true)`; `leadIntel('consent', false)` stops tracking and deletes
-         *       the cookie. The page may queue the call before the script loads:
+         *       `leadIntel('consent', true)`, which is remembered in the first-party cookie `_lt_consent`
+         *       (395 days from when it was given: later pages need no new call);
+         *       `leadIntel('consent', false)` stops tracking and deletes both cookies. The page may queue the call before the script loads:
          *       `window.leadIntel = window.leadIntel || function () { (leadIntel.q = leadIntel.q || []).push(arguments) }`.
          *     - `cookieless`: no cookie or browser storage at all; the collector derives a visitor id
          *       from the day's secret salt, the address and the user agent (a visitor is recognised

@@ -12,6 +12,8 @@ import { fileURLToPath } from "node:url";
 import { clusterRole, startWorkers } from "./cluster.ts";
 import { loadConfig } from "./config.ts";
 import { ensureWritable } from "./db/data-dir.ts";
+import { probeDatabaseOrExit } from "./db/probe.ts";
+import { BannerReminder, demoBanner, demoReminder } from "./demo-banner.ts";
 import { type StartupProgress, startingApp } from "./http/starting.ts";
 import { listen, type RunningServer } from "./listen.ts";
 import { createLogger } from "./logging.ts";
@@ -84,6 +86,8 @@ const progress: StartupProgress = {
 };
 /** Set by the first signal once the service runs (the demo's seed stops retrying). */
 let stopping = false;
+/** The demo banner's last lines again, below the first request logs (server/demo-banner.ts). */
+const reminder = new BannerReminder((text) => console.log(text));
 /** The port answers from here (one process alone): the app takes over once it is made. */
 let handler: (req: import("node:http").IncomingMessage, res: import("node:http").ServerResponse) => void = startingApp(progress);
 const early: RunningServer | undefined =
@@ -110,6 +114,9 @@ if (role === "single") {
   process.on("SIGTERM", stopWhileStarting);
   process.on("SIGINT", stopWhileStarting);
 }
+// A PostgreSQL server that refuses or lacks the database is said now, before the service's modules
+// load (a minute on a busy machine); the embedded database's own problems come when it opens.
+if (role !== "worker") await probeDatabaseOrExit(config.database);
 setIpDataCacheDir(config.tracking.ipDataCacheDir);
 const ipDataReady = role === "primary" ? Promise.resolve() : prepareIpData();
 const modules = importServiceModules();
@@ -178,7 +185,10 @@ const app = createApp({
 });
 let running: RunningServer;
 if (early) {
-  handler = app;
+  handler = (req, res) => {
+    reminder.requested(req.url);
+    app(req, res);
+  };
   running = early;
 } else running = await listen(app, config, logger);
 if (!config.notify.publicUrl) publicUrl = baseUrl(running.port, running.protocol);
@@ -259,39 +269,16 @@ async function printDemo(baseUrl: string): Promise<void> {
     boundMs: 10 * 60_000,
     giveUp: () => stopping,
   });
-  const [website] = demo.datasetIds;
-  const key = `-H "x-api-key: ${demo.key}"`;
   // Shown on the console for the person who started the service, never through the logger.
-  console.log(
-    [
-      "",
-      `API reference: ${baseUrl}/docs (no key needed)`,
-      `Mail (invitations, segment alerts) goes to: ${services.mailer.destination}`,
-      "Demo account ready. A new demo key is issued at every start (the previous one is revoked).",
-      `  account id:  ${demo.accountId}`,
-      `  API key:     ${demo.key}`,
-      `  admin:       ${demo.adminEmail}`,
-      `  datasets:    ${demo.datasetIds.join(", ")} (the first is the demo website, with leads)`,
-      `  contact:     ${demo.contactEmail}, last name ${demo.contactLastName} (its look-up finds a profile)`,
-      "For the README's walkthrough, paste:",
-      `  export B=${baseUrl} KEY=${demo.key} ACC=${demo.accountId} DS=${website} A=email=${demo.adminEmail} CONTACT=${demo.contactEmail} LAST=${demo.contactLastName}`,
-      "Try it:",
-      `  curl -s "${baseUrl}/v1/users?email=${demo.adminEmail}" ${key}`,
-      `  curl -s "${baseUrl}/v1/user-datasets?accountId=${demo.accountId}&email=${demo.adminEmail}" ${key}`,
-      "Look up a contact (costs 1 credit of the oldest demo dataset; an unknown address is free):",
-      `  curl -s -X POST "${baseUrl}/v1/email-lookup" ${key} -H "content-type: application/json" -d '{"email":"${demo.contactEmail}","lastName":"${demo.contactLastName}"}'`,
-      "Tracking: open the demo website, click to page 2, send the form, then list the leads (the visits count as Apple's network):",
-      `  ${baseUrl}/demo?dataset=${website}`,
-      `  curl -s "${baseUrl}/v1/leads?email=${demo.adminEmail}&datasetId=${website}&limit=3" ${key}`,
-      "",
-    ].join("\n"),
-  );
+  console.log(demoBanner(baseUrl, demo, services.mailer.destination));
+  reminder.arm(demoReminder(baseUrl, demo));
 }
 
 /** Stop accepting, let in-flight requests finish (bounded), then release the limiter and the database. */
 async function stop(signal: string): Promise<void> {
   if (stopping) return;
   stopping = true;
+  reminder.cancel();
   logger.info("stopping", { signal, timeoutMs: config.timeouts.shutdownMs });
   await running.shutdown();
   await seeding?.catch(() => {}); // the demo's statements finish before the database closes (its failure is reported where it is awaited)

@@ -165,6 +165,28 @@ describe.skipIf(!!chromiumMissing)(`consent in a browser${chromiumMissing ? ` ($
     }
   });
 
+  it("when consent is required and given on page one only, then page two is tracked without a new call (the consent cookie remembers it 395 days); withdrawal deletes it and page three sends nothing", async () => {
+    const ds = await dataset({ consentMode: "required" });
+    const { context, sent } = await visitor();
+    try {
+      const page = await browseTwoPages(context, ds, "yes");
+      const visits = await visitsWhen(ds, 2);
+      expect(visits.map((v) => v.title)).toEqual(["/one", "/two"]);
+      expect(new Set(visits.map((v) => v.visitorId))).toEqual(new Set([(await trackingCookie(context))!.value]));
+      const remembered = (await context.cookies()).find((c) => c.name === "_lt_consent");
+      expect(remembered).toMatchObject({ value: "1", path: "/", sameSite: "Lax" });
+      expect(Math.abs(remembered!.expires - (Date.now() / 1000 + 395 * 86_400))).toBeLessThan(600);
+
+      await page.evaluate(() => (window as unknown as { leadIntel: (...args: unknown[]) => void }).leadIntel("consent", false));
+      expect((await context.cookies()).map((c) => c.name).filter((name) => name.startsWith("_lt_"))).toEqual([]);
+      await page.goto(`${pageOrigin}/three?ds=${ds}`);
+      await page.waitForLoadState("load");
+      expect(sent).toHaveLength(2);
+    } finally {
+      await context.close();
+    }
+  });
+
   it("when the dataset tracks without consent and the page queued a refusal, then nothing is sent nor stored", async () => {
     const ds = await dataset({ consentMode: "none" });
     const { context, sent } = await visitor();
@@ -191,6 +213,9 @@ describe.skipIf(!!chromiumMissing)(`consent in a browser${chromiumMissing ? ` ($
       expect(visits[1]!.visitorId).toBe(visits[0]!.visitorId);
       expect(await first.context.cookies()).toEqual([]);
       expect(await page.evaluate(() => localStorage.length + sessionStorage.length)).toBe(0);
+      // consent given is not remembered where nothing is stored
+      await page.evaluate(() => (window as unknown as { leadIntel: (...args: unknown[]) => void }).leadIntel("consent", true));
+      expect(await first.context.cookies()).toEqual([]);
 
       await browseTwoPages(second.context, ds);
       const all = await visitsWhen(ds, 4);

@@ -205,6 +205,10 @@ describe("a first start on a fresh embedded database", () => {
       body: JSON.stringify({ email: vars.CONTACT, lastName: vars.LAST }),
     });
     expect(lookUp.status).toBe(200);
+    // the line to paste is printed again below the request logs that scrolled the banner away
+    await eventually(() => expect(lines.filter((line) => line.trim() === exported.trim())).toHaveLength(2), { timeoutMs: 30_000, message: "the banner's reminder" });
+    const requestLogs = lines.flatMap((line, index) => (line.includes('"msg":"request"') ? [index] : []));
+    expect(lines.lastIndexOf(exported)).toBeGreaterThan(requestLogs[0]!);
 
     const exited = exitedWithOutput(child);
     child.kill("SIGTERM");

@@ -1,13 +1,17 @@
 // What a start-up leans on: the AS table's prepared form (read instead of parsing the CSV at each
 // start) and the waits for a database that does not answer yet (warn once, not an error per try).
+import { execFile } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { promisify } from "node:util";
+import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { logAtLevelOf, throughWaits, waits } from "../server/db/waits.ts";
+import { FIRST_RETRY_MS, runPeriodically } from "../server/jobs/periodic.ts";
 import type { Logger } from "../server/logging.ts";
 import { AsnTable, loadAsnTable } from "../server/tracking/ipdata/asn-table.ts";
 import { parseIp } from "../server/tracking/ipdata/ip.ts";
+import { hermeticEnv } from "./support/config.ts";
 
 const ip = (text: string) => text.split(".").reduce((n, part) => n * 256 + Number(part), 0);
 
@@ -139,4 +143,64 @@ describe("throughWaits", () => {
     await expect(throughWaits(unanswered, options(recordingLogger(), { boundMs: 0 }))).rejects.toThrow(/read timeout/);
     expect(tries).toBe(3);
   });
+});
+
+describe("runPeriodically (the digest and retention scheduling)", () => {
+  beforeEach(() => vi.useFakeTimers());
+  afterEach(() => vi.useRealTimers());
+  const HOUR = 3_600_000;
+
+  it("when a run fails because the database does not answer, then the log line says when it is retried, the retries back off, and a success goes back to the interval", async () => {
+    const logger = recordingLogger();
+    const outcomes = ["timeout", "timeout", "ok", "ok"];
+    const calls: number[] = [];
+    const started = Date.now();
+    const scheduler = runPeriodically("retention scheduling", async () => {
+      calls.push(Date.now() - started);
+      if (outcomes.shift() === "timeout") throw new Error("Unable to start a transaction in the given time");
+    }, HOUR, logger);
+    await vi.advanceTimersByTimeAsync(HOUR + 1);
+    scheduler.stop();
+    expect(calls).toEqual([0, FIRST_RETRY_MS, 3 * FIRST_RETRY_MS, HOUR]);
+    expect(logger.lines).toEqual([
+      { level: "warn", msg: "retention scheduling failed; retrying in 60 s" },
+      { level: "warn", msg: "retention scheduling failed; retrying in 120 s" },
+    ]);
+  });
+
+  it("when it is stopped while a retry waits, then the retry does not run", async () => {
+    let calls = 0;
+    const scheduler = runPeriodically("digest scheduling", async () => {
+      calls++;
+      throw new Error("Query read timeout");
+    }, HOUR, recordingLogger());
+    await vi.advanceTimersByTimeAsync(1);
+    scheduler.stop();
+    await vi.advanceTimersByTimeAsync(2 * HOUR);
+    expect(calls).toBe(1);
+  });
+});
+
+describe("a PostgreSQL server that cannot be used, at start", () => {
+  const run = promisify(execFile);
+  const root = join(import.meta.dirname, "..");
+  // far longer than the bound below: the old order (the probe after the service's modules) would wait it out
+  const PRISMA_DELAY_MS = 60_000;
+  const BOUND_MS = 15_000;
+
+  it("when the port refuses, then its one line comes within 15 s, before the service's modules (Prisma) have loaded, and the exit code is 1", async () => {
+    const began = performance.now();
+    const outcome = await run(process.execPath, ["--import", "tsx", "--import", "./test/fixtures/slow-prisma.mjs", "server/main.ts"], {
+      cwd: root,
+      env: hermeticEnv({ PATH: process.env.PATH, HOME: process.env.HOME, PORT: "0", HOST: "127.0.0.1", SEED_DEMO: "0", SLOW_PRISMA_MS: String(PRISMA_DELAY_MS), DATABASE_URL: "postgresql://postgres@127.0.0.1:1/none" }),
+      timeout: PRISMA_DELAY_MS - 5_000,
+    }).then(
+      () => ({ code: 0, stderr: "" }),
+      (error: { code: number | string; stderr: string; killed?: boolean }) => ({ code: error.killed ? "killed (timeout)" : error.code, stderr: error.stderr }),
+    );
+    const seconds = (performance.now() - began) / 1000;
+    expect(outcome).toEqual({ code: 1, stderr: expect.stringMatching(/^no PostgreSQL server answers at 127\.0\.0\.1:1 \(ECONNREFUSED\): start it/) });
+    expect(outcome.stderr.trim().split("\n")).toHaveLength(1);
+    expect(seconds).toBeLessThan(BOUND_MS / 1000);
+  }, 90_000);
 });

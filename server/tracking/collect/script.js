@@ -9,6 +9,8 @@
   var base = script && script.src ? script.src : location.href;
   var endpoint = new URL("/collect", base).href + (cfg.dataset ? "?dataset=" + encodeURIComponent(cfg.dataset) : "");
   var COOKIE = "_lt_vid";
+  // consent given, remembered first-party until withdrawn or 13 months after it was given (395 days)
+  var CONSENT = "_lt_consent", CONSENT_MAX_AGE = 395 * 86400;
   var SECURE = location.protocol === "https:" ? "; Secure" : "";
   var mode = cfg.consentMode || "none";
   // Global Privacy Control or Do Not Track: nothing is sent or stored, whatever the consent
@@ -26,11 +28,19 @@
       for (var i = 0; i < bytes.length; i++) id += ("0" + bytes[i].toString(16)).slice(-2);
     }
     // first-party, renewed on every page: two years from the last visit
-    d.cookie = COOKIE + "=" + id + "; path=/; max-age=63072000; SameSite=Lax" + SECURE;
+    setCookie(COOKIE, id, 63072000);
     return id;
   }
+  function setCookie(name, value, maxAge) {
+    d.cookie = name + "=" + value + "; path=/; max-age=" + maxAge + "; SameSite=Lax" + SECURE;
+  }
+  function hasCookie(name) {
+    return (" " + d.cookie + ";").indexOf(" " + name + "=") >= 0;
+  }
+  // the visitor id and the consent remembered
   function forgetCookie() {
-    if (d.cookie.indexOf(COOKIE + "=") >= 0) d.cookie = COOKIE + "=; path=/; max-age=0; SameSite=Lax" + SECURE;
+    if (hasCookie(COOKIE)) setCookie(COOKIE, "", 0);
+    if (hasCookie(CONSENT)) setCookie(CONSENT, "", 0);
   }
 
   function send(events) {
@@ -67,14 +77,19 @@
     vid = undefined;
     forgetCookie();
   }
+  // consent given: remembered where the dataset keeps a cookie anyway (not cookieless: it stores nothing)
+  function consent() {
+    if (!optedOut && mode !== "cookieless") setCookie(CONSENT, "1", CONSENT_MAX_AGE);
+    start();
+  }
   function command(name, value) {
-    if (name === "consent") (value === true ? start : stop)();
+    if (name === "consent") (value === true ? consent : stop)();
   }
   var queued = (w.leadIntel && w.leadIntel.q) || [];
   w.leadIntel = function () { command.apply(null, arguments); };
   for (var q = 0; q < queued.length; q++) command.apply(null, queued[q]);
   if (optedOut) forgetCookie();
-  else if (mode !== "required" && !refused) start();
+  else if (!refused && (mode !== "required" || hasCookie(CONSENT))) start();
 
   if (!cfg.formTracking) return;
 
