@@ -189,7 +189,7 @@ async function startWithTenants(dns: WorldDns, tenants: number): Promise<Running
     COLLECT_IP_REQUESTS_PER_MINUTE: "1000000000", // a CGNAT address carries many visitors
     COLLECT_DATASET_EVENTS_PER_MINUTE: "1000000000",
   });
-  console.log(`service started with ${tenants} accounts in ${((Date.now() - started) / 1000).toFixed(1)} s; reverse DNS: the bench's server on ${dns.address}`);
+  console.log(`service started with ${tenants} account${tenants === 1 ? "" : "s"} in ${((Date.now() - started) / 1000).toFixed(1)} s; reverse DNS: the bench's server on ${dns.address}`);
   return { service, baseUrl: `http://127.0.0.1:${port}`, tenants: prepared, temporary };
 }
 
