@@ -1365,15 +1365,18 @@ export interface paths {
         /**
          * Declare a network as an organisation's
          * @description Declares that the addresses of `cidr` are the organisation's. The prefix length must be
-         *     16 to 32 for IPv4 and 32 to 128 for IPv6, and the address must be the network's first
-         *     (no bits set after the prefix: `203.0.113.0/28`, not `203.0.113.5/28`). The cidr is
-         *     stored and answered in its canonical form (IPv6 compressed, lower case; an IPv4-mapped
-         *     IPv6 network as its IPv4 network). `organizationDomain` (optional) is a host name under
-         *     a public suffix, stored in lower case without a trailing dot or a leading `www.`; visits
-         *     of the network join the lead of the dataset with that domain. An account holds at most
-         *     10,000 declared networks.
+         *     16 to 32 for IPv4 and 32 to 128 for IPv6, written without leading zeros as the
+         *     address's decimal numbers are, and the address must be the network's first (no bits set
+         *     after the prefix: `203.0.113.0/28`, not `203.0.113.5/28`). The cidr is stored and
+         *     answered in its canonical form (IPv6 compressed, lower case; an IPv4-mapped IPv6 network
+         *     as its IPv4 network). `organizationDomain` (optional) is a host name under a known
+         *     public suffix (the Public Suffix List's ICANN section), stored in lower case without a
+         *     trailing dot or a leading `www.`; visits of the network join the lead of the dataset
+         *     with that domain. An account holds at most 10,000 declared networks, also when
+         *     declarations arrive at the same time.
          *     - 400 `validation_failed`: `cidr` is not a network in CIDR notation, its prefix length
-         *       is out of range or bits are set after the prefix; `organizationDomain` is not a domain.
+         *       is out of range or bits are set after the prefix; `organizationDomain` is not a domain
+         *       under a known public suffix.
          *     - 403 `forbidden`: the acting user (query `email`) is not a member, or not an admin.
          *     - 409 `conflict`: the same network is already declared in the account (compared in
          *       canonical form), or the account holds 10,000 declared networks.
@@ -2964,14 +2967,11 @@ export interface components {
          *     }
          */
         DeclareNetwork: {
-            /** @description The network in CIDR notation: IPv4 with a prefix length of 16 to 32, IPv6 of 32 to 128, no bits set after the prefix. */
+            /** @description The network in CIDR notation: an IPv4 address in dotted decimal with a prefix length of 16 to 32, or an IPv6 address in RFC 4291 text with a prefix length of 32 to 128 (112 to 128 when it ends in a dotted IPv4 address, as an IPv4-mapped network does); decimal numbers without leading zeros (`1.2.3.0/024` and `01.2.3.0/24` do not match). What the pattern cannot say: no bits may be set after the prefix, and an IPv4-mapped network written in hexadecimal (`::ffff:cb00:7100/120`) needs a prefix length of 112 to 128 too. */
             cidr: string;
             /** @description The organisation's name, as leads of its visits show it. */
             organizationName: string;
-            /**
-             * Format: hostname
-             * @description The organisation's website domain (optional).
-             */
+            /** @description The organisation's website domain (optional): a host name whose ending is a public suffix of the Public Suffix List's ICANN section (`example.de`, `example.co.uk`; an unknown ending such as `foo.invalidtldxyz` is refused, which the pattern cannot say). */
             organizationDomain?: string;
         };
         /**
@@ -5575,7 +5575,7 @@ export interface operations {
         parameters: {
             query: {
                 /**
-                 * @description An IPv4 or IPv6 address.
+                 * @description An IPv4 address in dotted decimal without leading zeros (`format: ipv4`) or an IPv6 address in RFC 4291 text, without a zone (`format: ipv6`).
                  * @example 17.253.144.10
                  */
                 ip: string;
@@ -5611,7 +5611,7 @@ export interface operations {
         parameters: {
             query: {
                 /**
-                 * @description A host name, compared case-insensitively (a trailing dot is ignored).
+                 * @description A host name, compared case-insensitively (a trailing dot is ignored): labels of letters, digits and inner hyphens, ending in a top-level domain of 2 to 63 letters.
                  * @example apple.com
                  */
                 domain: string;
