@@ -1357,7 +1357,9 @@ export interface paths {
         /**
          * List the account's declared networks
          * @description The account's declared networks, oldest first, one page at a time (keyset paging: pass
-         *     `nextCursor` as `cursor`).
+         *     `nextCursor` as `cursor`), each with the counts of the evidence that disagrees with it
+         *     (`conflicts`: dynamic-line names, other organisations' forms, free-mail people seen on
+         *     its addresses). A declaration wins over that evidence; the counts say where to look.
          *     - 403 `forbidden`: the acting user (query `email`) is not a member, or not an admin.
          */
         get: operations["listDeclaredNetworks"];
@@ -2980,10 +2982,16 @@ export interface components {
          *       "cidr": "203.0.113.0/28",
          *       "organizationName": "Example GmbH",
          *       "organizationDomain": "example.de",
-         *       "createdAt": "2026-11-28T09:00:00.000Z"
+         *       "createdAt": "2026-11-28T09:00:00.000Z",
+         *       "conflicts": {
+         *         "dynamicLineNames": 0,
+         *         "otherOrganizations": 2,
+         *         "freeMailPeople": 1
+         *       }
          *     }
          */
         DeclaredNetwork: {
+            conflicts: components["schemas"]["DeclarationConflicts"];
             id: components["schemas"]["DeclaredNetworkId"];
             /** @description The network in canonical CIDR notation. */
             cidr: string;
@@ -2994,6 +3002,21 @@ export interface components {
             createdAt: string;
         };
         /**
+         * @description Evidence the account's visitors brought from the network's addresses (within
+         *     `TRACKING_IDENTITY_DAYS`, as identities count it) that disagrees with the declaration.
+         *     The declaration is honoured all the same (it is the partner's call), but each count is
+         *     a reason to check it: a declared network should be one the organisation alone uses.
+         *     Never a visitor id or an e-mail address, only counts.
+         */
+        DeclarationConflicts: {
+            /** @description Addresses whose reverse DNS name reads like a dynamic access line (`dyn`, `pool`, `dsl`, ...): an ISP's consumer pool, not an office's fixed line. Public PTR names, also those other accounts' visitors brought when reverse DNS is pooled. */
+            dynamicLineNames: number;
+            /** @description Organisations (business e-mail domains) other than the declared domain that forms sent from the network named: a shared office, coworking space or another company (every form's organisation counts when the declaration has no domain). */
+            otherOrganizations: number;
+            /** @description People who gave a free-mail address in a form sent from the network: households or home offices on it. */
+            freeMailPeople: number;
+        };
+        /**
          * @example {
          *       "data": [
          *         {
@@ -3001,7 +3024,12 @@ export interface components {
          *           "cidr": "203.0.113.0/28",
          *           "organizationName": "Example GmbH",
          *           "organizationDomain": "example.de",
-         *           "createdAt": "2026-11-28T09:00:00.000Z"
+         *           "createdAt": "2026-11-28T09:00:00.000Z",
+         *           "conflicts": {
+         *             "dynamicLineNames": 0,
+         *             "otherOrganizations": 0,
+         *             "freeMailPeople": 0
+         *           }
          *         }
          *       ],
          *       "nextCursor": null

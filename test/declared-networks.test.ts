@@ -27,7 +27,7 @@ const list = (query: Record<string, string | number> = {}, t = tenant, email = t
 const remove = (id: string, t = tenant, email = t.admin.email) => api.request().delete(`/v1/declared-networks/${id}`).query({ email }).set(as(t.key));
 const ipLookup = (ip: string, t = tenant) => api.request().get("/v1/ip-lookup").query({ ip }).set(as(t.key));
 
-type Listed = { id: string; cidr: string; organizationName: string; organizationDomain: string | null; createdAt: string };
+type Listed = { id: string; cidr: string; organizationName: string; organizationDomain: string | null; createdAt: string; conflicts: Record<string, number> };
 async function declared(t = tenant): Promise<Listed[]> {
   const res = await list({}, t);
   expect(res.status, JSON.stringify(res.body)).toBe(200);
@@ -41,7 +41,7 @@ describe("declareNetwork", () => {
     expect(res.status, JSON.stringify(res.body)).toBe(201);
     expect(res.body).toEqual({ id: expect.stringMatching(/^dnet_[0-9a-z]{16}$/) });
     const listed = (await declared()).find((n) => n.id === res.body.id);
-    expect(listed).toEqual({ id: res.body.id, cidr, organizationName: "Example GmbH", organizationDomain: "example.de", createdAt: expect.any(String) });
+    expect(listed).toEqual({ id: res.body.id, cidr, organizationName: "Example GmbH", organizationDomain: "example.de", createdAt: expect.any(String), conflicts: { dynamicLineNames: 0, otherOrganizations: 0, freeMailPeople: 0 } });
     expect(Date.now() - Date.parse(listed!.createdAt)).toBeLessThan(60_000);
   });
 
@@ -197,6 +197,37 @@ describe("listDeclaredNetworks", () => {
       cursor = res.body.nextCursor ?? undefined;
     } while (cursor);
     expect(seen).toEqual(ids);
+  });
+
+  it("when the account's evidence from a declared network disagrees with it, then the listing counts it (dynamic-line names, other organisations, free-mail people), and evidence outside it or another account's is not counted", async () => {
+    const cidr = freshNetwork(28);
+    const base = cidr.slice(0, cidr.lastIndexOf(".") + 1);
+    const range = `${base}0/24`;
+    const { body } = await declare({ cidr, organizationName: "Declared Co", organizationDomain: "shop.declared-co.de" });
+    const at = new Date();
+    const evidence = (scope: string, unit: string, kind: "dynamic_line" | "form_email" | "free_mail", domain = "", contributor = "") => ({
+      scope, accountId: scope === "*" ? null : scope, range, unit: `${base}${unit}/32`, kind, domain, contributor, firstSeenAt: at, lastSeenAt: at,
+    });
+    await api.db.prisma.identityEvidence.createMany({
+      data: [
+        evidence("*", "1", "dynamic_line"),
+        evidence(tenant.accountId, "2", "dynamic_line"),
+        evidence(tenant.accountId, "3", "form_email", "declared-co.de", "p1"), // its own organisation: no conflict
+        evidence(tenant.accountId, "3", "form_email", "other-one.com", "p2"),
+        evidence(tenant.accountId, "4", "form_email", "other-two.fr", "p3"),
+        evidence(tenant.accountId, "4", "form_email", "other-two.fr", "p4"),
+        evidence(tenant.accountId, "5", "free_mail", "", "p5"),
+        evidence(tenant.accountId, "20", "free_mail", "", "p6"), // outside the /28
+        evidence(other.accountId, "6", "form_email", "another-account.de", "p7"), // another account's
+      ],
+    });
+    const listed = (await declared()).find((n) => n.id === body.id);
+    expect(listed?.conflicts).toEqual({ dynamicLineNames: 2, otherOrganizations: 2, freeMailPeople: 1 });
+  });
+
+  it("when nothing disagrees with a declaration, then its conflicts are all 0", async () => {
+    const { body } = await declare({ cidr: freshNetwork(), organizationName: "Quiet Co" });
+    expect((await declared()).find((n) => n.id === body.id)?.conflicts).toEqual({ dynamicLineNames: 0, otherOrganizations: 0, freeMailPeople: 0 });
   });
 
   it("when another account has declared networks, then none of them is listed", async () => {

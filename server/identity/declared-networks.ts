@@ -8,6 +8,7 @@ import { Conflict, Invalid, NotFound } from "../domain/errors.ts";
 import { newId } from "../ids.ts";
 import { registrableDomain } from "./domain-names.ts";
 import { declaredNetwork } from "./addresses.ts";
+import { POOL } from "./identities.ts";
 
 /** Declarations an account may hold (the look-ups of a batch compare each address with them). */
 export const MAX_DECLARED_NETWORKS = 10_000;
@@ -32,12 +33,20 @@ export interface Declaration {
   organizationDomain: string | null;
 }
 
+/** Evidence from a declared network's addresses that disagrees with the declaration (the spec's DeclarationConflicts). */
+export interface DeclarationConflicts {
+  dynamicLineNames: number;
+  otherOrganizations: number;
+  freeMailPeople: number;
+}
+
 export interface DeclaredNetworkRecord {
   id: string;
   cidr: string;
   organizationName: string;
   organizationDomain: string | null;
   createdAt: Date;
+  conflicts: DeclarationConflicts;
 }
 
 /**
@@ -98,14 +107,29 @@ export function declaredNetworks(db: Db) {
       throw new Conflict(existing ? `The network ${cidr} is already declared in this account` : `The account already holds ${MAX_DECLARED_NETWORKS} declared networks`);
     },
 
-    /** A page of the account's declarations, oldest first, after `after`. */
+    /**
+     * A page of the account's declarations, oldest first, after `after`, each with its conflicts:
+     * the account's evidence from its addresses (and pooled PTR names: public) that disagrees.
+     * The evidence is found by its scope's index and compared by containment, one page at a time.
+     */
     async list(accountId: string, limit: number, after?: { t: number; id: string }): Promise<DeclaredNetworkRecord[]> {
-      const position = after ? Prisma.sql`AND ("createdAt", id) > (${new Date(after.t)}, ${after.id})` : Prisma.empty;
-      return db.$queryRaw<DeclaredNetworkRecord[]>`
-        SELECT id, text(network) AS cidr, "organizationName", "organizationDomain", "createdAt" FROM "DeclaredNetwork"
-        WHERE "accountId" = ${accountId} ${position}
-        ORDER BY "createdAt", id
-        LIMIT ${limit}`;
+      const position = after ? Prisma.sql`AND ("createdAt", d.id) > (${new Date(after.t)}, ${after.id})` : Prisma.empty;
+      const rows = await db.$queryRaw<(Omit<DeclaredNetworkRecord, "conflicts"> & DeclarationConflicts)[]>`
+        SELECT d.id, text(d.network) AS cidr, d."organizationName", d."organizationDomain", d."createdAt", c.*
+        FROM (
+          SELECT * FROM "DeclaredNetwork" d WHERE "accountId" = ${accountId} ${position} ORDER BY "createdAt", id LIMIT ${limit}
+        ) d
+        CROSS JOIN LATERAL (
+          SELECT
+            count(DISTINCT e.unit) FILTER (WHERE e.kind = 'dynamic_line')::int AS "dynamicLineNames",
+            count(DISTINCT e.domain) FILTER (WHERE e.kind = 'form_email' AND e.scope = d."accountId"
+              AND (d."organizationDomain" IS NULL OR (e.domain <> d."organizationDomain" AND d."organizationDomain" NOT LIKE '%.' || e.domain)))::int AS "otherOrganizations",
+            count(DISTINCT e.contributor) FILTER (WHERE e.kind = 'free_mail' AND e.scope = d."accountId")::int AS "freeMailPeople"
+          FROM "IdentityEvidence" e
+          WHERE e.scope IN (${accountId}, ${POOL}) AND e.unit::inet <<= d.network
+        ) c
+        ORDER BY d."createdAt", d.id`;
+      return rows.map(({ dynamicLineNames, otherOrganizations, freeMailPeople, ...row }) => ({ ...row, conflicts: { dynamicLineNames, otherOrganizations, freeMailPeople } }));
     },
 
     /** Removes a declaration of the account; 404 for an unknown id (another account's included). */
