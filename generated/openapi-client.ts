@@ -2763,6 +2763,9 @@ export interface components {
         /**
          * @description Where `organizationDomain` comes from; `null` when there is no domain. Strongest first (a
          *     stronger source replaces a weaker one, never the reverse):
+         *     - `declared`: a network the account declared (`POST /v1/declared-networks`) names the
+         *       domain; the lead's `identitySource` is `declared` too. The partner's word: see the
+         *       declaration's `conflicts` in `GET /v1/declared-networks` for evidence against it;
          *     - `curated`: the service's curated list of organisations and their ASNs;
          *     - `email`: two distinct identified visitors of the lead (form e-mail addresses) share
          *       this business e-mail domain (registrable domain; free-mail providers never count);
@@ -2775,7 +2778,7 @@ export interface components {
          *     network's operator set.
          * @enum {string|null}
          */
-        DomainSource: "curated" | "email" | "reverse_dns" | null;
+        DomainSource: "declared" | "curated" | "email" | "reverse_dns" | null;
         /**
          * @example {
          *       "ip": "17.253.144.10",
