@@ -1357,7 +1357,9 @@ export interface paths {
         /**
          * List the account's declared networks
          * @description The account's declared networks, oldest first, one page at a time (keyset paging: pass
-         *     `nextCursor` as `cursor`).
+         *     `nextCursor` as `cursor`), each with the counts of the evidence that disagrees with it
+         *     (`conflicts`: dynamic-line names, other organisations' forms, free-mail people seen on
+         *     its addresses). A declaration wins over that evidence; the counts say where to look.
          *     - 403 `forbidden`: the acting user (query `email`) is not a member, or not an admin.
          */
         get: operations["listDeclaredNetworks"];
@@ -1365,15 +1367,18 @@ export interface paths {
         /**
          * Declare a network as an organisation's
          * @description Declares that the addresses of `cidr` are the organisation's. The prefix length must be
-         *     16 to 32 for IPv4 and 32 to 128 for IPv6, and the address must be the network's first
-         *     (no bits set after the prefix: `203.0.113.0/28`, not `203.0.113.5/28`). The cidr is
-         *     stored and answered in its canonical form (IPv6 compressed, lower case; an IPv4-mapped
-         *     IPv6 network as its IPv4 network). `organizationDomain` (optional) is a host name under
-         *     a public suffix, stored in lower case without a trailing dot or a leading `www.`; visits
-         *     of the network join the lead of the dataset with that domain. An account holds at most
-         *     10,000 declared networks.
+         *     16 to 32 for IPv4 and 32 to 128 for IPv6, written without leading zeros as the
+         *     address's decimal numbers are, and the address must be the network's first (no bits set
+         *     after the prefix: `203.0.113.0/28`, not `203.0.113.5/28`). The cidr is stored and
+         *     answered in its canonical form (IPv6 compressed, lower case; an IPv4-mapped IPv6 network
+         *     as its IPv4 network). `organizationDomain` (optional) is a host name under a known
+         *     public suffix (the Public Suffix List's ICANN section), stored in lower case without a
+         *     trailing dot or a leading `www.`; visits of the network join the lead of the dataset
+         *     with that domain. An account holds at most 10,000 declared networks, also when
+         *     declarations arrive at the same time.
          *     - 400 `validation_failed`: `cidr` is not a network in CIDR notation, its prefix length
-         *       is out of range or bits are set after the prefix; `organizationDomain` is not a domain.
+         *       is out of range or bits are set after the prefix; `organizationDomain` is not a domain
+         *       under a known public suffix.
          *     - 403 `forbidden`: the acting user (query `email`) is not a member, or not an admin.
          *     - 409 `conflict`: the same network is already declared in the account (compared in
          *       canonical form), or the account holds 10,000 declared networks.
@@ -2758,6 +2763,9 @@ export interface components {
         /**
          * @description Where `organizationDomain` comes from; `null` when there is no domain. Strongest first (a
          *     stronger source replaces a weaker one, never the reverse):
+         *     - `declared`: a network the account declared (`POST /v1/declared-networks`) names the
+         *       domain; the lead's `identitySource` is `declared` too. The partner's word: see the
+         *       declaration's `conflicts` in `GET /v1/declared-networks` for evidence against it;
          *     - `curated`: the service's curated list of organisations and their ASNs;
          *     - `email`: two distinct identified visitors of the lead (form e-mail addresses) share
          *       this business e-mail domain (registrable domain; free-mail providers never count);
@@ -2770,7 +2778,7 @@ export interface components {
          *     network's operator set.
          * @enum {string|null}
          */
-        DomainSource: "curated" | "email" | "reverse_dns" | null;
+        DomainSource: "declared" | "curated" | "email" | "reverse_dns" | null;
         /**
          * @example {
          *       "ip": "17.253.144.10",
@@ -2964,14 +2972,11 @@ export interface components {
          *     }
          */
         DeclareNetwork: {
-            /** @description The network in CIDR notation: IPv4 with a prefix length of 16 to 32, IPv6 of 32 to 128, no bits set after the prefix. */
+            /** @description The network in CIDR notation: an IPv4 address in dotted decimal with a prefix length of 16 to 32, or an IPv6 address in RFC 4291 text with a prefix length of 32 to 128 (112 to 128 when it ends in a dotted IPv4 address, as an IPv4-mapped network does); decimal numbers without leading zeros (`1.2.3.0/024` and `01.2.3.0/24` do not match). What the pattern cannot say: no bits may be set after the prefix, and an IPv4-mapped network written in hexadecimal (`::ffff:cb00:7100/120`) needs a prefix length of 112 to 128 too. */
             cidr: string;
             /** @description The organisation's name, as leads of its visits show it. */
             organizationName: string;
-            /**
-             * Format: hostname
-             * @description The organisation's website domain (optional).
-             */
+            /** @description The organisation's website domain (optional): a host name whose ending is a public suffix of the Public Suffix List's ICANN section (`example.de`, `example.co.uk`; an unknown ending such as `foo.invalidtldxyz` is refused, which the pattern cannot say). */
             organizationDomain?: string;
         };
         /**
@@ -2980,10 +2985,16 @@ export interface components {
          *       "cidr": "203.0.113.0/28",
          *       "organizationName": "Example GmbH",
          *       "organizationDomain": "example.de",
-         *       "createdAt": "2026-11-28T09:00:00.000Z"
+         *       "createdAt": "2026-11-28T09:00:00.000Z",
+         *       "conflicts": {
+         *         "dynamicLineNames": 0,
+         *         "otherOrganizations": 2,
+         *         "freeMailPeople": 1
+         *       }
          *     }
          */
         DeclaredNetwork: {
+            conflicts: components["schemas"]["DeclarationConflicts"];
             id: components["schemas"]["DeclaredNetworkId"];
             /** @description The network in canonical CIDR notation. */
             cidr: string;
@@ -2994,6 +3005,21 @@ export interface components {
             createdAt: string;
         };
         /**
+         * @description Evidence the account's visitors brought from the network's addresses (within
+         *     `TRACKING_IDENTITY_DAYS`, as identities count it) that disagrees with the declaration.
+         *     The declaration is honoured all the same (it is the partner's call), but each count is
+         *     a reason to check it: a declared network should be one the organisation alone uses.
+         *     Never a visitor id or an e-mail address, only counts.
+         */
+        DeclarationConflicts: {
+            /** @description Addresses whose reverse DNS name reads like a dynamic access line (`dyn`, `pool`, `dsl`, ...): an ISP's consumer pool, not an office's fixed line. Public PTR names, also those other accounts' visitors brought when reverse DNS is pooled. */
+            dynamicLineNames: number;
+            /** @description Organisations (business e-mail domains) other than the declared domain that forms sent from the network named: a shared office, coworking space or another company (every form's organisation counts when the declaration has no domain). */
+            otherOrganizations: number;
+            /** @description People who gave a free-mail address in a form sent from the network: households or home offices on it. */
+            freeMailPeople: number;
+        };
+        /**
          * @example {
          *       "data": [
          *         {
@@ -3001,7 +3027,12 @@ export interface components {
          *           "cidr": "203.0.113.0/28",
          *           "organizationName": "Example GmbH",
          *           "organizationDomain": "example.de",
-         *           "createdAt": "2026-11-28T09:00:00.000Z"
+         *           "createdAt": "2026-11-28T09:00:00.000Z",
+         *           "conflicts": {
+         *             "dynamicLineNames": 0,
+         *             "otherOrganizations": 0,
+         *             "freeMailPeople": 0
+         *           }
          *         }
          *       ],
          *       "nextCursor": null
@@ -5576,7 +5607,7 @@ export interface operations {
         parameters: {
             query: {
                 /**
-                 * @description An IPv4 or IPv6 address.
+                 * @description An IPv4 address in dotted decimal without leading zeros (`format: ipv4`) or an IPv6 address in RFC 4291 text, without a zone (`format: ipv6`).
                  * @example 17.253.144.10
                  */
                 ip: string;
@@ -5612,7 +5643,7 @@ export interface operations {
         parameters: {
             query: {
                 /**
-                 * @description A host name, compared case-insensitively (a trailing dot is ignored).
+                 * @description A host name, compared case-insensitively (a trailing dot is ignored): labels of letters, digits and inner hyphens, ending in a top-level domain of 2 to 63 letters.
                  * @example apple.com
                  */
                 domain: string;

@@ -2,7 +2,8 @@
 // /v1/ip-lookup's identity of an address (evidence or a declaration, for its own account only).
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import supertest from "supertest";
-import { MAX_DECLARED_NETWORKS } from "../server/identity/declared-networks.ts";
+import { Invalid } from "../server/domain/errors.ts";
+import { declarationOf, MAX_DECLARED_NETWORKS } from "../server/identity/declared-networks.ts";
 import { memoryRateLimiter } from "../server/rate-limiter.ts";
 import type { TestApi } from "./support/api.ts";
 import { as, startWithTenants } from "./support/suite.ts";
@@ -26,7 +27,7 @@ const list = (query: Record<string, string | number> = {}, t = tenant, email = t
 const remove = (id: string, t = tenant, email = t.admin.email) => api.request().delete(`/v1/declared-networks/${id}`).query({ email }).set(as(t.key));
 const ipLookup = (ip: string, t = tenant) => api.request().get("/v1/ip-lookup").query({ ip }).set(as(t.key));
 
-type Listed = { id: string; cidr: string; organizationName: string; organizationDomain: string | null; createdAt: string };
+type Listed = { id: string; cidr: string; organizationName: string; organizationDomain: string | null; createdAt: string; conflicts: Record<string, number> };
 async function declared(t = tenant): Promise<Listed[]> {
   const res = await list({}, t);
   expect(res.status, JSON.stringify(res.body)).toBe(200);
@@ -40,7 +41,7 @@ describe("declareNetwork", () => {
     expect(res.status, JSON.stringify(res.body)).toBe(201);
     expect(res.body).toEqual({ id: expect.stringMatching(/^dnet_[0-9a-z]{16}$/) });
     const listed = (await declared()).find((n) => n.id === res.body.id);
-    expect(listed).toEqual({ id: res.body.id, cidr, organizationName: "Example GmbH", organizationDomain: "example.de", createdAt: expect.any(String) });
+    expect(listed).toEqual({ id: res.body.id, cidr, organizationName: "Example GmbH", organizationDomain: "example.de", createdAt: expect.any(String), conflicts: { dynamicLineNames: 0, otherOrganizations: 0, freeMailPeople: 0 } });
     expect(Date.now() - Date.parse(listed!.createdAt)).toBeLessThan(60_000);
   });
 
@@ -81,12 +82,14 @@ describe("declareNetwork", () => {
     expect((await declared(other)).filter((n) => n.cidr === cidr).map((n) => n.organizationName)).toEqual(["Theirs"]);
   });
 
+  const OFF_PATTERN = "does not match the field's pattern in the contract (its description says what it accepts)";
   it.each([
     ["bits are set after the prefix", "198.18.200.5/28", "must not have bits set after the prefix (its network is 198.18.200.0/28)"],
-    ["an IPv4 prefix is wider than /16", "10.0.0.0/15", "must have a prefix length of 16 to 32 for IPv4"],
-    ["an IPv6 prefix is wider than /32", "2001:db8::/31", "must have a prefix length of 32 to 128 for IPv6"],
-    ["an IPv4 prefix is longer than /32", "198.18.200.5/33", "must have a prefix length of 16 to 32 for IPv4"],
-    ["the address is not one", "198.18.300.0/24", "must be a network in CIDR notation, such as 203.0.113.0/28"],
+    ["an IPv4-mapped network in hexadecimal has a prefix length below 112", "::ffff:c612:c800/100", "must have a prefix length of 16 to 32 for IPv4"],
+    ["an IPv4 prefix is wider than /16", "10.0.0.0/15", OFF_PATTERN],
+    ["an IPv6 prefix is wider than /32", "2001:db8::/31", OFF_PATTERN],
+    ["an IPv4 prefix is longer than /32", "198.18.200.5/33", OFF_PATTERN],
+    ["the address is not one", "198.18.300.0/24", OFF_PATTERN],
   ])("when %s, then 400 naming cidr and nothing is declared", async (_case, cidr, message) => {
     const before = (await declared()).length;
     const res = await declare({ cidr, organizationName: "Refused" });
@@ -101,11 +104,20 @@ describe("declareNetwork", () => {
     ["organizationName is blank", { cidr: "198.18.201.0/24", organizationName: "   " }, "organizationName"],
     ["organizationDomain is not a host name", { cidr: "198.18.201.0/24", organizationName: "X", organizationDomain: "not a domain" }, "organizationDomain"],
     ["organizationDomain is no domain under a public suffix", { cidr: "198.18.201.0/24", organizationName: "X", organizationDomain: "localhost" }, "organizationDomain"],
+    ["organizationDomain ends in no known public suffix", { cidr: "198.18.201.0/24", organizationName: "X", organizationDomain: "foo.invalidtldxyz" }, "organizationDomain"],
+    ["the prefix length has a leading zero", { cidr: "198.18.201.0/024", organizationName: "X" }, "cidr"],
+    ["a number of the address has a leading zero", { cidr: "198.018.201.0/24", organizationName: "X" }, "cidr"],
     ["the body has an unknown field", { cidr: "198.18.201.0/24", organizationName: "X", asn: 3320 }, "asn"],
   ])("when %s, then 400 naming the field", async (_case, body, field) => {
     const res = await declare(body);
     expect(res.status).toBe(400);
     expect(res.body.details).toContainEqual(expect.objectContaining({ location: "body", field: expect.stringContaining(field) }));
+  });
+
+  it("when the service itself reads a cidr or domain the contract's pattern lets through only in the spelling it refuses, then it refuses it too: leading zeros in the prefix length, an unknown ending", () => {
+    expect(() => declarationOf({ cidr: "198.18.201.0/024", organizationName: "X" })).toThrow(Invalid);
+    expect(() => declarationOf({ cidr: "198.18.201.0/24", organizationName: "X", organizationDomain: "foo.invalidtldxyz" })).toThrow(Invalid);
+    expect(declarationOf({ cidr: "198.18.201.0/24", organizationName: "X", organizationDomain: "Example.co.uk" })).toEqual({ cidr: "198.18.201.0/24", organizationName: "X", organizationDomain: "example.co.uk" });
   });
 
   it("when a member declares, then 403 and nothing is declared", async () => {
@@ -144,15 +156,29 @@ describe("declareNetwork", () => {
     expect((await declared()).some((n) => n.cidr === second)).toBe(false);
   });
 
-  it(`when the account holds ${MAX_DECLARED_NETWORKS} networks, then 409 and no more is declared`, async () => {
-    const t = await createTenant(api.services, "Crowded");
+  /** A new account holding `count` declarations (100.x.y.0/24), written in one statement. */
+  async function accountHolding(name: string, count: number): Promise<Tenant> {
+    const t = await createTenant(api.services, name);
     await api.db.prisma.$executeRaw`
       INSERT INTO "DeclaredNetwork" (id, "accountId", network, "organizationName")
-      SELECT 'dnet_bulk' || n, ${t.accountId}, ('100.' || (n / 256) || '.' || (n % 256) || '.0/24')::inet, 'Bulk' FROM generate_series(0, ${MAX_DECLARED_NETWORKS - 1}) AS n`;
+      SELECT 'dnet_bulk' || ${t.accountId} || '_' || n, ${t.accountId}, ('100.' || (n / 256) || '.' || (n % 256) || '.0/24')::inet, 'Bulk' FROM generate_series(0, ${count - 1}) AS n`;
+    return t;
+  }
+  const heldBy = (t: Tenant) => api.db.prisma.declaredNetwork.count({ where: { accountId: t.accountId } });
+
+  it(`when the account holds ${MAX_DECLARED_NETWORKS} networks, then 409 and no more is declared`, async () => {
+    const t = await accountHolding("Crowded", MAX_DECLARED_NETWORKS);
     const res = await declare({ cidr: "198.19.0.0/24", organizationName: "One too many" }, t);
     expect(res.status).toBe(409);
     expect(res.body.message).toContain(String(MAX_DECLARED_NETWORKS));
-    expect(await api.db.prisma.declaredNetwork.count({ where: { accountId: t.accountId } })).toBe(MAX_DECLARED_NETWORKS);
+    expect(await heldBy(t)).toBe(MAX_DECLARED_NETWORKS);
+  });
+
+  it(`when 20 declarations arrive at once while the account holds ${MAX_DECLARED_NETWORKS - 1}, then one is declared, 19 are 409 and the account holds ${MAX_DECLARED_NETWORKS}`, async () => {
+    const t = await accountHolding("Crowded at once", MAX_DECLARED_NETWORKS - 1);
+    const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => declare({ cidr: `198.19.${i + 1}.0/24`, organizationName: `At once ${i}` }, t)));
+    expect(answers.map((res) => res.status).sort()).toEqual([201, ...Array<number>(19).fill(409)]);
+    expect(await heldBy(t)).toBe(MAX_DECLARED_NETWORKS);
   });
 });
 
@@ -171,6 +197,37 @@ describe("listDeclaredNetworks", () => {
       cursor = res.body.nextCursor ?? undefined;
     } while (cursor);
     expect(seen).toEqual(ids);
+  });
+
+  it("when the account's evidence from a declared network disagrees with it, then the listing counts it (dynamic-line names, other organisations, free-mail people), and evidence outside it or another account's is not counted", async () => {
+    const cidr = freshNetwork(28);
+    const base = cidr.slice(0, cidr.lastIndexOf(".") + 1);
+    const range = `${base}0/24`;
+    const { body } = await declare({ cidr, organizationName: "Declared Co", organizationDomain: "shop.declared-co.de" });
+    const at = new Date();
+    const evidence = (scope: string, unit: string, kind: "dynamic_line" | "form_email" | "free_mail", domain = "", contributor = "") => ({
+      scope, accountId: scope === "*" ? null : scope, range, unit: `${base}${unit}/32`, kind, domain, contributor, firstSeenAt: at, lastSeenAt: at,
+    });
+    await api.db.prisma.identityEvidence.createMany({
+      data: [
+        evidence("*", "1", "dynamic_line"),
+        evidence(tenant.accountId, "2", "dynamic_line"),
+        evidence(tenant.accountId, "3", "form_email", "declared-co.de", "p1"), // its own organisation: no conflict
+        evidence(tenant.accountId, "3", "form_email", "other-one.com", "p2"),
+        evidence(tenant.accountId, "4", "form_email", "other-two.fr", "p3"),
+        evidence(tenant.accountId, "4", "form_email", "other-two.fr", "p4"),
+        evidence(tenant.accountId, "5", "free_mail", "", "p5"),
+        evidence(tenant.accountId, "20", "free_mail", "", "p6"), // outside the /28
+        evidence(other.accountId, "6", "form_email", "another-account.de", "p7"), // another account's
+      ],
+    });
+    const listed = (await declared()).find((n) => n.id === body.id);
+    expect(listed?.conflicts).toEqual({ dynamicLineNames: 2, otherOrganizations: 2, freeMailPeople: 1 });
+  });
+
+  it("when nothing disagrees with a declaration, then its conflicts are all 0", async () => {
+    const { body } = await declare({ cidr: freshNetwork(), organizationName: "Quiet Co" });
+    expect((await declared()).find((n) => n.id === body.id)?.conflicts).toEqual({ dynamicLineNames: 0, otherOrganizations: 0, freeMailPeople: 0 });
   });
 
   it("when another account has declared networks, then none of them is listed", async () => {
@@ -254,12 +311,12 @@ describe("a declaration and the identity of an address", () => {
     const before = await ipLookup(ADDRESSES.isp);
     expect(before.status).toBe(200);
     expect(before.body.identity).toBeNull();
-    const { body } = await declare({ cidr: "73.1.2.0/24", organizationName: "Branch Office", organizationDomain: "branch.example" });
+    const { body } = await declare({ cidr: "73.1.2.0/24", organizationName: "Branch Office", organizationDomain: "branch-office.de" });
     const ours = await ipLookup(ADDRESSES.isp);
     expect(ours.body).toMatchObject({ networkType: "isp" });
     expect(ours.body.identity).toEqual({
       organizationName: "Branch Office",
-      organizationDomain: "branch.example",
+      organizationDomain: "branch-office.de",
       source: "declared",
       confidence: 1,
       attributed: true,

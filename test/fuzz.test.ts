@@ -79,6 +79,8 @@ function stringOf(s: Node): fc.Arbitrary<string> {
   if (s.format === "date-time") return dates.map((d) => d.toISOString());
   if (s.format === "hostname") return fc.domain().filter((d) => d.length <= (s.maxLength ?? 253));
   if (s.format === "uri") return fc.webUrl();
+  if (s.format === "ipv4") return fc.ipV4();
+  if (s.format === "ipv6") return fc.ipV6().filter((ip) => ip.length <= (s.maxLength ?? 45));
   const validate = contract.ajv.compile({ ...s, $ref: undefined });
   const base = s.pattern && !String(s.pattern).includes("\\p{")
     ? fc.stringMatching(new RegExp(s.pattern)).map((x) => x.slice(0, max))

@@ -150,8 +150,8 @@ describe("shared addresses", () => {
     const net = freshNet();
     await store.recordFormEvidence([form(net(5), person(freshDomain())), form(net(5), person(freshDomain()))]);
     expect(await identityOf(net(5))).toBeUndefined();
-    await declaredNetworks(db.prisma).declare(A, declarationOf({ cidr: `${net(0)}/28`, organizationName: "Hub Coworking", organizationDomain: "hub.example" }));
-    expect(await identityOf(net(5))).toEqual({ organizationName: "Hub Coworking", organizationDomain: "hub.example", source: "declared", confidence: 1, prefix: `${net(0)}/28` });
+    await declaredNetworks(db.prisma).declare(A, declarationOf({ cidr: `${net(0)}/28`, organizationName: "Hub Coworking", organizationDomain: "hub-coworking.co.uk" }));
+    expect(await identityOf(net(5))).toEqual({ organizationName: "Hub Coworking", organizationDomain: "hub-coworking.co.uk", source: "declared", confidence: 1, prefix: `${net(0)}/28` });
     expect(await describeAddress(net(5))).toMatchObject({ source: "declared", attributed: true, shared: true, evidence: { declared: 1, organizations: 2 } });
     // outside the declared /28 the evidence still rules
     expect(await identityOf(net(20))).toBeUndefined();

@@ -318,8 +318,9 @@ export function collectorRoutes(deps: CollectorDeps): Router {
     res.type("application/javascript").send(demoConsentScript);
   });
 
-  router.all("/collect", methodNotAllowed("GET, HEAD, POST, OPTIONS"));
-  router.all("/t.js", methodNotAllowed("GET, HEAD"));
+  // with CORS: a page's fetch with another method sees the 405, not an opaque network failure
+  router.all("/collect", cors, methodNotAllowed("GET, HEAD, POST, OPTIONS"));
+  router.all("/t.js", cors, methodNotAllowed("GET, HEAD"));
 
   // POST: the demo form's submission lands on page 2, which confirms it (the script has sent the form's fields).
   router.all("/demo", async (req, res) => {

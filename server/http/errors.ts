@@ -205,6 +205,12 @@ const locations: Record<string, domain.InvalidField["location"]> = { body: "body
  * conditions/0/value`) as fields (`filters.conditions[0].value`), and the words of the V1 body
  * for a missing value and for a field or parameter the operation does not have.
  */
+/**
+ * A pattern longer than this is not repeated in an error detail (the cidr's, about 900 characters
+ * of IPv4 and IPv6 alternatives, would be the whole answer); the detail points at the contract.
+ */
+const LONGEST_PATTERN_SAID = 200;
+
 export function validatorDetails(error: ValidatorError): domain.InvalidField[] {
   return error.errors.map(({ path, message, errorCode }) => {
     const [, part = "", ...rest] = path.split("/").map((s) => s.replaceAll("~1", "/").replaceAll("~0", "~"));
@@ -214,6 +220,7 @@ export function validatorDetails(error: ValidatorError): domain.InvalidField[] {
       errorCode === "required.openapi.validation" ? "is required"
       : errorCode === "additionalProperties.openapi.validation" ? "is not a field of this body"
       : message.startsWith("Unknown query parameter") ? "is not a parameter of this operation"
+      : message.startsWith('must match pattern "') && message.length > LONGEST_PATTERN_SAID ? "does not match the field's pattern in the contract (its description says what it accepts)"
       : message;
     return { location, field, message: said };
   });

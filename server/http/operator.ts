@@ -4,7 +4,11 @@
 import { Router } from "express";
 import type { Database } from "../db/database.ts";
 import { metricsRegistry } from "../metrics.ts";
+import { MethodNotAllowedError } from "./errors.ts";
 import { readiness, type StartupProgress } from "./starting.ts";
+
+/** The operator's paths (spec/operator.yaml), each GET (and so HEAD) only. */
+const OPERATOR_PATHS = ["/healthz", "/readyz", "/metrics"];
 
 /** `progress`: the service's start-up (server/main.ts); without it, readiness is the database alone. */
 export function operatorRoutes(db: Pick<Database, "ping">, progress?: StartupProgress): Router {
@@ -21,5 +25,7 @@ export function operatorRoutes(db: Pick<Database, "ping">, progress?: StartupPro
   router.get("/metrics", async (_req, res) => {
     res.type(metricsRegistry.contentType).send(await metricsRegistry.metrics());
   });
+  // Their other methods: 405 with Allow, as the partner paths' (they need no key: never a 401).
+  router.all(OPERATOR_PATHS, (_req, _res, next) => next(new MethodNotAllowedError("GET, HEAD")));
   return router;
 }

@@ -77,7 +77,8 @@ export function declaredNetwork(text: string): { cidr: string } | { problem: str
   const slash = text.lastIndexOf("/");
   const written = text.slice(0, slash);
   const address = slash > 0 ? parse(written) : undefined;
-  if (!address || !/^\d{1,3}$/.test(text.slice(slash + 1))) return { problem: "must be a network in CIDR notation, such as 203.0.113.0/28" };
+  // the prefix length as the address's decimal numbers: no leading zeros (`/024` is refused as `01.2.3.0` is)
+  if (!address || !/^(0|[1-9]\d{0,2})$/.test(text.slice(slash + 1))) return { problem: "must be a network in CIDR notation, such as 203.0.113.0/28" };
   const version = versionOf(address);
   // an IPv4-mapped IPv6 network is its IPv4 network: ::ffff:203.0.113.0/124 is 203.0.113.0/28
   const length = Number(text.slice(slash + 1)) - (version === 4 && isIP(written) === 6 ? 96 : 0);

@@ -1,15 +1,24 @@
 // Networks an account declares as an organisation's (the spec's Declared Networks): the only code
 // that writes DeclaredNetwork. A declaration is read at look-up time by containment, the most
 // specific first (identities.ts), so adding or removing one needs no recomputation.
+import { parse as parseHost } from "tldts";
 import { Prisma } from "../../generated/prisma/client.ts";
 import type { Db } from "../db/database.ts";
 import { Conflict, Invalid, NotFound } from "../domain/errors.ts";
 import { newId } from "../ids.ts";
 import { registrableDomain } from "./domain-names.ts";
 import { declaredNetwork } from "./addresses.ts";
+import { POOL } from "./identities.ts";
 
 /** Declarations an account may hold (the look-ups of a batch compare each address with them). */
 export const MAX_DECLARED_NETWORKS = 10_000;
+
+/**
+ * Advisory-lock namespace of an account's declarations ("dnet"; the second key is a hash of the
+ * account id): declarations of one account are counted and inserted one at a time, so that
+ * concurrent requests cannot each see 9,999 and together exceed the maximum.
+ */
+const DECLARATIONS_LOCK = 0x646e6574;
 
 export interface DeclareNetworkInput {
   cidr: string;
@@ -24,18 +33,30 @@ export interface Declaration {
   organizationDomain: string | null;
 }
 
+/** Evidence from a declared network's addresses that disagrees with the declaration (the spec's DeclarationConflicts). */
+export interface DeclarationConflicts {
+  dynamicLineNames: number;
+  otherOrganizations: number;
+  freeMailPeople: number;
+}
+
 export interface DeclaredNetworkRecord {
   id: string;
   cidr: string;
   organizationName: string;
   organizationDomain: string | null;
   createdAt: Date;
+  conflicts: DeclarationConflicts;
 }
 
-/** The stored form of a declared domain (lower case, no trailing dot or leading www.), or 400. */
+/**
+ * The stored form of a declared domain (lower case, no trailing dot or leading www.), or 400: a
+ * host name under a public suffix of the Public Suffix List's ICANN section (an unknown ending
+ * such as `invalidtldxyz` is not one, though tldts's default rule treats it as a suffix).
+ */
 function declaredDomain(text: string): string {
   const domain = text.trim().toLowerCase().replace(/\.$/, "").replace(/^www\./, "");
-  if (!registrableDomain(domain)) {
+  if (!registrableDomain(domain) || !parseHost(domain, { allowPrivateDomains: false }).isIcann) {
     throw new Invalid("organizationDomain is not a domain", [{ location: "body", field: "organizationDomain", message: "must be a host name under a public suffix, such as example.de" }]);
   }
   return domain;
@@ -65,28 +86,50 @@ export function declarationOf(input: DeclareNetworkInput): Declaration {
 
 export function declaredNetworks(db: Db) {
   return {
-    /** Declares the network; 409 when the account declared it already or holds the most it may. One statement. */
+    /**
+     * Declares the network; 409 when the account declared it already or holds the most it may.
+     * The account's lock, then the count and the insert as one statement: the statement's
+     * snapshot is taken after the lock, so it counts every declaration committed before it.
+     */
     async declare(accountId: string, { cidr, organizationName, organizationDomain }: Declaration): Promise<string> {
       const id = newId("dnet");
-      const inserted = await db.$queryRaw<{ id: string }[]>`
-        INSERT INTO "DeclaredNetwork" (id, "accountId", network, "organizationName", "organizationDomain")
-        SELECT ${id}, ${accountId}, ${cidr}::inet, ${organizationName}, ${organizationDomain}
-        WHERE (SELECT count(*) FROM "DeclaredNetwork" WHERE "accountId" = ${accountId}) < ${MAX_DECLARED_NETWORKS}
-        ON CONFLICT ("accountId", network) DO NOTHING
-        RETURNING id`;
+      const [, inserted] = await db.$transaction([
+        db.$executeRaw`SELECT pg_advisory_xact_lock(${DECLARATIONS_LOCK}::int, hashtext(${accountId}))`,
+        db.$queryRaw<{ id: string }[]>`
+          INSERT INTO "DeclaredNetwork" (id, "accountId", network, "organizationName", "organizationDomain")
+          SELECT ${id}, ${accountId}, ${cidr}::inet, ${organizationName}, ${organizationDomain}
+          WHERE (SELECT count(*) FROM "DeclaredNetwork" WHERE "accountId" = ${accountId}) < ${MAX_DECLARED_NETWORKS}
+          ON CONFLICT ("accountId", network) DO NOTHING
+          RETURNING id`,
+      ]);
       if (inserted.length) return id;
       const [existing] = await db.$queryRaw<unknown[]>`SELECT 1 FROM "DeclaredNetwork" WHERE "accountId" = ${accountId} AND network = ${cidr}::inet`;
       throw new Conflict(existing ? `The network ${cidr} is already declared in this account` : `The account already holds ${MAX_DECLARED_NETWORKS} declared networks`);
     },
 
-    /** A page of the account's declarations, oldest first, after `after`. */
+    /**
+     * A page of the account's declarations, oldest first, after `after`, each with its conflicts:
+     * the account's evidence from its addresses (and pooled PTR names: public) that disagrees.
+     * The evidence is found by its scope's index and compared by containment, one page at a time.
+     */
     async list(accountId: string, limit: number, after?: { t: number; id: string }): Promise<DeclaredNetworkRecord[]> {
-      const position = after ? Prisma.sql`AND ("createdAt", id) > (${new Date(after.t)}, ${after.id})` : Prisma.empty;
-      return db.$queryRaw<DeclaredNetworkRecord[]>`
-        SELECT id, text(network) AS cidr, "organizationName", "organizationDomain", "createdAt" FROM "DeclaredNetwork"
-        WHERE "accountId" = ${accountId} ${position}
-        ORDER BY "createdAt", id
-        LIMIT ${limit}`;
+      const position = after ? Prisma.sql`AND ("createdAt", d.id) > (${new Date(after.t)}, ${after.id})` : Prisma.empty;
+      const rows = await db.$queryRaw<(Omit<DeclaredNetworkRecord, "conflicts"> & DeclarationConflicts)[]>`
+        SELECT d.id, text(d.network) AS cidr, d."organizationName", d."organizationDomain", d."createdAt", c.*
+        FROM (
+          SELECT * FROM "DeclaredNetwork" d WHERE "accountId" = ${accountId} ${position} ORDER BY "createdAt", id LIMIT ${limit}
+        ) d
+        CROSS JOIN LATERAL (
+          SELECT
+            count(DISTINCT e.unit) FILTER (WHERE e.kind = 'dynamic_line')::int AS "dynamicLineNames",
+            count(DISTINCT e.domain) FILTER (WHERE e.kind = 'form_email' AND e.scope = d."accountId"
+              AND (d."organizationDomain" IS NULL OR (e.domain <> d."organizationDomain" AND d."organizationDomain" NOT LIKE '%.' || e.domain)))::int AS "otherOrganizations",
+            count(DISTINCT e.contributor) FILTER (WHERE e.kind = 'free_mail' AND e.scope = d."accountId")::int AS "freeMailPeople"
+          FROM "IdentityEvidence" e
+          WHERE e.scope IN (${accountId}, ${POOL}) AND e.unit::inet <<= d.network
+        ) c
+        ORDER BY d."createdAt", d.id`;
+      return rows.map(({ dynamicLineNames, otherOrganizations, freeMailPeople, ...row }) => ({ ...row, conflicts: { dynamicLineNames, otherOrganizations, freeMailPeople } }));
     },
 
     /** Removes a declaration of the account; 404 for an unknown id (another account's included). */

@@ -21,6 +21,8 @@ export type IpLookup = Schemas["IpLookupResponse"];
 export type DomainLookup = Schemas["DomainLookupResponse"];
 export type VisitDto = Schemas["VisitDTO"];
 type EnrichmentState = NonNullable<VisitDto["visitor"]["enrichment"]>;
+/** A lead's domainSource (a declaration's included, which the domain evidence of a lead's own network never sets). */
+type LeadDomainSource = DomainSource | "declared";
 
 export type VisitQuery = QueryOf<"listLeadVisits"> & { leadId: string };
 
@@ -41,9 +43,9 @@ function readPosition(value: unknown): { at: string; id: string } | undefined {
 
 const present = <T>(entries: [string, T | null][]) => Object.fromEntries(entries.filter(([, v]) => v !== null)) as Record<string, T>;
 
-/** The strongest source among leads' (curated > email > reverse_dns). */
-const strongest = (sources: (DomainSource | null)[]): DomainSource | null =>
-  (["curated", "email", "reverse_dns"] as const).find((s) => sources.includes(s)) ?? null;
+/** The strongest source among leads' (declared > curated > email > reverse_dns). */
+const strongest = (sources: (LeadDomainSource | null)[]): LeadDomainSource | null =>
+  (["declared", "curated", "email", "reverse_dns"] as const).find((s) => sources.includes(s)) ?? null;
 
 export function trackingService(
   db: Db,
@@ -89,7 +91,7 @@ export function trackingService(
       const registrable = registrableDomain(domain) ?? domain;
       const known = knownOrganizationOfDomain(domain) ?? knownOrganizationOfDomain(registrable);
       const leads = await db.$queryRaw<
-        { datasetId: string; id: string; organizationName: string; domainSource: DomainSource | null; visitCount: number; lastVisitAt: Date }[]
+        { datasetId: string; id: string; organizationName: string; domainSource: LeadDomainSource | null; visitCount: number; lastVisitAt: Date }[]
       >`
         SELECT l."datasetId", l.id, l."organizationName", l."domainSource"::text AS "domainSource", l."visitCount", l."lastVisitAt" FROM "Lead" l
         WHERE l."accountId" = ${accountId} AND lower(l."organizationDomain") IN (${domain}, ${registrable}) AND ${notExcluded}

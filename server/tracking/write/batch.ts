@@ -30,7 +30,7 @@ interface LeadRow {
   organizationName: string;
   organizationDomain: string | null;
   /** `curated` with a domain of the lead's own network or a declared one; an identity's evidence: its kind (domain-evidence.ts adds the others). */
-  domainSource: "curated" | "email" | "reverse_dns" | null;
+  domainSource: "declared" | "curated" | "email" | "reverse_dns" | null;
   country: string | null;
   city: string | null;
   firstVisitAt: string;
@@ -57,8 +57,8 @@ interface VisitorRow {
  */
 const inKeyOrder = <T>(rows: Map<string, T>): T[] => [...rows.keys()].sort().map((k) => rows.get(k)!);
 
-/** The lead's domainSource for a domain of its identity: a declared or curated one is curated, evidence's is its kind. */
-const DOMAIN_SOURCE = { network: "curated", declared: "curated", form_email: "email", reverse_dns: "reverse_dns" } as const;
+/** The lead's domainSource for a domain of its identity: a declaration's is declared (never curated: issue 39), its own network's curated, evidence's its kind. */
+const DOMAIN_SOURCE = { network: "curated", declared: "declared", form_email: "email", reverse_dns: "reverse_dns" } as const;
 
 /** Leads and visitors aggregated over the batch: an upsert may touch each row only once. */
 function aggregate(events: readonly QueueRow[]): { leads: LeadRow[]; visitors: VisitorRow[] } {
@@ -163,8 +163,8 @@ async function updateVisitedLeads(tx: Tx, leads: LeadRow[]): Promise<void> {
       "visitCount" = l."visitCount" + r."visitCount",
       "firstVisitAt" = LEAST(l."firstVisitAt", r."firstVisitAt"),
       "lastVisitAt" = GREATEST(l."lastVisitAt", r."lastVisitAt"),
-      "organizationDomain" = CASE WHEN r."domainSource" = 'curated' OR l."organizationDomain" IS NULL THEN COALESCE(r."organizationDomain", l."organizationDomain") ELSE l."organizationDomain" END,
-      "domainSource" = CASE WHEN r."organizationDomain" IS NOT NULL AND (r."domainSource" = 'curated' OR l."organizationDomain" IS NULL)
+      "organizationDomain" = CASE WHEN r."domainSource" IN ('declared', 'curated') OR l."organizationDomain" IS NULL THEN COALESCE(r."organizationDomain", l."organizationDomain") ELSE l."organizationDomain" END,
+      "domainSource" = CASE WHEN r."organizationDomain" IS NOT NULL AND (r."domainSource" IN ('declared', 'curated') OR l."organizationDomain" IS NULL)
                             THEN r."domainSource"::"DomainSource" ELSE l."domainSource" END,
       "identitySource" = CASE WHEN r."identityConfidence" > l."identityConfidence" THEN r."identitySource"::"IdentitySource" ELSE l."identitySource" END,
       "identityConfidence" = GREATEST(l."identityConfidence", r."identityConfidence"),

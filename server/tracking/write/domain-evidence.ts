@@ -21,7 +21,7 @@ import { maskIp, parseIp } from "../ipdata/ip.ts";
 export type DomainSource = "curated" | "email" | "reverse_dns";
 
 /** How strong each source is: SQL of the rank of a lead's current source (0 without a domain). */
-const currentRank = Prisma.sql`CASE "domainSource" WHEN 'curated' THEN 3 WHEN 'email' THEN 2 WHEN 'reverse_dns' THEN 1 ELSE 0 END`;
+const currentRank = Prisma.sql`CASE "domainSource" WHEN 'declared' THEN 4 WHEN 'curated' THEN 3 WHEN 'email' THEN 2 WHEN 'reverse_dns' THEN 1 ELSE 0 END`;
 const RANK: Record<DomainSource, number> = { curated: 3, email: 2, reverse_dns: 1 };
 
 /** Distinct identified visitors that must share a business e-mail domain. */

@@ -1,0 +1,2 @@
+-- AlterEnum
+ALTER TYPE "DomainSource" ADD VALUE 'declared';
