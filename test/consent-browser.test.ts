@@ -3,6 +3,7 @@
 // has a public address, as a load balancer does). Each dataset's consentMode and
 // respectDoNotTrack are set through the API; what the browser sends is watched on the page, what
 // was stored is read through the API.
+import { readFileSync } from "node:fs";
 import http from "node:http";
 import type { Browser, BrowserContext, Request } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -22,11 +23,22 @@ const servers: http.Server[] = [];
 let pageOrigin = "";
 let trackingOrigin = "";
 
-/** The website: pages with the script (and, with ?consent=yes|no, the page's consent queued before it) and a form. */
+/** docs/tracking.md's page to try the script locally, as its shell snippet writes it for dataset `ds`. */
+function docsTryPage(ds: string): string {
+  const snippet = /<<HTML\n([\s\S]*?)\nHTML\n/.exec(readFileSync("docs/tracking.md", "utf8"))?.[1];
+  if (!snippet) throw new Error("docs/tracking.md has no page between <<HTML and HTML");
+  return snippet.replaceAll("$B", trackingOrigin).replaceAll("$DS", ds);
+}
+
+/** The website: pages with the script (and, with ?consent=yes|no, the page's consent queued before it) and a form; /index.html is docs/tracking.md's. */
 function website() {
   return http.createServer((req, res) => {
     const url = new URL(req.url ?? "/", pageOrigin);
     const ds = url.searchParams.get("ds");
+    if (url.pathname === "/try/" || url.pathname === "/index.html") {
+      res.writeHead(200, { "content-type": "text/html" }).end(docsTryPage(ds ?? "none"));
+      return;
+    }
     const consent = url.searchParams.get("consent");
     const queued = consent
       ? `<script>window.leadIntel = window.leadIntel || function () { (leadIntel.q = leadIntel.q || []).push(arguments) };
@@ -243,6 +255,28 @@ describe.skipIf(!!chromiumMissing)(`consent in a browser${chromiumMissing ? ` ($
       await page.waitForURL(/page=2/);
       expect(await page.getByRole("dialog", { name: "Consent" }).isHidden()).toBe(true);
       expect(await visitsWhen(ds, 2)).toHaveLength(2);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it("when docs/tracking.md's page to try the script is opened and its form sent, then its page view and its form reach the collector and the page view is stored", async () => {
+    const ds = await dataset({ consentMode: "none" });
+    const { context, sent } = await visitor();
+    try {
+      const page = await context.newPage();
+      await page.goto(`${pageOrigin}/try/?ds=${ds}`);
+      await page.waitForLoadState("load");
+      await page.click("button");
+      // the form is sent as the page is left (the page it lands on names no dataset: it sends nothing)
+      await eventually(() => expect(sent).toHaveLength(2));
+      expect((await visitsWhen(ds, 1))[0]).toMatchObject({ title: "My page" });
+      const forms = await eventually(async () => {
+        const stored = await api.db.prisma.formSubmission.findMany({ where: { datasetId: ds } });
+        expect(stored).toHaveLength(1);
+        return stored;
+      });
+      expect(forms[0]!.fields).toEqual({ email: "jo@example.com" });
     } finally {
       await context.close();
     }
