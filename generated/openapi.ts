@@ -2832,12 +2832,14 @@ export interface components {
          *
          *     **Evidence.** (a) Forms submitted from the address whose e-mail address has a business
          *     domain (its registrable domain; free-mail providers never count); (b) the address's
-         *     reverse DNS (PTR) name, reduced to its registrable domain, unless it spells the address,
-         *     reads like an access line (labels such as `dyn`, `pool`, `dsl`, `dip`, `customer`,
-         *     `static`) or is the network operator's own (the AS organisation's domain, or a domain
-         *     that is the PTR of 16 or more /24 networks: the operator setting
-         *     `TRACKING_DNS_OPERATOR_PREFIXES`); an e-mail domain that is the operator's own does not
-         *     count either; (c) the account's declared networks (`POST /v1/declared-networks`), which
+         *     reverse DNS (PTR) name, reduced to its registrable domain, unless it spells the address
+         *     (whole, in hex, or its octets spread over the labels), numbers a line under an operator
+         *     zone (`biz48213.ma.<domain>`), reads like an access line (labels such as `dyn`, `pool`,
+         *     `dsl`, `dip`, `customer`, `static`) or is a network operator's own (the AS organisation's
+         *     domain, a curated access, mobile or hosting operator's domain, or a domain that is the
+         *     PTR of 16 or more /24 networks, the operator setting `TRACKING_DNS_OPERATOR_PREFIXES`, or
+         *     of 16 or more addresses over two /24s or more); an e-mail domain that is an operator's own
+         *     does not count either; (c) the account's declared networks (`POST /v1/declared-networks`), which
          *     win over everything else for their cidr.
          *
          *     **Confidence.** Declared 1; PTR and e-mail agreeing 0.95; PTR 0.85; the e-mail of two or

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { IdentityConfig, ReverseDnsConfig } from "../server/config.ts";
 import { declarationOf, declaredNetworks } from "../server/identity/declared-networks.ts";
 import { type FormEvidence, type IdentityStore, identityStore, type PtrEvidence } from "../server/identity/identities.ts";
-import { ATTRIBUTION_THRESHOLD, CONFIDENCE, CONSUMERS, DYNAMIC_RANGE_ORGANIZATIONS } from "../server/identity/rules.ts";
+import { ATTRIBUTION_THRESHOLD, CONFIDENCE, CONSUMERS, DYNAMIC_RANGE_ORGANIZATIONS, OPERATOR_UNITS } from "../server/identity/rules.ts";
 import type { NetworkType } from "../server/tracking/ipdata/network-class.ts";
 import { createTestDatabase, type TestDatabase } from "./support/database.ts";
 import { reverseName, startDnsServer, type TestDnsServer } from "./support/dns-server.ts";
@@ -213,6 +213,34 @@ describe("reverse DNS evidence", () => {
     const net = freshNet();
     await store.recordFormEvidence([form(net(1), person(operator))]);
     expect(await identityOf(net(1))).toBeUndefined();
+  });
+
+  it(`when a PTR domain names ${OPERATOR_UNITS.addresses} addresses over ${OPERATOR_UNITS.ranges} /24s (fewer /24s than the prefix count), then it is an operator's: it names nobody`, async () => {
+    const operator = freshDomain("provider");
+    const [first, second] = [freshNet(), freshNet()];
+    const half = OPERATOR_UNITS.addresses / 2;
+    const hosts = Array.from({ length: half }, (_, i) => i + 1);
+    await store.recordPtrEvidence(hosts.map((h) => ptr(first(h), `gw.${operator}`)));
+    expect((await identityOf(first(1)))?.organizationDomain).toBe(operator); // one company's block: its own
+    await store.recordPtrEvidence(hosts.map((h) => ptr(second(h), `gw.${operator}`)));
+    expect(OPERATOR_UNITS.ranges).toBeLessThan(OPERATOR_PREFIXES);
+    for (const ip of [first(1), second(half)]) expect(await identityOf(ip), ip).toBeUndefined();
+  });
+
+  it("when an address's PTR name is under a curated operator's domain, then it is no evidence: a company's form there names the company, not a shared address", async () => {
+    const net = freshNet();
+    const company = freshDomain();
+    await store.recordPtrEvidence([ptr(net(1), "gw.office.ma.comcastbusiness.net")]);
+    await store.recordFormEvidence([form(net(1), person(company))]);
+    expect(await identityOf(net(1))).toMatchObject({ organizationDomain: company, source: "form_email" });
+  });
+
+  it("when people give addresses at an operator's domain that no free-mail list holds, then they are subscribers' mailboxes: no identity, and they count as consumers", async () => {
+    const net = freshNet();
+    await store.recordFormEvidence([form(net(1), "jo@spectrum.net")]);
+    expect(await identityOf(net(1))).toBeUndefined();
+    await store.recordFormEvidence([form(net(1), "al@spectrum.net"), form(net(1), person(freshDomain()))]);
+    expect(await describeAddress(net(1))).toMatchObject({ attributed: false, guard: "shared" });
   });
 
   it("when the PTR domain or an e-mail domain is the AS organisation's own, then it is no evidence", async () => {

@@ -29,7 +29,8 @@ import type { NetworkType } from "../domain/types.ts";
 import { hasher, keyOf as erasureKeyOf } from "./erasure-key.ts";
 import { addressKeys, prefixLength } from "./addresses.ts";
 import type { AddressQuery, Identity, IdentitySource } from "./types.ts";
-import { attributes, type Evidence, type EvidenceKind, type EvidenceSource, type Guard, identitiesOfRange, type IdentityRow } from "./rules.ts";
+import { attributes, type Evidence, type EvidenceKind, type EvidenceSource, type Guard, identitiesOfRange, type IdentityRow, OPERATOR_UNITS } from "./rules.ts";
+import { isOperatorDomain } from "./operator-domains.ts";
 
 type Tx = Prisma.TransactionClient;
 /** What a read needs: the database, or a transaction on it. */
@@ -158,13 +159,20 @@ export function identityStore(db: Db, { identities, reverseDns, now = () => new 
     return caller ? locked(caller) : db.$transaction(locked);
   }
 
-  /** Of these domains, the network operators' own: the PTR domain of TRACKING_DNS_OPERATOR_PREFIXES ranges or more. */
+  /**
+   * Of these domains, the network operators' own learned from PTR statistics of every scope (the
+   * curated ones, operator-domains.ts, are the rules' own): the PTR domain of
+   * TRACKING_DNS_OPERATOR_PREFIXES ranges or more, or of OPERATOR_UNITS addresses or more over
+   * two ranges or more (rules.ts).
+   */
   async function operatorDomains(tx: Client, domains: readonly string[]): Promise<Set<string>> {
     if (!domains.length) return new Set();
     const rows = await tx.$queryRaw<{ domain: string }[]>`
       SELECT d AS domain FROM unnest(${domains}::text[]) AS d
       WHERE (SELECT count(*) FROM (SELECT e."range" FROM "IdentityEvidence" e WHERE e.kind = 'reverse_dns' AND e.domain = d
-                                   UNION SELECT r.prefix FROM "ReverseDnsEntry" r WHERE r.domain = d) AS ranges) >= ${reverseDns.operatorPrefixes}`;
+                                   UNION SELECT r.prefix FROM "ReverseDnsEntry" r WHERE r.domain = d) AS ranges) >= ${reverseDns.operatorPrefixes}
+        OR (SELECT count(DISTINCT e.unit) >= ${OPERATOR_UNITS.addresses} AND count(DISTINCT e."range") >= ${OPERATOR_UNITS.ranges}
+            FROM "IdentityEvidence" e WHERE e.kind = 'reverse_dns' AND e.domain = d)`;
     return new Set(rows.map((r) => r.domain));
   }
 
@@ -409,8 +417,9 @@ export function identityStore(db: Db, { identities, reverseDns, now = () => new 
         const keys = addressKeys(form.ip);
         const domain = businessEmailDomain(form.email);
         const contributor = contributorKey(key, form.email);
-        // a free-mail address: a person is there, not a business line (the consumer guard of rules.ts)
-        if (keys && !domain && isFreeMail(form.email)) return [{ scope: form.accountId, range: keys.range, unit: keys.unit, kind: "free_mail", domain: "", contributor, at: seenAt(form.at) }];
+        // a free-mail address, or a mailbox at a network operator's domain (a subscriber's, or an
+        // operator employee's on the operator's own network): a person is there, not an office (the consumer guard of rules.ts)
+        if (keys && (domain ? isOperatorDomain(domain) : isFreeMail(form.email))) return [{ scope: form.accountId, range: keys.range, unit: keys.unit, kind: "free_mail", domain: "", contributor, at: seenAt(form.at) }];
         if (!keys || !domain || sameDomain(domain, form.networkDomain)) return [];
         return [{ scope: form.accountId, range: keys.range, unit: keys.unit, kind: "form_email", domain, contributor, at: seenAt(form.at) }];
       });

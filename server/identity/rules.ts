@@ -3,6 +3,7 @@
 // evidence and the cross-range facts (operator domains, people seen at several addresses) and
 // writes what this returns. The spec's AddressIdentity states the same rules for partners.
 import { knownOrganizationOfDomain } from "./organizations.ts";
+import { isOperatorDomain } from "./operator-domains.ts";
 import { type IpVersion, RANGE_LENGTH, holds, prefixLength, smallestPrefixHolding } from "./addresses.ts";
 
 /** The one threshold: an identity attributes visits when its confidence is at least this (and no guard applies). */
@@ -33,6 +34,16 @@ export const DYNAMIC_RANGE_ORGANIZATIONS = 4;
  * people with their own addresses.
  */
 export const CONSUMERS = 2;
+
+/**
+ * A PTR domain naming this many addresses (units) or more, over this many ranges or more, in the
+ * evidence of every account, is a network operator's (its generator names its customers' lines):
+ * a company on an operator's static line is seen at the few addresses of its block (a /29 or /28,
+ * one gateway in practice), within one range. Counted by the identity store across scopes, so
+ * that one partner's traffic alone need not reach the per-range count
+ * (TRACKING_DNS_OPERATOR_PREFIXES).
+ */
+export const OPERATOR_UNITS = { addresses: 16, ranges: 2 } as const;
 
 /** The widest prefix an identity backed by e-mail may span (by PTR names: the whole range). */
 export const EMAIL_PREFIX_LENGTH: Record<IpVersion, number> = { 4: 29, 6: 56 };
@@ -185,10 +196,11 @@ function prefixRows(units: readonly IdentityRow[], facts: RangeFacts): IdentityR
 
 /**
  * The identity rows of a range from its evidence within the window: one per unit with evidence,
- * then one per prefix its evidence spans. Evidence naming an operator's domain names nothing.
+ * then one per prefix its evidence spans. Evidence naming an operator's domain (learned, or curated
+ * in operator-domains.json) names nothing.
  */
 export function identitiesOfRange(evidence: readonly Evidence[], facts: RangeFacts): IdentityRow[] {
-  const counted = evidence.filter((e) => e.kind === "dynamic_line" || !facts.operatorDomains.has(e.domain));
+  const counted = evidence.filter((e) => e.kind === "dynamic_line" || !(facts.operatorDomains.has(e.domain) || isOperatorDomain(e.domain)));
   const byUnit = new Map<string, Evidence[]>();
   for (const row of counted) byUnit.set(row.unit, [...(byUnit.get(row.unit) ?? []), row]);
   const units = [...byUnit].map(([unit, rows]) => unitEvidence(unit, rows));
