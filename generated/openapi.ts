@@ -2860,12 +2860,17 @@ export interface components {
          *     **Guards** (`guard`, why an identity attributes nothing):
          *     - `shared`: the evidence of the address names two or more organisations within the
          *       window (a coworking space, a hotel, carrier-grade NAT, a campus): no organisation is
-         *       named and nothing is attributed (a declaration still wins);
+         *       named and nothing is attributed (a declaration still wins). A PTR domain at an address
+         *       where forms name two or more other organisations and never the domain is a host's: it
+         *       names nobody at any address of the /24, and one tenant's e-mail names such an address
+         *       only when repeated (two people, or seen over two days or more);
          *     - `dynamic_line`: the PTR name reads like a dynamic access line (`dyn`, `dynamic`,
          *       `pool`, `dhcp`, `ppp`, `dial`, `dsl`, `cable`, `ftth`, `broadband`, `customer`,
-         *       `residential`, `home`, `nat`, ... and no `static`, `fixed` or `business`): e-mail alone
-         *       never gives it an identity (a person working from home with a business address does
-         *       not make their household a company);
+         *       `residential`, `home`, `nat`, ..., or any name under a curated access or mobile
+         *       operator's domain, and no `static`, `fixed` or `business`): e-mail alone gives it no
+         *       identity (a person working from home with a business address does not make their
+         *       household a company), unless two or more people of one organisation, seen at no other
+         *       address, appear there over two days or more (a static line named like a dynamic one);
          *     - `dynamic_range`: e-mail at addresses of its /24 (IPv6 /48) without a PTR name names 4
          *       or more organisations within the window (a dynamic pool): e-mail alone gives no
          *       identity there;

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { IdentityConfig, ReverseDnsConfig } from "../server/config.ts";
 import { declarationOf, declaredNetworks } from "../server/identity/declared-networks.ts";
 import { type FormEvidence, type IdentityStore, identityStore, type PtrEvidence } from "../server/identity/identities.ts";
-import { ATTRIBUTION_THRESHOLD, CONFIDENCE, CONSUMERS, DYNAMIC_RANGE_ORGANIZATIONS, OPERATOR_UNITS } from "../server/identity/rules.ts";
+import { ATTRIBUTION_THRESHOLD, CONFIDENCE, CONSUMERS, DYNAMIC_RANGE_ORGANIZATIONS, HOST_TENANTS, OPERATOR_UNITS, STATIC_LINE } from "../server/identity/rules.ts";
 import type { NetworkType } from "../server/tracking/ipdata/network-class.ts";
 import { createTestDatabase, type TestDatabase } from "./support/database.ts";
 import { reverseName, startDnsServer, type TestDnsServer } from "./support/dns-server.ts";
@@ -178,6 +178,33 @@ describe("reverse DNS evidence", () => {
       expect(await identityOf(ip), host).toBeUndefined();
       expect((await describeAddress(ip))?.guard, host).toBe("dynamic_line");
     }
+  });
+
+  it("when the PTR name is an access operator's line name without a dynamic label, then it is an access line too: one person's e-mail gives no identity", async () => {
+    const net = freshNet();
+    await store.recordPtrEvidence([ptr(net(1), "a109-96.lfbn-lyo-1.w87-238.abo.wanadoo.fr")]);
+    await store.recordFormEvidence([form(net(1), person(freshDomain()))]);
+    expect(await identityOf(net(1))).toBeUndefined();
+    expect((await describeAddress(net(1)))?.guard).toBe("dynamic_line");
+  });
+
+  it(`when ${STATIC_LINE.people} people of one organisation send forms over ${STATIC_LINE.days} days from a line that reads dynamic, then it is their static line`, async () => {
+    const net = freshNet();
+    const domain = freshDomain();
+    await store.recordPtrEvidence([ptr(net(1), "p5dc0abcd.dip0.t-ipconnect.de")]);
+    await store.recordFormEvidence([form(net(1), person(domain), { at: new Date(now().getTime() - STATIC_LINE.days * DAY) })]);
+    expect(await identityOf(net(1))).toBeUndefined();
+    await store.recordFormEvidence([form(net(1), person(domain))]);
+    expect(await identityOf(net(1))).toMatchObject({ organizationDomain: domain, source: "form_email", confidence: CONFIDENCE.emailOfSeveralPeople });
+  });
+
+  it(`when forms at a unit name ${HOST_TENANTS} organisations and never its PTR domain, then the domain is a host's (a coworking space): its other units name nobody`, async () => {
+    const net = freshNet();
+    const host = freshDomain("space");
+    await store.recordPtrEvidence([ptr(net(1), `gw.${host}`), ptr(net(2), `gw2.${host}`)]);
+    expect((await identityOf(net(2)))?.organizationDomain).toBe(host);
+    await store.recordFormEvidence(Array.from({ length: HOST_TENANTS }, () => form(net(1), person(freshDomain()))));
+    expect(await identityOf(net(2))).toBeUndefined();
   });
 
   it("when an address holds an identity from e-mail and its PTR name then turns out to be a dynamic line's, then the identity is withdrawn", async () => {

