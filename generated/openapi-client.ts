@@ -2839,11 +2839,13 @@ export interface components {
          *     domain, a curated access, mobile or hosting operator's domain, or a domain that is the
          *     PTR of 16 or more /24 networks, the operator setting `TRACKING_DNS_OPERATOR_PREFIXES`, or
          *     of 16 or more addresses over two /24s or more); an e-mail domain that is an operator's own
-         *     does not count either; (c) the account's declared networks (`POST /v1/declared-networks`), which
+         *     does not count either; for an IPv6 address without a PTR name, the name of its site's
+         *     gateway (`::1` of its /64, else of its /48) stands for it; (c) the account's declared networks (`POST /v1/declared-networks`), which
          *     win over everything else for their cidr.
          *
          *     **Confidence.** Declared 1; PTR and e-mail agreeing 0.95; PTR 0.85; the e-mail of two or
-         *     more distinct people 0.75; one person's e-mail 0.6. A static line from which one person
+         *     more distinct people 0.75; one person's e-mail 0.6 (on IPv6, one person's e-mail names
+         *     nothing: two people of the organisation at the /48 are needed, a household's LAN holds one). A static line from which one person
          *     sent a form with their business address, and where no other organisation was seen,
          *     holds an identity. The address is attributed (`attributed`) when the confidence is at
          *     least 0.5 and no guard applies.

@@ -3,6 +3,7 @@
 // attribute wrongly without it, the window and expiry, erasure of a person's contribution, scope
 // per account and the pooled reverse DNS, and reverse DNS asked of a loopback DNS server.
 import { randomBytes } from "node:crypto";
+import ipaddr from "ipaddr.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { IdentityConfig, ReverseDnsConfig } from "../server/config.ts";
 import { declarationOf, declaredNetworks } from "../server/identity/declared-networks.ts";
@@ -66,6 +67,8 @@ let domains = 0;
 const freshDomain = (label = "company") => `${label}-${++domains}-${randomBytes(2).toString("hex")}.de`;
 const person = (domain: string) => `p.${randomBytes(4).toString("hex")}@${domain}`;
 
+/** The ip6.arpa name of an IPv6 address (the PTR question a resolver asks for it). */
+const reverseName6 = (ip: string) => `${[...ipaddr.parse(ip).toNormalizedString().split(":").map((h) => h.padStart(4, "0")).join("")].reverse().join(".")}.ip6.arpa`;
 const form = (ip: string, email: string, fields: Partial<FormEvidence> = {}): FormEvidence => ({ accountId: A, ip, networkType: "isp", email, ...fields });
 const ptr = (ip: string, host: string | null, fields: Partial<PtrEvidence> = {}): PtrEvidence => ({ accountId: A, ip, networkType: "isp", host, ...fields });
 const identityOf = (ip: string, networkType: NetworkType = "isp", accountId = A, s = store) => s.identityOf(accountId, ip, networkType);
@@ -580,6 +583,20 @@ describe("learnReverseDns", () => {
     } finally {
       offsetMs -= 6 * 60_000;
     }
+  });
+
+  it("when an IPv6 visitor's privacy address has no PTR name, then its site's gateway's names it: ::1 of the /64, else ::1 of the /48, the latter asked once per /48", async () => {
+    const learner = storeWith({}, true);
+    const base = `2001:db8:${(++nets).toString(16)}`;
+    const [lanOwner, siteOwner] = [freshDomain(), freshDomain()];
+    dns.zone.ptr.set(reverseName6(`${base}:1::1`), `gw.${lanOwner}`);
+    dns.zone.ptr.set(reverseName6(`${base}::1`), `edge.${siteOwner}`);
+    const visitors = [`${base}:1:a1b2:c3d4:e5f6:1234`, `${base}:2:9:8:7:6`, `${base}:3:5:4:3:2`];
+    await learner.learnReverseDns(visitors.map((ip) => ({ accountId: A, ip, networkType: "isp" as const })));
+    expect(await identityOf(visitors[0]!)).toMatchObject({ organizationDomain: lanOwner, source: "reverse_dns", prefix: `${base}:1::/64` });
+    expect(await identityOf(visitors[1]!)).toMatchObject({ organizationDomain: siteOwner, source: "reverse_dns" });
+    expect(await identityOf(visitors[2]!)).toMatchObject({ organizationDomain: siteOwner, source: "reverse_dns" });
+    expect(dns.asked.filter((q) => q.name === reverseName6(`${base}::1`)).length).toBe(1);
   });
 
   it("when reverse DNS is off, then nothing is asked", async () => {

@@ -6,7 +6,7 @@
 // rules' own constants.
 import { describe, expect, it } from "vitest";
 import { readsLikeDynamicLine } from "../server/identity/domain-names.ts";
-import { type Evidence, HOST_TENANTS, identitiesOfRange, type IdentityRow, type RangeFacts, STATIC_LINE, TENANT_REPEAT } from "../server/identity/rules.ts";
+import { type Evidence, HOST_TENANTS, identitiesOfRange, type IdentityRow, IPV6_EMAIL_PEOPLE, type RangeFacts, STATIC_LINE, TENANT_REPEAT } from "../server/identity/rules.ts";
 
 const DAY = 86_400_000;
 const START = new Date("2026-11-01T09:00:00Z").getTime();
@@ -87,5 +87,21 @@ describe("access operators' line names", () => {
     ["fw1.office.acme-widgets.com", false],
   ])("when a PTR name is %s, then it reads like an access line: %s", (host, expected) => {
     expect(readsLikeDynamicLine(host)).toBe(expected);
+  });
+});
+
+describe("IPv6 households", () => {
+  const v6: RangeFacts = { ...facts, version: 6 };
+  const lan = (n: number) => `2001:db8:7:${n}::/64`;
+  const mail6 = (n: number, domain: string, person: string): Evidence => ({ ...mail(0, domain, person), unit: lan(n) });
+
+  it(`when one person's form is the only evidence of a /64, then it names nobody (a household's LAN); ${IPV6_EMAIL_PEOPLE} colleagues over the /48's /64s name each and their prefix`, () => {
+    expect(identitiesOfRange([mail6(1, "office.example", "a")], v6).filter((r) => r.organizationDomain)).toEqual([]);
+    const rows = identitiesOfRange([mail6(1, "office.example", "a"), mail6(2, "office.example", "b")], v6);
+    expect(rows.filter((r) => r.organizationDomain === "office.example").map((r) => r.prefix)).toEqual([lan(1), lan(2), "2001:db8:7::/62"]);
+  });
+
+  it("when the same single person's form is seen on IPv4, then one person still names a static line there", () => {
+    expect(named(identitiesOfRange([mail(1, "office.example", "a")], facts), 1)).toBe("office.example");
   });
 });

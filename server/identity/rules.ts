@@ -69,6 +69,13 @@ export const HOST_TENANTS = 2;
  */
 export const TENANT_REPEAT = { people: 2, days: 2 } as const;
 
+/**
+ * On IPv6, e-mail names a unit (a /64) only when this many people of the organisation left it at
+ * the range's units (the /48): a household's /56 and the /64 of its LAN, whose hosts change their
+ * privacy addresses daily, hold one person of a company; an office's /64s hold several colleagues.
+ */
+export const IPV6_EMAIL_PEOPLE = 2;
+
 /** The widest prefix an identity backed by e-mail may span (by PTR names: the whole range). */
 export const EMAIL_PREFIX_LENGTH: Record<IpVersion, number> = { 4: 29, 6: 56 };
 
@@ -174,7 +181,7 @@ function emailOnlyOrganizations(units: readonly UnitEvidence[]): number {
 }
 
 /** The unit's row: one organisation named, by which evidence and how surely, or why none. */
-function unitRow(u: UnitEvidence, dynamicRange: boolean, facts: RangeFacts): IdentityRow {
+function unitRow(u: UnitEvidence, dynamicRange: boolean, facts: RangeFacts, rangePeople: ReadonlyMap<string, ReadonlySet<string>>): IdentityRow {
   const named = new Set([...u.ptrDomains, ...u.emailPeople.keys()]);
   const people = new Set([...u.emailPeople.values()].flatMap((p) => [...p]));
   const base = {
@@ -208,6 +215,8 @@ function unitRow(u: UnitEvidence, dynamicRange: boolean, facts: RangeFacts): Ide
   // a host's unit: one guest's form is not a tenant
   const resident = settled.length >= TENANT_REPEAT.people || spanDays(settledRows) >= TENANT_REPEAT.days;
   if (u.hosted && !resident) return { ...none, guard: "shared", shared: true };
+  // an IPv6 household's LAN: one person of a company is no office
+  if (facts.version === 6 && (rangePeople.get(domain)?.size ?? 0) < IPV6_EMAIL_PEOPLE) return { ...none, guard: null, shared: false };
   return { ...identity, source: "form_email", confidence: settled.length >= 2 ? CONFIDENCE.emailOfSeveralPeople : CONFIDENCE.emailOfOnePerson };
 }
 
@@ -259,6 +268,10 @@ export function identitiesOfRange(evidence: readonly Evidence[], facts: RangeFac
   const consumers = new Set(units.flatMap((u) => [...u.consumers])).size;
   const businessPeople = new Set(units.flatMap((u) => [...u.emailPeople.values()].flatMap((p) => [...p]))).size;
   const dynamicRange = emailOnlyOrganizations(units) >= DYNAMIC_RANGE_ORGANIZATIONS && (units.some((u) => u.dynamicLine) || consumers >= businessPeople);
-  const unitRows = units.map((u) => unitRow(u, dynamicRange, facts));
+  const rangePeople = new Map<string, Set<string>>();
+  for (const [domain, people] of units.flatMap((u) => [...u.emailPeople])) {
+    rangePeople.set(domain, new Set([...(rangePeople.get(domain) ?? []), ...[...people].filter((p) => !facts.movingPeople.has(p))]));
+  }
+  const unitRows = units.map((u) => unitRow(u, dynamicRange, facts, rangePeople));
   return [...unitRows, ...prefixRows(unitRows, facts)];
 }
