@@ -496,7 +496,8 @@ export function identityStore(db: Db, { identities, reverseDns, now = () => new 
     /**
      * Asks reverse DNS of these addresses and records the answers (recordPtrEvidence): an address
      * is asked at most once per TRACKING_DNS_CACHE_SECONDS by this process (a failure again after
-     * 5 minutes), and an answer is recorded at most once per scope in that time. How many were asked.
+     * 5 minutes), and an answer is recorded at most once per scope in that time; an IPv6 address
+     * without a name of its own takes its site gateway's (unitPtr). How many units were asked.
      */
     async learnReverseDns(addresses: readonly Omit<PtrEvidence, "host">[]): Promise<number> {
       if (!reverseDns.enabled) return 0;

@@ -211,7 +211,6 @@ function unitRow(u: UnitEvidence, dynamicRange: boolean, facts: RangeFacts, rang
   const staticLine = settled.length >= STATIC_LINE.people && spanDays(settledRows) >= STATIC_LINE.days;
   const guard: Guard | null = staticLine ? null : u.dynamicLine ? "dynamic_line" : dynamicRange ? "dynamic_range" : settled.length === 0 ? "moving_person" : null;
   if (guard) return { ...none, guard, shared: false };
-  if (settled.length === 0) return { ...none, guard: "moving_person", shared: false };
   // a host's unit: one guest's form is not a tenant
   const resident = settled.length >= TENANT_REPEAT.people || spanDays(settledRows) >= TENANT_REPEAT.days;
   if (u.hosted && !resident) return { ...none, guard: "shared", shared: true };
