@@ -2840,16 +2840,20 @@ export interface components {
          *
          *     **Evidence.** (a) Forms submitted from the address whose e-mail address has a business
          *     domain (its registrable domain; free-mail providers never count); (b) the address's
-         *     reverse DNS (PTR) name, reduced to its registrable domain, unless it spells the address,
-         *     reads like an access line (labels such as `dyn`, `pool`, `dsl`, `dip`, `customer`,
-         *     `static`) or is the network operator's own (the AS organisation's domain, or a domain
-         *     that is the PTR of 16 or more /24 networks: the operator setting
-         *     `TRACKING_DNS_OPERATOR_PREFIXES`); an e-mail domain that is the operator's own does not
-         *     count either; (c) the account's declared networks (`POST /v1/declared-networks`), which
+         *     reverse DNS (PTR) name, reduced to its registrable domain, unless it spells the address
+         *     (whole, in hex, or its octets spread over the labels), numbers a line under an operator
+         *     zone (`biz48213.ma.<domain>`), reads like an access line (labels such as `dyn`, `pool`,
+         *     `dsl`, `dip`, `customer`, `static`) or is a network operator's own (the AS organisation's
+         *     domain, a curated access, mobile or hosting operator's domain, or a domain that is the
+         *     PTR of 16 or more /24 networks, the operator setting `TRACKING_DNS_OPERATOR_PREFIXES`, or
+         *     of 16 or more addresses over two /24s or more); an e-mail domain that is an operator's own
+         *     does not count either; for an IPv6 address without a PTR name, the name of its site's
+         *     gateway (`::1` of its /64, else of its /48) stands for it; (c) the account's declared networks (`POST /v1/declared-networks`), which
          *     win over everything else for their cidr.
          *
          *     **Confidence.** Declared 1; PTR and e-mail agreeing 0.95; PTR 0.85; the e-mail of two or
-         *     more distinct people 0.75; one person's e-mail 0.6. A static line from which one person
+         *     more distinct people 0.75; one person's e-mail 0.6 (on IPv6, one person's e-mail names
+         *     nothing: two people of the organisation at the /48 are needed, a household's LAN holds one). A static line from which one person
          *     sent a form with their business address, and where no other organisation was seen,
          *     holds an identity. The address is attributed (`attributed`) when the confidence is at
          *     least 0.5 and no guard applies.
@@ -2866,12 +2870,17 @@ export interface components {
          *     **Guards** (`guard`, why an identity attributes nothing):
          *     - `shared`: the evidence of the address names two or more organisations within the
          *       window (a coworking space, a hotel, carrier-grade NAT, a campus): no organisation is
-         *       named and nothing is attributed (a declaration still wins);
+         *       named and nothing is attributed (a declaration still wins). A PTR domain at an address
+         *       where forms name two or more other organisations and never the domain is a host's: it
+         *       names nobody at any address of the /24, and one tenant's e-mail names such an address
+         *       only when repeated (two people, or seen over two days or more);
          *     - `dynamic_line`: the PTR name reads like a dynamic access line (`dyn`, `dynamic`,
          *       `pool`, `dhcp`, `ppp`, `dial`, `dsl`, `cable`, `ftth`, `broadband`, `customer`,
-         *       `residential`, `home`, `nat`, ... and no `static`, `fixed` or `business`): e-mail alone
-         *       never gives it an identity (a person working from home with a business address does
-         *       not make their household a company);
+         *       `residential`, `home`, `nat`, ..., or any name under a curated access or mobile
+         *       operator's domain, and no `static`, `fixed` or `business`): e-mail alone gives it no
+         *       identity (a person working from home with a business address does not make their
+         *       household a company), unless two or more people of one organisation, seen at no other
+         *       address, appear there over two days or more (a static line named like a dynamic one);
          *     - `dynamic_range`: e-mail at addresses of its /24 (IPv6 /48) without a PTR name names 4
          *       or more organisations within the window (a dynamic pool): e-mail alone gives no
          *       identity there;

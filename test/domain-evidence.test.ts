@@ -87,6 +87,13 @@ describe("lookupIp", () => {
     expect(res.body).toMatchObject({ asn: 14852, networkType: "business", organizationDomain: "daimler-test.com", domainSource: "reverse_dns" });
   });
 
+  it("when a business network's PTR name is under a curated access operator's domain (its connectivity provider's), then no domain: the operator is not the organisation", async () => {
+    const ip = daimler();
+    dns.zone.ptr.set(reverseName(ip), "daimler-auburn.ma.comcastbusiness.net");
+    const res = await ipLookup(ip);
+    expect(res.body).toMatchObject({ asn: 14852, organizationDomain: null, domainSource: null });
+  });
+
   it("when the PTR name is an access line's, then no domain, and the name (it spells the address) is not kept", async () => {
     const ip = daimler();
     dns.zone.ptr.set(reverseName(ip), `dsl-${ip.replaceAll(".", "-")}.example-isp.net`);

@@ -3,11 +3,12 @@
 // attribute wrongly without it, the window and expiry, erasure of a person's contribution, scope
 // per account and the pooled reverse DNS, and reverse DNS asked of a loopback DNS server.
 import { randomBytes } from "node:crypto";
+import ipaddr from "ipaddr.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { IdentityConfig, ReverseDnsConfig } from "../server/config.ts";
 import { declarationOf, declaredNetworks } from "../server/identity/declared-networks.ts";
 import { type FormEvidence, type IdentityStore, identityStore, type PtrEvidence } from "../server/identity/identities.ts";
-import { ATTRIBUTION_THRESHOLD, CONFIDENCE, CONSUMERS, DYNAMIC_RANGE_ORGANIZATIONS } from "../server/identity/rules.ts";
+import { ATTRIBUTION_THRESHOLD, CONFIDENCE, CONSUMERS, DYNAMIC_RANGE_ORGANIZATIONS, HOST_TENANTS, OPERATOR_UNITS, STATIC_LINE } from "../server/identity/rules.ts";
 import type { NetworkType } from "../server/tracking/ipdata/network-class.ts";
 import { createTestDatabase, type TestDatabase } from "./support/database.ts";
 import { reverseName, startDnsServer, type TestDnsServer } from "./support/dns-server.ts";
@@ -66,6 +67,8 @@ let domains = 0;
 const freshDomain = (label = "company") => `${label}-${++domains}-${randomBytes(2).toString("hex")}.de`;
 const person = (domain: string) => `p.${randomBytes(4).toString("hex")}@${domain}`;
 
+/** The ip6.arpa name of an IPv6 address (the PTR question a resolver asks for it). */
+const reverseName6 = (ip: string) => `${[...ipaddr.parse(ip).toNormalizedString().split(":").map((h) => h.padStart(4, "0")).join("")].reverse().join(".")}.ip6.arpa`;
 const form = (ip: string, email: string, fields: Partial<FormEvidence> = {}): FormEvidence => ({ accountId: A, ip, networkType: "isp", email, ...fields });
 const ptr = (ip: string, host: string | null, fields: Partial<PtrEvidence> = {}): PtrEvidence => ({ accountId: A, ip, networkType: "isp", host, ...fields });
 const identityOf = (ip: string, networkType: NetworkType = "isp", accountId = A, s = store) => s.identityOf(accountId, ip, networkType);
@@ -180,6 +183,33 @@ describe("reverse DNS evidence", () => {
     }
   });
 
+  it("when the PTR name is an access operator's line name without a dynamic label, then it is an access line too: one person's e-mail gives no identity", async () => {
+    const net = freshNet();
+    await store.recordPtrEvidence([ptr(net(1), "a109-96.lfbn-lyo-1.w87-238.abo.wanadoo.fr")]);
+    await store.recordFormEvidence([form(net(1), person(freshDomain()))]);
+    expect(await identityOf(net(1))).toBeUndefined();
+    expect((await describeAddress(net(1)))?.guard).toBe("dynamic_line");
+  });
+
+  it(`when ${STATIC_LINE.people} people of one organisation send forms over ${STATIC_LINE.days} days from a line that reads dynamic, then it is their static line`, async () => {
+    const net = freshNet();
+    const domain = freshDomain();
+    await store.recordPtrEvidence([ptr(net(1), "p5dc0abcd.dip0.t-ipconnect.de")]);
+    await store.recordFormEvidence([form(net(1), person(domain), { at: new Date(now().getTime() - STATIC_LINE.days * DAY) })]);
+    expect(await identityOf(net(1))).toBeUndefined();
+    await store.recordFormEvidence([form(net(1), person(domain))]);
+    expect(await identityOf(net(1))).toMatchObject({ organizationDomain: domain, source: "form_email", confidence: CONFIDENCE.emailOfSeveralPeople });
+  });
+
+  it(`when forms at a unit name ${HOST_TENANTS} organisations and never its PTR domain, then the domain is a host's (a coworking space): its other units name nobody`, async () => {
+    const net = freshNet();
+    const host = freshDomain("space");
+    await store.recordPtrEvidence([ptr(net(1), `gw.${host}`), ptr(net(2), `gw2.${host}`)]);
+    expect((await identityOf(net(2)))?.organizationDomain).toBe(host);
+    await store.recordFormEvidence(Array.from({ length: HOST_TENANTS }, () => form(net(1), person(freshDomain()))));
+    expect(await identityOf(net(2))).toBeUndefined();
+  });
+
   it("when an address holds an identity from e-mail and its PTR name then turns out to be a dynamic line's, then the identity is withdrawn", async () => {
     const net = freshNet();
     await store.recordFormEvidence([form(net(1), person(freshDomain()))]);
@@ -213,6 +243,34 @@ describe("reverse DNS evidence", () => {
     const net = freshNet();
     await store.recordFormEvidence([form(net(1), person(operator))]);
     expect(await identityOf(net(1))).toBeUndefined();
+  });
+
+  it(`when a PTR domain names ${OPERATOR_UNITS.addresses} addresses over ${OPERATOR_UNITS.ranges} /24s (fewer /24s than the prefix count), then it is an operator's: it names nobody`, async () => {
+    const operator = freshDomain("provider");
+    const [first, second] = [freshNet(), freshNet()];
+    const half = OPERATOR_UNITS.addresses / 2;
+    const hosts = Array.from({ length: half }, (_, i) => i + 1);
+    await store.recordPtrEvidence(hosts.map((h) => ptr(first(h), `gw.${operator}`)));
+    expect((await identityOf(first(1)))?.organizationDomain).toBe(operator); // one company's block: its own
+    await store.recordPtrEvidence(hosts.map((h) => ptr(second(h), `gw.${operator}`)));
+    expect(OPERATOR_UNITS.ranges).toBeLessThan(OPERATOR_PREFIXES);
+    for (const ip of [first(1), second(half)]) expect(await identityOf(ip), ip).toBeUndefined();
+  });
+
+  it("when an address's PTR name is under a curated operator's domain, then it is no evidence: a company's form there names the company, not a shared address", async () => {
+    const net = freshNet();
+    const company = freshDomain();
+    await store.recordPtrEvidence([ptr(net(1), "gw.office.ma.comcastbusiness.net")]);
+    await store.recordFormEvidence([form(net(1), person(company))]);
+    expect(await identityOf(net(1))).toMatchObject({ organizationDomain: company, source: "form_email" });
+  });
+
+  it("when people give addresses at an operator's domain that no free-mail list holds, then they are subscribers' mailboxes: no identity, and they count as consumers", async () => {
+    const net = freshNet();
+    await store.recordFormEvidence([form(net(1), "jo@spectrum.net")]);
+    expect(await identityOf(net(1))).toBeUndefined();
+    await store.recordFormEvidence([form(net(1), "al@spectrum.net"), form(net(1), person(freshDomain()))]);
+    expect(await describeAddress(net(1))).toMatchObject({ attributed: false, guard: "shared" });
   });
 
   it("when the PTR domain or an e-mail domain is the AS organisation's own, then it is no evidence", async () => {
@@ -525,6 +583,20 @@ describe("learnReverseDns", () => {
     } finally {
       offsetMs -= 6 * 60_000;
     }
+  });
+
+  it("when an IPv6 visitor's privacy address has no PTR name, then its site's gateway's names it: ::1 of the /64, else ::1 of the /48, the latter asked once per /48", async () => {
+    const learner = storeWith({}, true);
+    const base = `2001:db8:${(++nets).toString(16)}`;
+    const [lanOwner, siteOwner] = [freshDomain(), freshDomain()];
+    dns.zone.ptr.set(reverseName6(`${base}:1::1`), `gw.${lanOwner}`);
+    dns.zone.ptr.set(reverseName6(`${base}::1`), `edge.${siteOwner}`);
+    const visitors = [`${base}:1:a1b2:c3d4:e5f6:1234`, `${base}:2:9:8:7:6`, `${base}:3:5:4:3:2`];
+    await learner.learnReverseDns(visitors.map((ip) => ({ accountId: A, ip, networkType: "isp" as const })));
+    expect(await identityOf(visitors[0]!)).toMatchObject({ organizationDomain: lanOwner, source: "reverse_dns", prefix: `${base}:1::/64` });
+    expect(await identityOf(visitors[1]!)).toMatchObject({ organizationDomain: siteOwner, source: "reverse_dns" });
+    expect(await identityOf(visitors[2]!)).toMatchObject({ organizationDomain: siteOwner, source: "reverse_dns" });
+    expect(dns.asked.filter((q) => q.name === reverseName6(`${base}::1`)).length).toBe(1);
   });
 
   it("when reverse DNS is off, then nothing is asked", async () => {

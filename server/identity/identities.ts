@@ -27,9 +27,10 @@ import type { Logger } from "../logging.ts";
 import { businessEmailDomain, domainOfPtr, isFreeMail, lookUpPtr, readsLikeDynamicLine } from "./domain-names.ts";
 import type { NetworkType } from "../domain/types.ts";
 import { hasher, keyOf as erasureKeyOf } from "./erasure-key.ts";
-import { addressKeys, prefixLength } from "./addresses.ts";
+import { addressKeys, gatewayOf, prefixLength } from "./addresses.ts";
 import type { AddressQuery, Identity, IdentitySource } from "./types.ts";
-import { attributes, type Evidence, type EvidenceKind, type EvidenceSource, type Guard, identitiesOfRange, type IdentityRow } from "./rules.ts";
+import { attributes, type Evidence, type EvidenceKind, type EvidenceSource, type Guard, identitiesOfRange, type IdentityRow, OPERATOR_UNITS } from "./rules.ts";
+import { isOperatorDomain } from "./operator-domains.ts";
 
 type Tx = Prisma.TransactionClient;
 /** What a read needs: the database, or a transaction on it. */
@@ -135,6 +136,8 @@ export function identityStore(db: Db, { identities, reverseDns, now = () => new 
   let hashKey: string | undefined;
   /** PTR answers by unit, and the scope-unit pairs recorded, within the reverse DNS cache time. */
   const ptrAnswers = memory<{ host: string | null; keepMs: number }>();
+  /** PTR answers of IPv6 sites' gateways (::1 of the /48), by range, within the reverse DNS cache time. */
+  const siteAnswers = memory<Promise<string | null>>();
   const recorded = memory<true>();
 
   /** The scopes an account's look-ups read, its own first. */
@@ -158,13 +161,20 @@ export function identityStore(db: Db, { identities, reverseDns, now = () => new 
     return caller ? locked(caller) : db.$transaction(locked);
   }
 
-  /** Of these domains, the network operators' own: the PTR domain of TRACKING_DNS_OPERATOR_PREFIXES ranges or more. */
+  /**
+   * Of these domains, the network operators' own learned from PTR statistics of every scope (the
+   * curated ones, operator-domains.ts, are the rules' own): the PTR domain of
+   * TRACKING_DNS_OPERATOR_PREFIXES ranges or more, or of OPERATOR_UNITS addresses or more over
+   * two ranges or more (rules.ts).
+   */
   async function operatorDomains(tx: Client, domains: readonly string[]): Promise<Set<string>> {
     if (!domains.length) return new Set();
     const rows = await tx.$queryRaw<{ domain: string }[]>`
       SELECT d AS domain FROM unnest(${domains}::text[]) AS d
       WHERE (SELECT count(*) FROM (SELECT e."range" FROM "IdentityEvidence" e WHERE e.kind = 'reverse_dns' AND e.domain = d
-                                   UNION SELECT r.prefix FROM "ReverseDnsEntry" r WHERE r.domain = d) AS ranges) >= ${reverseDns.operatorPrefixes}`;
+                                   UNION SELECT r.prefix FROM "ReverseDnsEntry" r WHERE r.domain = d) AS ranges) >= ${reverseDns.operatorPrefixes}
+        OR (SELECT count(DISTINCT e.unit) >= ${OPERATOR_UNITS.addresses} AND count(DISTINCT e."range") >= ${OPERATOR_UNITS.ranges}
+            FROM "IdentityEvidence" e WHERE e.kind = 'reverse_dns' AND e.domain = d)`;
     return new Set(rows.map((r) => r.domain));
   }
 
@@ -265,6 +275,34 @@ export function identityStore(db: Db, { identities, reverseDns, now = () => new 
       });
     }
     if (rows.length) await recomputeAll((await affectedElsewhere(rows)).filter((p) => !byRange.has(rangeKey(p.scope, p.range))));
+  }
+
+  /** How long an answer is kept: the cache time, a failed look-up's retry delay at most. */
+  const keepOf = (answer: { host: string | null } | undefined) => (answer ? reverseDns.cacheSeconds * 1000 : Math.min(FAILURE_RETRY_MS, reverseDns.cacheSeconds * 1000));
+
+  /**
+   * The PTR answer that names an address's unit: its own name; for IPv6, where hosts' privacy
+   * addresses have none, the name of its site's gateway when its own has none: ::1 of the /64
+   * (its LAN's router), then ::1 of the /48 (the site's), the latter asked once per /48 and
+   * cache time. Undefined: the address's own look-up failed and no gateway named it.
+   */
+  async function unitPtr(ip: string, at: number): Promise<{ host: string | null } | undefined> {
+    const own = await lookUpPtr(reverseDns, ip);
+    const keys = addressKeys(ip)!;
+    if (keys.version === 4 || own?.host) return own;
+    const lan = await lookUpPtr(reverseDns, gatewayOf(keys.unit));
+    if (lan?.host) return lan;
+    // the look-up itself is remembered, so that the /64s of one site asked at once share it
+    let site = siteAnswers.get(keys.range, at);
+    if (!site) {
+      const asked = lookUpPtr(reverseDns, gatewayOf(keys.range)).then((answer) => {
+        siteAnswers.set(keys.range, asked, at + keepOf(answer));
+        return answer?.host ?? null;
+      });
+      siteAnswers.set(keys.range, (site = asked), at + keepOf(undefined));
+    }
+    const host = await site;
+    return host ? { host } : own;
   }
 
   /** Evidence rows without duplicates of one key (one statement may not update a row twice): the latest time of each. */
@@ -409,8 +447,9 @@ export function identityStore(db: Db, { identities, reverseDns, now = () => new 
         const keys = addressKeys(form.ip);
         const domain = businessEmailDomain(form.email);
         const contributor = contributorKey(key, form.email);
-        // a free-mail address: a person is there, not a business line (the consumer guard of rules.ts)
-        if (keys && !domain && isFreeMail(form.email)) return [{ scope: form.accountId, range: keys.range, unit: keys.unit, kind: "free_mail", domain: "", contributor, at: seenAt(form.at) }];
+        // a free-mail address, or a mailbox at a network operator's domain (a subscriber's, or an
+        // operator employee's on the operator's own network): a person is there, not an office (the consumer guard of rules.ts)
+        if (keys && (domain ? isOperatorDomain(domain) : isFreeMail(form.email))) return [{ scope: form.accountId, range: keys.range, unit: keys.unit, kind: "free_mail", domain: "", contributor, at: seenAt(form.at) }];
         if (!keys || !domain || sameDomain(domain, form.networkDomain)) return [];
         return [{ scope: form.accountId, range: keys.range, unit: keys.unit, kind: "form_email", domain, contributor, at: seenAt(form.at) }];
       });
@@ -457,7 +496,8 @@ export function identityStore(db: Db, { identities, reverseDns, now = () => new 
     /**
      * Asks reverse DNS of these addresses and records the answers (recordPtrEvidence): an address
      * is asked at most once per TRACKING_DNS_CACHE_SECONDS by this process (a failure again after
-     * 5 minutes), and an answer is recorded at most once per scope in that time. How many were asked.
+     * 5 minutes), and an answer is recorded at most once per scope in that time; an IPv6 address
+     * without a name of its own takes its site gateway's (unitPtr). How many units were asked.
      */
     async learnReverseDns(addresses: readonly Omit<PtrEvidence, "host">[]): Promise<number> {
       if (!reverseDns.enabled) return 0;
@@ -473,9 +513,8 @@ export function identityStore(db: Db, { identities, reverseDns, now = () => new 
       for (let i = 0; i < toAsk.length; i += PARALLEL_LOOKUPS) {
         await Promise.all(
           toAsk.slice(i, i + PARALLEL_LOOKUPS).map(async (unit) => {
-            const answer = await lookUpPtr(reverseDns, ipOfUnit.get(unit)!);
-            const keepMs = answer ? reverseDns.cacheSeconds * 1000 : Math.min(FAILURE_RETRY_MS, reverseDns.cacheSeconds * 1000);
-            ptrAnswers.set(unit, { host: answer?.host ?? null, keepMs }, at + keepMs);
+            const answer = await unitPtr(ipOfUnit.get(unit)!, at);
+            ptrAnswers.set(unit, { host: answer?.host ?? null, keepMs: keepOf(answer) }, at + keepOf(answer));
           }),
         );
       }

@@ -3,6 +3,7 @@
 // evidence and the cross-range facts (operator domains, people seen at several addresses) and
 // writes what this returns. The spec's AddressIdentity states the same rules for partners.
 import { knownOrganizationOfDomain } from "./organizations.ts";
+import { isOperatorDomain } from "./operator-domains.ts";
 import { type IpVersion, RANGE_LENGTH, holds, prefixLength, smallestPrefixHolding } from "./addresses.ts";
 
 /** The one threshold: an identity attributes visits when its confidence is at least this (and no guard applies). */
@@ -33,6 +34,47 @@ export const DYNAMIC_RANGE_ORGANIZATIONS = 4;
  * people with their own addresses.
  */
 export const CONSUMERS = 2;
+
+/**
+ * A PTR domain naming this many addresses (units) or more, over this many ranges or more, in the
+ * evidence of every account, is a network operator's (its generator names its customers' lines):
+ * a company on an operator's static line is seen at the few addresses of its block (a /29 or /28,
+ * one gateway in practice), within one range. Counted by the identity store across scopes, so
+ * that one partner's traffic alone need not reach the per-range count
+ * (TRACKING_DNS_OPERATOR_PREFIXES).
+ */
+export const OPERATOR_UNITS = { addresses: 16, ranges: 2 } as const;
+
+/**
+ * A unit whose PTR name reads like an access line (the dynamic_line mark) is a static line after
+ * all when one organisation's people keep appearing there: at least `people` people not seen
+ * elsewhere, their evidence spanning `days` days or more. A household has one person of a
+ * company in it, and a dynamic line changes address within a day or so, which makes its people
+ * moving ones; an office on a line its operator names like any other (Deutsche Telekom's static
+ * lines read like its dynamic ones) shows several colleagues over days.
+ */
+export const STATIC_LINE = { people: 2, days: 2 } as const;
+
+/**
+ * A PTR domain of a unit where forms name this many organisations or more, none of them the
+ * domain itself, is a host's (a coworking space, a hotel, a managed office): its name is the
+ * host's, its visitors are its guests. It then names nobody at any unit of the range.
+ */
+export const HOST_TENANTS = 2;
+
+/**
+ * On a unit named by a host's PTR domain, one tenant's e-mail names the unit only when it is
+ * repeated: `people` people of the tenant, or their evidence spanning `days` days or more (a
+ * resident tenant, not one guest's form).
+ */
+export const TENANT_REPEAT = { people: 2, days: 2 } as const;
+
+/**
+ * On IPv6, e-mail names a unit (a /64) only when this many people of the organisation left it at
+ * the range's units (the /48): a household's /56 and the /64 of its LAN, whose hosts change their
+ * privacy addresses daily, hold one person of a company; an office's /64s hold several colleagues.
+ */
+export const IPV6_EMAIL_PEOPLE = 2;
 
 /** The widest prefix an identity backed by e-mail may span (by PTR names: the whole range). */
 export const EMAIL_PREFIX_LENGTH: Record<IpVersion, number> = { 4: 29, 6: 56 };
@@ -90,11 +132,18 @@ export const nameOfDomain = (domain: string): string => knownOrganizationOfDomai
 const latest = (rows: readonly Evidence[]) => new Date(Math.max(...rows.map((r) => r.lastSeenAt.getTime())));
 const earliest = (rows: readonly Evidence[]) => new Date(Math.min(...rows.map((r) => r.firstSeenAt.getTime())));
 
+const DAY_MS = 86_400_000;
+
+/** Days between the first and the last sighting of these rows. */
+const spanDays = (rows: readonly Evidence[]) => (rows.length ? (latest(rows).getTime() - earliest(rows).getTime()) / DAY_MS : 0);
+
 /** The evidence of one unit, read for its decision. */
 interface UnitEvidence {
   unit: string;
   rows: Evidence[];
   ptrDomains: Set<string>;
+  /** A host's PTR domain names the unit (HOST_TENANTS): its e-mail evidence must be repeated (TENANT_REPEAT). */
+  hosted: boolean;
   /** domain -> its people */
   emailPeople: Map<string, Set<string>>;
   /** People who gave a free-mail address at the unit. */
@@ -102,17 +151,28 @@ interface UnitEvidence {
   dynamicLine: boolean;
 }
 
-function unitEvidence(unit: string, rows: Evidence[]): UnitEvidence {
+function unitEvidence(unit: string, rows: Evidence[], hosts: ReadonlySet<string> = new Set()): UnitEvidence {
   const emailPeople = new Map<string, Set<string>>();
   for (const row of rows.filter((r) => r.kind === "form_email")) emailPeople.set(row.domain, (emailPeople.get(row.domain) ?? new Set()).add(row.contributor));
+  const ptrDomains = new Set(rows.filter((r) => r.kind === "reverse_dns").map((r) => r.domain));
   return {
     unit,
     rows,
-    ptrDomains: new Set(rows.filter((r) => r.kind === "reverse_dns").map((r) => r.domain)),
+    ptrDomains: new Set([...ptrDomains].filter((d) => !hosts.has(d))),
+    hosted: [...ptrDomains].some((d) => hosts.has(d)),
     consumers: new Set(rows.filter((r) => r.kind === "free_mail").map((r) => r.contributor)),
     emailPeople,
     dynamicLine: rows.some((r) => r.kind === "dynamic_line"),
   };
+}
+
+/** The PTR domains of the range that are hosts' (HOST_TENANTS): forms at one of their units name other organisations only. */
+function hostDomains(units: readonly UnitEvidence[]): Set<string> {
+  const hosts = new Set<string>();
+  for (const u of units) {
+    for (const domain of u.ptrDomains) if (!u.emailPeople.has(domain) && u.emailPeople.size >= HOST_TENANTS) hosts.add(domain);
+  }
+  return hosts;
 }
 
 /** Organisations that e-mail at units without a PTR domain names (the dynamic-range rule). */
@@ -121,7 +181,7 @@ function emailOnlyOrganizations(units: readonly UnitEvidence[]): number {
 }
 
 /** The unit's row: one organisation named, by which evidence and how surely, or why none. */
-function unitRow(u: UnitEvidence, dynamicRange: boolean, facts: RangeFacts): IdentityRow {
+function unitRow(u: UnitEvidence, dynamicRange: boolean, facts: RangeFacts, rangePeople: ReadonlyMap<string, ReadonlySet<string>>): IdentityRow {
   const named = new Set([...u.ptrDomains, ...u.emailPeople.keys()]);
   const people = new Set([...u.emailPeople.values()].flatMap((p) => [...p]));
   const base = {
@@ -146,8 +206,16 @@ function unitRow(u: UnitEvidence, dynamicRange: boolean, facts: RangeFacts): Ide
     return { ...identity, source: "reverse_dns", confidence: u.emailPeople.has(domain) ? CONFIDENCE.reverseDnsAndEmail : CONFIDENCE.reverseDns };
   }
   const settled = [...u.emailPeople.get(domain)!].filter((p) => !facts.movingPeople.has(p));
-  const guard: Guard | null = u.dynamicLine ? "dynamic_line" : dynamicRange ? "dynamic_range" : settled.length === 0 ? "moving_person" : null;
+  const settledRows = supporting.filter((r) => settled.includes(r.contributor));
+  // the same organisation's people over days: a static line, whatever its name reads like
+  const staticLine = settled.length >= STATIC_LINE.people && spanDays(settledRows) >= STATIC_LINE.days;
+  const guard: Guard | null = staticLine ? null : u.dynamicLine ? "dynamic_line" : dynamicRange ? "dynamic_range" : settled.length === 0 ? "moving_person" : null;
   if (guard) return { ...none, guard, shared: false };
+  // a host's unit: one guest's form is not a tenant
+  const resident = settled.length >= TENANT_REPEAT.people || spanDays(settledRows) >= TENANT_REPEAT.days;
+  if (u.hosted && !resident) return { ...none, guard: "shared", shared: true };
+  // an IPv6 household's LAN: one person of a company is no office
+  if (facts.version === 6 && (rangePeople.get(domain)?.size ?? 0) < IPV6_EMAIL_PEOPLE) return { ...none, guard: null, shared: false };
   return { ...identity, source: "form_email", confidence: settled.length >= 2 ? CONFIDENCE.emailOfSeveralPeople : CONFIDENCE.emailOfOnePerson };
 }
 
@@ -185,18 +253,24 @@ function prefixRows(units: readonly IdentityRow[], facts: RangeFacts): IdentityR
 
 /**
  * The identity rows of a range from its evidence within the window: one per unit with evidence,
- * then one per prefix its evidence spans. Evidence naming an operator's domain names nothing.
+ * then one per prefix its evidence spans. Evidence naming an operator's domain (learned, or curated
+ * in operator-domains.json) names nothing.
  */
 export function identitiesOfRange(evidence: readonly Evidence[], facts: RangeFacts): IdentityRow[] {
-  const counted = evidence.filter((e) => e.kind === "dynamic_line" || !facts.operatorDomains.has(e.domain));
+  const counted = evidence.filter((e) => e.kind === "dynamic_line" || !(facts.operatorDomains.has(e.domain) || isOperatorDomain(e.domain)));
   const byUnit = new Map<string, Evidence[]>();
   for (const row of counted) byUnit.set(row.unit, [...(byUnit.get(row.unit) ?? []), row]);
-  const units = [...byUnit].map(([unit, rows]) => unitEvidence(unit, rows));
+  const hosts = hostDomains([...byUnit].map(([unit, rows]) => unitEvidence(unit, rows)));
+  const units = [...byUnit].map(([unit, rows]) => unitEvidence(unit, rows, hosts));
   // a range of businesses' static lines names many organisations too: it is a pool only where
   // access lines are seen, or where as many people give free-mail addresses as business ones
   const consumers = new Set(units.flatMap((u) => [...u.consumers])).size;
   const businessPeople = new Set(units.flatMap((u) => [...u.emailPeople.values()].flatMap((p) => [...p]))).size;
   const dynamicRange = emailOnlyOrganizations(units) >= DYNAMIC_RANGE_ORGANIZATIONS && (units.some((u) => u.dynamicLine) || consumers >= businessPeople);
-  const unitRows = units.map((u) => unitRow(u, dynamicRange, facts));
+  const rangePeople = new Map<string, Set<string>>();
+  for (const [domain, people] of units.flatMap((u) => [...u.emailPeople])) {
+    rangePeople.set(domain, new Set([...(rangePeople.get(domain) ?? []), ...[...people].filter((p) => !facts.movingPeople.has(p))]));
+  }
+  const unitRows = units.map((u) => unitRow(u, dynamicRange, facts, rangePeople));
   return [...unitRows, ...prefixRows(unitRows, facts)];
 }

@@ -1,0 +1,107 @@
+// The identity rules that weigh disagreeing evidence (server/identity/rules.ts, pure: the store of
+// test/identities.test.ts reads and writes what they decide): a host's PTR domain (coworking,
+// hotel, managed office) names nobody and its tenants only when repeated, and a line whose name
+// reads like an access line is a static one when one organisation's people keep appearing there
+// over days. Each case would attribute wrongly (or miss) without its rule; the thresholds are the
+// rules' own constants.
+import { describe, expect, it } from "vitest";
+import { readsLikeDynamicLine } from "../server/identity/domain-names.ts";
+import { type Evidence, HOST_TENANTS, identitiesOfRange, type IdentityRow, IPV6_EMAIL_PEOPLE, type RangeFacts, STATIC_LINE, TENANT_REPEAT } from "../server/identity/rules.ts";
+
+const DAY = 86_400_000;
+const START = new Date("2026-11-01T09:00:00Z").getTime();
+const facts: RangeFacts = { version: 4, operatorDomains: new Set(), movingPeople: new Set(), windowMs: 90 * DAY };
+
+/** Evidence at an address of 198.51.100.0/24, seen from `fromDay` to `toDay` (days after START). */
+function seen(host: number, kind: Evidence["kind"], domain: string, contributor = "", fromDay = 0, toDay = fromDay): Evidence {
+  return { unit: `198.51.100.${host}/32`, kind, domain, contributor, firstSeenAt: new Date(START + fromDay * DAY), lastSeenAt: new Date(START + toDay * DAY) };
+}
+const ptr = (host: number, domain: string) => seen(host, "reverse_dns", domain);
+const mail = (host: number, domain: string, person: string, fromDay = 0, toDay = fromDay) => seen(host, "form_email", domain, person, fromDay, toDay);
+const line = (host: number) => seen(host, "dynamic_line", "");
+
+/** The unit row of an address. */
+function rowOf(rows: readonly IdentityRow[], host: number): IdentityRow | undefined {
+  return rows.find((r) => r.prefix === `198.51.100.${host}/32`);
+}
+const named = (rows: readonly IdentityRow[], host: number) => {
+  const row = rowOf(rows, host);
+  return row?.guard === null ? row.organizationDomain : null;
+};
+
+/** A coworking space: its PTR domain at .1, where forms of HOST_TENANTS tenants were sent. */
+const space = "workhub-spaces.example";
+const tenantsAtGateway = Array.from({ length: HOST_TENANTS }, (_, i) => mail(1, `tenant-${i}.example`, `tenant-${i}-person`));
+
+describe("hosts", () => {
+  it(`when forms at a unit name ${HOST_TENANTS} organisations and never its PTR domain, then that domain is a host's: it names nobody at its other units either`, () => {
+    const rows = identitiesOfRange([ptr(1, space), ...tenantsAtGateway, ptr(2, space)], facts);
+    expect(rowOf(rows, 1)).toMatchObject({ guard: "shared", organizationDomain: null });
+    expect(named(rows, 2)).toBeNull();
+    // with one tenant's form only, the domain is not a host's yet: the other unit keeps its name
+    expect(named(identitiesOfRange([ptr(1, space), tenantsAtGateway[0]!, ptr(2, space)], facts), 2)).toBe(space);
+  });
+
+  it("when a form at the unit names the PTR domain itself, then the domain is an organisation's with guests, not a host's", () => {
+    const rows = identitiesOfRange([ptr(1, space), ...tenantsAtGateway, mail(1, space, "staff"), ptr(2, space)], facts);
+    expect(named(rows, 2)).toBe(space);
+  });
+
+  it(`when one person of a tenant sent a form once from a host's unit, then the unit is not the tenant's; ${TENANT_REPEAT.people} people of it, or one person over ${TENANT_REPEAT.days} days, make it the tenant's`, () => {
+    const host = [ptr(1, space), ...tenantsAtGateway];
+    const once = identitiesOfRange([...host, ptr(2, space), mail(2, "guest.example", "guest")], facts);
+    expect(rowOf(once, 2)).toMatchObject({ guard: "shared", organizationDomain: null });
+    const colleagues = identitiesOfRange([...host, ptr(3, space), mail(3, "resident.example", "r1"), mail(3, "resident.example", "r2")], facts);
+    expect(rowOf(colleagues, 3)).toMatchObject({ guard: null, organizationDomain: "resident.example", source: "form_email" });
+    const overDays = identitiesOfRange([...host, ptr(4, space), mail(4, "regular.example", "r3", 0, TENANT_REPEAT.days)], facts);
+    expect(named(overDays, 4)).toBe("regular.example");
+  });
+});
+
+describe("static lines that read like access lines", () => {
+  it(`when ${STATIC_LINE.people} people of one organisation appear at a line that reads dynamic over ${STATIC_LINE.days} days, then it is the organisation's static line`, () => {
+    const rows = identitiesOfRange([line(7), mail(7, "office.example", "a", 0, 1), mail(7, "office.example", "b", STATIC_LINE.days)], facts);
+    expect(rowOf(rows, 7)).toMatchObject({ guard: null, organizationDomain: "office.example", source: "form_email" });
+  });
+
+  it("when the colleagues appear on one day only, or one person over days (a home worker), then the line stays an access line", () => {
+    expect(rowOf(identitiesOfRange([line(7), mail(7, "office.example", "a"), mail(7, "office.example", "b")], facts), 7)?.guard).toBe("dynamic_line");
+    expect(rowOf(identitiesOfRange([line(7), mail(7, "office.example", "a", 0, 10)], facts), 7)?.guard).toBe("dynamic_line");
+  });
+
+  it("when the colleagues are seen at other lines too (a re-dialled line moves its people), then they do not make it static", () => {
+    const moving = { ...facts, movingPeople: new Set(["a", "b"]) };
+    const rows = identitiesOfRange([line(7), mail(7, "office.example", "a", 0), mail(7, "office.example", "b", STATIC_LINE.days)], moving);
+    expect(rowOf(rows, 7)?.guard).toBe("dynamic_line");
+  });
+});
+
+describe("access operators' line names", () => {
+  it.each([
+    ["a109-96.lfbn-lyo-1.w87-238.abo.wanadoo.fr", true],
+    ["host86-150-12-34.range86-150.btcentralplus.com", true],
+    ["p5dc0abcd.dip0.t-ipconnect.de", true],
+    ["biz48213.ma.comcastbusiness.net", false],
+    ["gw.office.ma.comcastbusiness.net", false],
+    ["gw.static.example-telecom.de", false],
+    ["fw1.office.acme-widgets.com", false],
+  ])("when a PTR name is %s, then it reads like an access line: %s", (host, expected) => {
+    expect(readsLikeDynamicLine(host)).toBe(expected);
+  });
+});
+
+describe("IPv6 households", () => {
+  const v6: RangeFacts = { ...facts, version: 6 };
+  const lan = (n: number) => `2001:db8:7:${n}::/64`;
+  const mail6 = (n: number, domain: string, person: string): Evidence => ({ ...mail(0, domain, person), unit: lan(n) });
+
+  it(`when one person's form is the only evidence of a /64, then it names nobody (a household's LAN); ${IPV6_EMAIL_PEOPLE} colleagues over the /48's /64s name each and their prefix`, () => {
+    expect(identitiesOfRange([mail6(1, "office.example", "a")], v6).filter((r) => r.organizationDomain)).toEqual([]);
+    const rows = identitiesOfRange([mail6(1, "office.example", "a"), mail6(2, "office.example", "b")], v6);
+    expect(rows.filter((r) => r.organizationDomain === "office.example").map((r) => r.prefix)).toEqual([lan(1), lan(2), "2001:db8:7::/62"]);
+  });
+
+  it("when the same single person's form is seen on IPv4, then one person still names a static line there", () => {
+    expect(named(identitiesOfRange([mail(1, "office.example", "a")], facts), 1)).toBe("office.example");
+  });
+});
