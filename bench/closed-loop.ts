@@ -29,6 +29,23 @@ export interface LoadResult {
 
 const REQUEST_TIMEOUT_MS = 10_000;
 
+/**
+ * How long the load generators keep an idle keep-alive connection: well under the service's
+ * keep-alive timeout (KEEP_ALIVE_TIMEOUT_MS, 5 s by default; Node's server closes at that plus
+ * 1 s), so that the client closes an idle connection first. Without it Node 20's agent keeps idle
+ * connections for ever (the server's `Keep-Alive: timeout=5` hint only shortens an agent timeout
+ * that is set); the service closes them, and on a loaded machine, where the close is not yet
+ * processed when the next request leaves, that request is written into the closed connection:
+ * ECONNRESET on a reused socket (issue 38 item 8; reproduced 6 of 6 without it, 0 of 6 with it).
+ * A request in flight keeps REQUEST_TIMEOUT_MS.
+ */
+const IDLE_CONNECTION_MS = 2_000;
+
+/** A keep-alive agent of the load generators, closing idle connections before the service does. */
+export function loadAgent(maxSockets: number): http.Agent {
+  return new http.Agent({ keepAlive: true, maxSockets, timeout: IDLE_CONNECTION_MS });
+}
+
 export function send(agent: http.Agent, port: number, request: Request): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     const req = http.request(
@@ -51,7 +68,7 @@ export function send(agent: http.Agent, port: number, request: Request): Promise
 export const percentile = (sorted: Float64Array, p: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? NaN;
 
 export async function runLoad(options: { port: number; connections: number; seconds: number; next: () => Request }): Promise<LoadResult> {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: options.connections });
+  const agent = loadAgent(options.connections);
   const statuses = new Map<number, number>();
   const latencies: number[] = [];
   const examples: string[] = [];

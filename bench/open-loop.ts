@@ -3,9 +3,8 @@
 // latency runs from that scheduled time, not from when it was actually sent: a generator or a
 // server that falls behind shows up in the latency (no coordinated omission). It reports the rate
 // it achieved (answers per second over the phase, its tail included) for the caller to check.
-import http from "node:http";
 import { setTimeout as sleep } from "node:timers/promises";
-import { type Request, send } from "./closed-loop.ts";
+import { loadAgent, type Request, send } from "./closed-loop.ts";
 
 export interface OpenLoopResult {
   /** Requests scheduled (rate x seconds). */
@@ -28,7 +27,7 @@ export interface OpenLoopResult {
 
 /** Sends `rate` requests per second for `seconds`, over up to `maxSockets` keep-alive connections, and waits for every answer. */
 export async function runOpenLoop(options: { port: number; rate: number; seconds: number; maxSockets?: number; next: () => Request }): Promise<OpenLoopResult> {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: options.maxSockets ?? 256 });
+  const agent = loadAgent(options.maxSockets ?? 256);
   const statuses = new Map<number, number>();
   const latencies: number[] = [];
   const examples: string[] = [];
