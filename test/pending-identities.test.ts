@@ -187,6 +187,26 @@ describe("collect (one lead per organisation, whichever way it is recognised fir
   });
 });
 
+describe("collect (withdrawal is complete)", () => {
+  it("when a PTR domain turns out to be a network operator's (its ranges reach TRACKING_DNS_OPERATOR_PREFIXES), then the visits its name attributed go back to pending at the next learning step, although no event came from their range", async () => {
+    const ds = await dataset();
+    const [ip, domain] = [ispAddress(9), freshDomain()];
+    const ptr = (address: string) => ({ accountId: t.tenant.accountId, ip: address, networkType: "isp" as const, host: `gw.${domain}` });
+    await t.api.services.identities.recordPtrEvidence([ptr(ip)]);
+    await t.collect(ds, ip, [page(newVisitor(), 1)]);
+    await t.writer.drain();
+    expect(await leads(ds)).toMatchObject([{ organizationDomain: domain, identitySource: "reverse_dns", visitCount: 1 }]);
+
+    // the same name on 16 other /24s (the default threshold): an operator's, which names nobody
+    await t.api.services.identities.recordPtrEvidence(Array.from({ length: 16 }, () => ptr(ispAddress(9))));
+    expect(await t.api.services.identities.identityOf(t.tenant.accountId, ip, "isp")).toBeUndefined();
+    await t.collect(ds, ispAddress(), [page(newVisitor(), 2)]);
+    await t.writer.drain();
+    expect(await leads(ds)).toEqual([]);
+    expect(await pending(ds)).toBe(2);
+  });
+});
+
 describe("eraseDataSubject (pending events)", () => {
   it("when a person is erased, then their pending events and their e-mail's contribution to an identity are gone, and the receipt counts the events", async () => {
     const ds = await dataset();
@@ -210,5 +230,22 @@ describe("eraseDataSubject (pending events)", () => {
 
     await t.api.request().post("/v1/privacy/erasures").query(admin()).set(as(t.tenant.key)).send({ subjectEmail: email }).expect(200);
     expect(await t.api.services.identities.identityOf(t.tenant.accountId, ip, "isp")).toBeUndefined();
+  });
+
+  it("when the only person whose e-mail named an ISP address is erased, then the other visitors' visits of that address leave the lead before the erasure answers, and the receipt counts them", async () => {
+    const ds = await dataset();
+    const [ip, email] = [ispAddress(), `only.one@${freshDomain()}`];
+    await t.collect(ds, ip, [t.form(newVisitor(), { email })]);
+    await t.writer.drain();
+    const colleague = newVisitor();
+    await t.collect(ds, ip, [page(colleague, 1), page(colleague, 2)]);
+    await t.writer.drain();
+    expect(await leads(ds)).toMatchObject([{ visitCount: 2 }]);
+
+    const erased = await t.api.request().post("/v1/privacy/erasures").query(admin()).set(as(t.tenant.key)).send({ subjectEmail: email, datasetId: ds });
+    expect(erased.status).toBe(200);
+    expect(erased.body.counts).toMatchObject({ withdrawnVisits: 2, leadsRemoved: 1 });
+    expect(await leads(ds)).toEqual([]);
+    expect(await pending(ds)).toBe(2); // the colleague's page views, unlisted again
   });
 });

@@ -128,6 +128,7 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
     identities,
     write: (tx, rows) => writeEvents(tx, rows, { onIngested, identify }),
     onCommitted: () => jobs.wake(),
+    onLeadsRemoved: events.onLeadsRemoved,
     logger,
   });
   const ingestWiring: { deps: EnrichmentDeps; hooks: Pick<WriterOptions, "onIngested" | "identify" | "pending" | "onEnriched" | "evidence" | "onCommitted"> } = {
@@ -179,9 +180,9 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
         void pending.backfillNetwork(accountId, cidr).catch((error: Error) => logger.warn("backfill of a declared network failed", { error: error.message })),
     }),
     // consent and retention settings, export and erasure of a data subject
-    privacy: privacyService(db, { access, now, ingestLog: config.ingestLog, identities }),
+    privacy: privacyService(db, { access, now, ingestLog: config.ingestLog, identities, onLeadsRemoved: events.onLeadsRemoved }),
     // the daily `retention` job (server/main.ts schedules it)
-    retention: registerRetentionJobs(db, jobs, retention, logger, now, { pendingDays: config.tracking.identities.pendingDays, identities }),
+    retention: registerRetentionJobs(db, jobs, retention, logger, now, { pendingDays: config.tracking.identities.pendingDays, identities, onLeadsRemoved: events.onLeadsRemoved }),
   };
 }
 
