@@ -258,7 +258,13 @@ function pendingRowOfVisit(v: VisitRow): QueueRow {
 /** Network types whose visits an identity may have attributed (a shared network's address). */
 const SHARED_TYPES = ["isp", "hosting", "mobile", "unknown"];
 
-/** The visits' reads and deletes by address go through the GiST index on the address ("Visit_ip_inet_idx"): its expression, `ip::inet`, as written here. */
+/**
+ * The visits' reads and deletes by address go through the GiST index on the address
+ * ("Visit_ip_inet_idx"): its expression, `ip::inet`, as written here. The networks are one array
+ * (`<<= ANY`), a condition the planner estimates from the index's statistics: joined to an
+ * unnest of them instead, it guessed 0.5% of the visits per network and scanned "Visit" whole
+ * (1.7 s at 1 M visits against 17 ms; EXPLAIN ANALYZE on PostgreSQL 15).
+ */
 export interface Withdrawal {
   /** Visits taken back to pending. */
   visits: number;
@@ -293,10 +299,9 @@ export async function withdrawUnsupported(
   if (!networks.length) return none;
   const attributed = await db.$queryRaw<{ accountId: string; datasetId: string; leadId: string; ip: string; networkType: string; domain: string | null; name: string }[]>`
     SELECT DISTINCT v."accountId", v."datasetId", v."leadId", v.ip, v."networkType", l."organizationDomain" AS domain, l."organizationName" AS name
-    FROM unnest(${[...networks]}::inet[]) AS n(network)
-      JOIN "Visit" v ON v.ip::inet <<= n.network
+    FROM "Visit" v
       JOIN "Lead" l ON l."datasetId" = v."datasetId" AND l.id = v."leadId" JOIN "Dataset" d ON d.id = v."datasetId"
-    WHERE ${accountId === undefined ? Prisma.sql`true` : Prisma.sql`v."accountId" = ${accountId}`}
+    WHERE v.ip::inet <<= ANY(${[...networks]}::inet[]) AND ${accountId === undefined ? Prisma.sql`true` : Prisma.sql`v."accountId" = ${accountId}`}
       AND v."networkType" = ANY(${SHARED_TYPES}::text[]) AND NOT d."allowIpMasking"`;
   if (!attributed.length) return none;
   const now = await identities.identitiesOf(attributed.map((a) => ({ accountId: a.accountId, ip: a.ip, networkType: a.networkType as AddressQuery["networkType"] })));
@@ -308,7 +313,7 @@ export async function withdrawUnsupported(
     await holdForWriting(tx);
     const gone = await tx.$queryRaw<VisitRow[]>`
       DELETE FROM "Visit" v USING jsonb_to_recordset(${JSON.stringify(wrong)}::jsonb) AS w("accountId" text, "datasetId" text, "leadId" text, ip text)
-      WHERE v.ip::inet = w.ip::inet AND v.ip = w.ip AND v."accountId" = w."accountId" AND v."datasetId" = w."datasetId" AND v."leadId" = w."leadId"
+      WHERE v.ip::inet <<= ANY(${[...new Set(wrong.map((w) => w.ip))]}::inet[]) AND v.ip = w.ip AND v."accountId" = w."accountId" AND v."datasetId" = w."datasetId" AND v."leadId" = w."leadId"
       RETURNING v."accountId", v."datasetId", v."leadId", v."visitorId", v.at, v.url, v.referrer, v.title, v."utmSource", v."utmMedium", v."utmCampaign",
         v."utmTerm", v."utmContent", v.ip, v.asn, v."networkType", v.country, v.city`;
     await storePending(tx, [...gone.map(pendingRowOfVisit), ...(await takeFormsOfWithdrawn(tx, gone))]);
