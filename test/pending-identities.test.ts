@@ -113,7 +113,7 @@ describe("collect (pending events of shared networks)", () => {
     expect(await pending(ds)).toBe(2);
   });
 
-  it("when a business e-mail comes from a mobile carrier's address, then nothing is attributed; once the partner declares the network, its pending visits are the declared organisation's", async () => {
+  it("when a business e-mail comes from a mobile carrier's address, then nothing is attributed; once the partner declares the network, its pending visits are the declared organisation's; once it removes the declaration, they wait unlisted again", async () => {
     const ds = await dataset();
     const person = newVisitor();
     const domain = freshDomain();
@@ -128,7 +128,10 @@ describe("collect (pending events of shared networks)", () => {
     const [lead] = await leads(ds);
     expect(lead).toMatchObject({ organizationName: "Field Force GmbH", organizationDomain: domain, identitySource: "declared", identityConfidence: 1, visitCount: 1 });
     expect(await pending(ds)).toBe(0);
+    // removed: what it attributed goes back to pending before the answer
     await t.api.request().delete(`/v1/declared-networks/${declared.body.id}`).query(admin()).set(as(t.tenant.key)).expect(204);
+    expect(await leads(ds)).toEqual([]);
+    expect(await pending(ds)).toBe(2);
   });
 });
 

@@ -178,6 +178,12 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
       // a declared network's pending events are its organisation's: attributed in the background
       onDeclared: (accountId, cidr) =>
         void pending.backfillNetwork(accountId, cidr).catch((error: Error) => logger.warn("backfill of a declared network failed", { error: error.message })),
+      // what the declaration attributed goes back to pending unless other evidence names the same organisation
+      onRemoved: (accountId, cidr) =>
+        pending.withdrawNetwork(accountId, cidr).then(
+          () => undefined,
+          (error: Error) => logger.warn("withdrawal of a removed declaration failed", { error: error.message }),
+        ),
     }),
     // consent and retention settings, export and erasure of a data subject
     privacy: privacyService(db, { access, now, ingestLog: config.ingestLog, identities, onLeadsRemoved: events.onLeadsRemoved }),

@@ -474,6 +474,9 @@ export function pendingAttribution(db: Db, { identities, write, onCommitted, onL
 
     backfillRanges,
 
+    /** What a removed declaration of the account attributed and nothing else supports goes back to pending (its visits by the address index). */
+    withdrawNetwork: (accountId: string, cidr: string): Promise<Withdrawal> => withdraw([cidr], accountId),
+
     /** The account's pending events inside a network it declared (they are its organisation's now). */
     async backfillNetwork(accountId: string, cidr: string): Promise<number> {
       const addresses = await db.$queryRaw<{ ip: string; networkType: string; masked: boolean }[]>`
