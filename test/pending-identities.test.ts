@@ -6,14 +6,20 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { eventually } from "./support/eventually.ts";
+import { testConfig } from "./support/config.ts";
+import { retention } from "../server/tracking/privacy/retention.ts";
 import { as } from "./support/suite.ts";
 import { ADDRESSES, startTracking, type TrackingSuite } from "./support/tracking.ts";
 
 let t: TrackingSuite;
 let seq = 0;
+/** The services' clock runs this far ahead (the lapse of identities; 0 outside that test). */
+let offsetMs = 0;
+const clock = () => new Date(Date.now() + offsetMs);
+const DAY = 86_400_000;
 
 beforeAll(async () => {
-  t = await startTracking();
+  t = await startTracking({}, { now: clock });
 });
 afterAll(async () => {
   await t?.close();
@@ -250,5 +256,26 @@ describe("eraseDataSubject (pending events)", () => {
     expect(erased.body.counts).toMatchObject({ withdrawnVisits: 2, leadsRemoved: 1 });
     expect(await leads(ds)).toEqual([]);
     expect(await pending(ds)).toBe(2); // the colleague's page views, unlisted again
+  });
+});
+
+describe("retention (identities that lapse)", () => {
+  it("when the only evidence naming an ISP address's organisation lapses, then the retention job takes its visits back to pending at once", async () => {
+    const ds = await dataset();
+    const [ip, person] = [ispAddress(), newVisitor()];
+    await t.collect(ds, ip, [page(person, 1), t.form(person, { email: `lapsing@${freshDomain()}` })]);
+    await t.writer.drain();
+    expect(await leads(ds)).toHaveLength(1);
+    const config = testConfig();
+    offsetMs = (config.tracking.identities.windowDays + 1) * DAY;
+    try {
+      // pending events are kept (a window far beyond the jump): only the lapse is looked at
+      const result = await retention(t.api.db.prisma, config.retention, clock, { pendingDays: 3650, identities: t.api.services.identities }).purge();
+      expect(result.withdrawnVisits).toBeGreaterThanOrEqual(1); // with the lapsed attributions of the file's earlier tests
+    } finally {
+      offsetMs = 0;
+    }
+    expect(await leads(ds)).toEqual([]);
+    expect(await pending(ds)).toBe(2);
   });
 });
