@@ -3185,11 +3185,11 @@ export interface components {
          */
         WebhookDeliveryId: string;
         /**
-         * @description A type of event an endpoint can subscribe to (see the Webhooks tag): `lead.created` is a lead's first event, also for a lead an exclusion rule hid when it was first seen.
+         * @description A type of event an endpoint can subscribe to (see the Webhooks tag): `lead.created` is a lead's first event, also for a lead an exclusion rule hid when it was first seen; `lead.removed` its last, when it no longer exists (withdrawn or erased).
          * @example lead.created
          * @enum {string}
          */
-        WebhookEventType: "lead.created" | "lead.visited" | "segment.lead_entered" | "contact.enriched";
+        WebhookEventType: "lead.created" | "lead.visited" | "lead.removed" | "segment.lead_entered" | "contact.enriched";
         /**
          * Format: uri
          * @description Where events are POSTed: `https://` (`http://` only outside production), no user information, a host that is and resolves to public addresses only.
@@ -3523,6 +3523,7 @@ export interface components {
          *       "formSubmissions": 1,
          *       "queuedEvents": 0,
          *       "pendingEvents": 0,
+         *       "withdrawnVisits": 0,
          *       "webhookDeliveries": 1,
          *       "leadsAdjusted": 1,
          *       "leadsRemoved": 0
@@ -3536,6 +3537,8 @@ export interface components {
             queuedEvents: number;
             /** @description Events of shared networks (ISP, hosting, mobile) that waited, unlisted, for their address's organisation to become known (TRACKING_PENDING_DAYS). The person's contribution to the organisation behind an address (their form's e-mail domain) is removed with them. */
             pendingEvents: number;
+            /** @description Other visitors' visits that the organisation behind their shared-network address was known from by the person's evidence alone: taken back to pending (unlisted) before the erasure answered, wherever those visits are. A lead left with none is removed (counted in leadsRemoved; a lead.removed webhook event tells the partner). */
+            withdrawnVisits: number;
             webhookDeliveries: number;
             /** @description Leads whose visit count and visit times were recomputed and that keep visits. Each lead the erasure touched is counted once: here or in `leadsRemoved`. */
             leadsAdjusted: number;
@@ -3555,6 +3558,7 @@ export interface components {
          *         "formSubmissions": 1,
          *         "queuedEvents": 0,
          *         "pendingEvents": 0,
+         *         "withdrawnVisits": 0,
          *         "webhookDeliveries": 1,
          *         "leadsAdjusted": 1,
          *         "leadsRemoved": 0

@@ -6,14 +6,20 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { eventually } from "./support/eventually.ts";
+import { testConfig } from "./support/config.ts";
+import { retention } from "../server/tracking/privacy/retention.ts";
 import { as } from "./support/suite.ts";
 import { ADDRESSES, startTracking, type TrackingSuite } from "./support/tracking.ts";
 
 let t: TrackingSuite;
 let seq = 0;
+/** The services' clock runs this far ahead (the lapse of identities; 0 outside that test). */
+let offsetMs = 0;
+const clock = () => new Date(Date.now() + offsetMs);
+const DAY = 86_400_000;
 
 beforeAll(async () => {
-  t = await startTracking();
+  t = await startTracking({}, { now: clock });
 });
 afterAll(async () => {
   await t?.close();
@@ -113,7 +119,7 @@ describe("collect (pending events of shared networks)", () => {
     expect(await pending(ds)).toBe(2);
   });
 
-  it("when a business e-mail comes from a mobile carrier's address, then nothing is attributed; once the partner declares the network, its pending visits are the declared organisation's", async () => {
+  it("when a business e-mail comes from a mobile carrier's address, then nothing is attributed; once the partner declares the network, its pending visits are the declared organisation's; once it removes the declaration, they wait unlisted again", async () => {
     const ds = await dataset();
     const person = newVisitor();
     const domain = freshDomain();
@@ -128,7 +134,10 @@ describe("collect (pending events of shared networks)", () => {
     const [lead] = await leads(ds);
     expect(lead).toMatchObject({ organizationName: "Field Force GmbH", organizationDomain: domain, identitySource: "declared", identityConfidence: 1, visitCount: 1 });
     expect(await pending(ds)).toBe(0);
+    // removed: what it attributed goes back to pending before the answer
     await t.api.request().delete(`/v1/declared-networks/${declared.body.id}`).query(admin()).set(as(t.tenant.key)).expect(204);
+    expect(await leads(ds)).toEqual([]);
+    expect(await pending(ds)).toBe(2);
   });
 });
 
@@ -187,6 +196,26 @@ describe("collect (one lead per organisation, whichever way it is recognised fir
   });
 });
 
+describe("collect (withdrawal is complete)", () => {
+  it("when a PTR domain turns out to be a network operator's (its ranges reach TRACKING_DNS_OPERATOR_PREFIXES), then the visits its name attributed go back to pending at the next learning step, although no event came from their range", async () => {
+    const ds = await dataset();
+    const [ip, domain] = [ispAddress(9), freshDomain()];
+    const ptr = (address: string) => ({ accountId: t.tenant.accountId, ip: address, networkType: "isp" as const, host: `gw.${domain}` });
+    await t.api.services.identities.recordPtrEvidence([ptr(ip)]);
+    await t.collect(ds, ip, [page(newVisitor(), 1)]);
+    await t.writer.drain();
+    expect(await leads(ds)).toMatchObject([{ organizationDomain: domain, identitySource: "reverse_dns", visitCount: 1 }]);
+
+    // the same name on 16 other /24s (the default threshold): an operator's, which names nobody
+    await t.api.services.identities.recordPtrEvidence(Array.from({ length: 16 }, () => ptr(ispAddress(9))));
+    expect(await t.api.services.identities.identityOf(t.tenant.accountId, ip, "isp")).toBeUndefined();
+    await t.collect(ds, ispAddress(), [page(newVisitor(), 2)]);
+    await t.writer.drain();
+    expect(await leads(ds)).toEqual([]);
+    expect(await pending(ds)).toBe(2);
+  });
+});
+
 describe("eraseDataSubject (pending events)", () => {
   it("when a person is erased, then their pending events and their e-mail's contribution to an identity are gone, and the receipt counts the events", async () => {
     const ds = await dataset();
@@ -210,5 +239,43 @@ describe("eraseDataSubject (pending events)", () => {
 
     await t.api.request().post("/v1/privacy/erasures").query(admin()).set(as(t.tenant.key)).send({ subjectEmail: email }).expect(200);
     expect(await t.api.services.identities.identityOf(t.tenant.accountId, ip, "isp")).toBeUndefined();
+  });
+
+  it("when the only person whose e-mail named an ISP address is erased, then the other visitors' visits of that address leave the lead before the erasure answers, and the receipt counts them", async () => {
+    const ds = await dataset();
+    const [ip, email] = [ispAddress(), `only.one@${freshDomain()}`];
+    await t.collect(ds, ip, [t.form(newVisitor(), { email })]);
+    await t.writer.drain();
+    const colleague = newVisitor();
+    await t.collect(ds, ip, [page(colleague, 1), page(colleague, 2)]);
+    await t.writer.drain();
+    expect(await leads(ds)).toMatchObject([{ visitCount: 2 }]);
+
+    const erased = await t.api.request().post("/v1/privacy/erasures").query(admin()).set(as(t.tenant.key)).send({ subjectEmail: email, datasetId: ds });
+    expect(erased.status).toBe(200);
+    expect(erased.body.counts).toMatchObject({ withdrawnVisits: 2, leadsRemoved: 1 });
+    expect(await leads(ds)).toEqual([]);
+    expect(await pending(ds)).toBe(2); // the colleague's page views, unlisted again
+  });
+});
+
+describe("retention (identities that lapse)", () => {
+  it("when the only evidence naming an ISP address's organisation lapses, then the retention job takes its visits back to pending at once", async () => {
+    const ds = await dataset();
+    const [ip, person] = [ispAddress(), newVisitor()];
+    await t.collect(ds, ip, [page(person, 1), t.form(person, { email: `lapsing@${freshDomain()}` })]);
+    await t.writer.drain();
+    expect(await leads(ds)).toHaveLength(1);
+    const config = testConfig();
+    offsetMs = (config.tracking.identities.windowDays + 1) * DAY;
+    try {
+      // pending events are kept (a window far beyond the jump): only the lapse is looked at
+      const result = await retention(t.api.db.prisma, config.retention, clock, { pendingDays: 3650, identities: t.api.services.identities }).purge();
+      expect(result.withdrawnVisits).toBeGreaterThanOrEqual(1); // with the lapsed attributions of the file's earlier tests
+    } finally {
+      offsetMs = 0;
+    }
+    expect(await leads(ds)).toEqual([]);
+    expect(await pending(ds)).toBe(2);
   });
 });

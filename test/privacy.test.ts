@@ -104,7 +104,7 @@ describe("eraseDataSubject", () => {
 
     const res = await erase({ visitorId: gone, datasetId: ds });
     expect(res.status, JSON.stringify(res.body)).toBe(200);
-    expect(res.body.counts).toEqual({ visitors: 1, visits: 3, formSubmissions: 0, queuedEvents: 0, pendingEvents: 0, webhookDeliveries: 0, leadsAdjusted: 1, leadsRemoved: 1 });
+    expect(res.body.counts).toEqual({ visitors: 1, visits: 3, formSubmissions: 0, queuedEvents: 0, pendingEvents: 0, withdrawnVisits: 0, webhookDeliveries: 0, leadsAdjusted: 1, leadsRemoved: 1 });
     const after = await t.leads(ds);
     expect(after).toHaveLength(1);
     expect(after[0]).toMatchObject({ organizationName: before.find((l) => l.visitCount === 3)!.organizationName, visitCount: 1 });
@@ -135,7 +135,7 @@ describe("eraseDataSubject", () => {
     expect((await erase({ visitorId: vid })).body.counts.visits).toBe(1);
     const again = await erase({ visitorId: vid });
     expect(again.status).toBe(200);
-    expect(again.body.counts).toEqual({ visitors: 0, visits: 0, formSubmissions: 0, queuedEvents: 0, pendingEvents: 0, webhookDeliveries: 0, leadsAdjusted: 0, leadsRemoved: 0 });
+    expect(again.body.counts).toEqual({ visitors: 0, visits: 0, formSubmissions: 0, queuedEvents: 0, pendingEvents: 0, withdrawnVisits: 0, webhookDeliveries: 0, leadsAdjusted: 0, leadsRemoved: 0 });
   });
 
   it("when the erasure names one dataset, then the same visitor id in another dataset stays", async () => {

@@ -132,10 +132,11 @@ export function declaredNetworks(db: Db) {
       return rows.map(({ dynamicLineNames, otherOrganizations, freeMailPeople, ...row }) => ({ ...row, conflicts: { dynamicLineNames, otherOrganizations, freeMailPeople } }));
     },
 
-    /** Removes a declaration of the account; 404 for an unknown id (another account's included). */
-    async remove(accountId: string, networkId: string): Promise<void> {
-      const removed = await db.$executeRaw`DELETE FROM "DeclaredNetwork" WHERE "accountId" = ${accountId} AND id = ${networkId}`;
-      if (removed === 0) throw new NotFound(`No declared network ${networkId} in this account`);
+    /** Removes a declaration of the account; 404 for an unknown id (another account's included). Its CIDR (what it attributed is withdrawn). */
+    async remove(accountId: string, networkId: string): Promise<string> {
+      const [removed] = await db.$queryRaw<{ cidr: string }[]>`DELETE FROM "DeclaredNetwork" WHERE "accountId" = ${accountId} AND id = ${networkId} RETURNING text(network) AS cidr`;
+      if (!removed) throw new NotFound(`No declared network ${networkId} in this account`);
+      return removed.cidr;
     },
   };
 }

@@ -139,6 +139,8 @@ export function identityStore(db: Db, { identities, reverseDns, now = () => new 
   /** PTR answers of IPv6 sites' gateways (::1 of the /48), by range, within the reverse DNS cache time. */
   const siteAnswers = memory<Promise<string | null>>();
   const recorded = memory<true>();
+  /** The (scope, range) pairs recomputed since the last `takeRecomputed`: where attributions may have lost their support (withdrawal, pending.ts). */
+  const recomputed = new Map<string, { scope: string; range: string }>();
 
   /** The scopes an account's look-ups read, its own first. */
   const scopesOf = (accountId: string) => (pooled ? [accountId, POOL] : [accountId]);
@@ -204,6 +206,7 @@ export function identityStore(db: Db, { identities, reverseDns, now = () => new 
       windowMs,
     });
     await tx.$executeRaw`DELETE FROM "NetworkIdentity" WHERE scope = ${scope} AND "range" = ${range}`;
+    recomputed.set(rangeKey(scope, range), { scope, range });
     if (!rows.length) return;
     await tx.$executeRaw`
       INSERT INTO "NetworkIdentity" (scope, "accountId", prefix, "range", "organizationDomain", "organizationName", source, confidence, guard, shared,
@@ -370,6 +373,16 @@ export function identityStore(db: Db, { identities, reverseDns, now = () => new 
   }
 
   const api = {
+    /**
+     * The ranges recomputed since the last call, and forgets them. Each caller that makes
+     * recomputations takes them (the learning step, erasure, retention), so the map stays small.
+     */
+    takeRecomputed(): { scope: string; range: string }[] {
+      const taken = [...recomputed.values()];
+      recomputed.clear();
+      return taken;
+    },
+
     /**
      * The identity of each address (undefined: none that attributes), in the order asked: a
      * declared network of the account holding it wins; else the decisive stored row (rules.ts)

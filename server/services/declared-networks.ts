@@ -8,7 +8,14 @@ import { decodeCursor, toPage } from "./paging.ts";
 
 type Schemas = components["schemas"];
 
-export function declaredNetworkService(access: AccessService, networks: DeclaredNetworks, { onDeclared }: { onDeclared?: (accountId: string, cidr: string) => void } = {}) {
+export interface DeclaredNetworkHooks {
+  /** A network was declared (its pending events are backfilled in the background). */
+  onDeclared?: (accountId: string, cidr: string) => void;
+  /** A declaration was removed: what it attributed is withdrawn before the answer. */
+  onRemoved?: (accountId: string, cidr: string) => Promise<void>;
+}
+
+export function declaredNetworkService(access: AccessService, networks: DeclaredNetworks, { onDeclared, onRemoved }: DeclaredNetworkHooks = {}) {
   return {
     /** 400 for the body comes before 403 for the acting user, as the spec orders them. */
     async declare(accountId: string, email: string, body: Schemas["DeclareNetwork"]): Promise<Schemas["CreateResponseDTOString"]> {
@@ -29,7 +36,8 @@ export function declaredNetworkService(access: AccessService, networks: Declared
 
     async remove(accountId: string, email: string, networkId: string): Promise<void> {
       await access.admin(accountId, email);
-      await networks.remove(accountId, networkId);
+      const cidr = await networks.remove(accountId, networkId);
+      await onRemoved?.(accountId, cidr);
     },
   };
 }

@@ -128,6 +128,7 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
     identities,
     write: (tx, rows) => writeEvents(tx, rows, { onIngested, identify }),
     onCommitted: () => jobs.wake(),
+    onLeadsRemoved: events.onLeadsRemoved,
     logger,
   });
   const ingestWiring: { deps: EnrichmentDeps; hooks: Pick<WriterOptions, "onIngested" | "identify" | "pending" | "onEnriched" | "evidence" | "onCommitted"> } = {
@@ -177,11 +178,17 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
       // a declared network's pending events are its organisation's: attributed in the background
       onDeclared: (accountId, cidr) =>
         void pending.backfillNetwork(accountId, cidr).catch((error: Error) => logger.warn("backfill of a declared network failed", { error: error.message })),
+      // what the declaration attributed goes back to pending unless other evidence names the same organisation
+      onRemoved: (accountId, cidr) =>
+        pending.withdrawNetwork(accountId, cidr).then(
+          () => undefined,
+          (error: Error) => logger.warn("withdrawal of a removed declaration failed", { error: error.message }),
+        ),
     }),
     // consent and retention settings, export and erasure of a data subject
-    privacy: privacyService(db, { access, now, ingestLog: config.ingestLog, identities }),
+    privacy: privacyService(db, { access, now, ingestLog: config.ingestLog, identities, onLeadsRemoved: events.onLeadsRemoved }),
     // the daily `retention` job (server/main.ts schedules it)
-    retention: registerRetentionJobs(db, jobs, retention, logger, now, { pendingDays: config.tracking.identities.pendingDays, identities }),
+    retention: registerRetentionJobs(db, jobs, retention, logger, now, { pendingDays: config.tracking.identities.pendingDays, identities, onLeadsRemoved: events.onLeadsRemoved }),
   };
 }
 

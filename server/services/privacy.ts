@@ -10,6 +10,7 @@ import { newId, normaliseEmail } from "../ids.ts";
 import { toProfile } from "./contacts.ts";
 import type { IngestLogConfig } from "../config.ts";
 import { eraseSubject } from "../tracking/privacy/erase-subject.ts";
+import type { OnLeadsRemoved } from "../tracking/write/lead-store.ts";
 import type { IdentityStore } from "../identity/identities.ts";
 import { exportPending, pendingVisitorsOf } from "../tracking/write/pending.ts";
 import type { QueueRow } from "../tracking/collect/events.ts";
@@ -42,7 +43,8 @@ function recordDto(row: { id: string; datasetId: string | null; subjectType: str
     subjectType: row.subjectType as ErasureRecord["subjectType"],
     actorUserId: Number(row.actorUserId),
     erasedAt: row.requestedAt.toISOString(),
-    counts: row.counts as ErasureCounts,
+    // receipts recorded before withdrawnVisits was counted read 0
+    counts: { withdrawnVisits: 0, ...(row.counts as Partial<ErasureCounts>) } as ErasureCounts,
   };
 }
 
@@ -79,7 +81,7 @@ function queuedEventDto({ datasetId, receivedAt, event }: QueueRow): Schemas["Ex
 /** `ingestLog`: the JetStream stream the collectors append to, when the service uses one (its waiting events are exported too). */
 export function privacyService(
   db: Db,
-  { access, now, ingestLog, identities }: { access: AccessService; now: () => Date; ingestLog?: IngestLogConfig; identities?: IdentityStore },
+  { access, now, ingestLog, identities, onLeadsRemoved }: { access: AccessService; now: () => Date; ingestLog?: IngestLogConfig; identities?: IdentityStore; onLeadsRemoved?: OnLeadsRemoved },
 ) {
   /** The datasets an operation reaches: the one named (404 when not the account's), else all of the account's. */
   async function datasetsOf(accountId: string, datasetId: string | undefined): Promise<string[]> {
@@ -137,7 +139,7 @@ export function privacyService(
       const actor = await access.admin(accountId, actorEmail);
       const subject = subjectOf(input);
       const scope = { accountId, datasetIds: await datasetsOf(accountId, input.datasetId), datasetId: input.datasetId ?? null, erasedAt: now() };
-      const counts = await eraseSubject(db, scope, subject, identities);
+      const counts = await eraseSubject(db, scope, subject, identities, onLeadsRemoved);
       const record = await db.privacyErasure.create({
         data: { id: newId("era"), accountId, datasetId: scope.datasetId, subjectType: subject.type, actorUserId: actor.userId, requestedAt: scope.erasedAt, counts: { ...counts } },
       });

@@ -11,10 +11,11 @@ import type { EnrichmentOutcome } from "../tracking/write/enrichment.ts";
 import type { IngestResult, Tx } from "../tracking/write/write-result.ts";
 import type { JobQueue } from "../jobs/queue.ts";
 import { notExcluded } from "../domain/exclusions.ts";
-import { oweCreatedEventOfHidden, settleOwedCreatedEvents } from "../tracking/write/lead-store.ts";
+import { oweCreatedEventOfHidden, type RemovalReason, type RemovedLead, settleOwedCreatedEvents } from "../tracking/write/lead-store.ts";
 import { insertDelivery } from "../notify/webhook-store.ts";
 
-export const EVENT_TYPES = ["lead.created", "lead.visited", "segment.lead_entered", "contact.enriched"] as const;
+/** The spec's WebhookEventType, in its order (a test ties them). */
+export const EVENT_TYPES = ["lead.created", "lead.visited", "lead.removed", "segment.lead_entered", "contact.enriched"] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 /** Sent only on request (POST .../test), whatever the endpoint subscribes to. */
 export const TEST_EVENT = "webhook.test";
@@ -236,7 +237,23 @@ export function webhookEvents(db: Db, jobs: Enqueue, { now = () => new Date(), w
     }
   }
 
-  return { publishEvent, onIngested, onEnriched, onSegmentEntered };
+  /**
+   * lead.removed for each removed lead the partner knew (shown, its lead.created published), in
+   * the removing transaction: `data` is the lead as it was, with `reason`. A lead that returns
+   * later is new: its next visit publishes lead.created again (one per life of the lead).
+   */
+  async function onLeadsRemoved(tx: Client, removed: readonly RemovedLead[], reason: RemovalReason): Promise<void> {
+    const known = removed.filter((lead) => lead.known);
+    if (!known.length) return;
+    const endpoints = await endpointsOf(tx, known.map((lead) => lead.accountId));
+    const at = now();
+    for (const { leadId, known: _, ...lead } of known) {
+      const data = { ...leadData({ ...lead, id: leadId } as Lead), reason };
+      await fanOut(tx, endpoints.get(lead.accountId) ?? [], { accountId: lead.accountId, type: "lead.removed", data }, at);
+    }
+  }
+
+  return { publishEvent, onIngested, onEnriched, onSegmentEntered, onLeadsRemoved };
 }
 
 export type WebhookEvents = ReturnType<typeof webhookEvents>;

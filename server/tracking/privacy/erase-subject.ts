@@ -20,7 +20,8 @@ import { eraseMentions, eraseQueued, eraseVisitors, jsonList, type Subject, visi
 import { recordTombstones, withErasureHold } from "../write/erasure-tombstones.ts";
 import type { IdentityStore } from "../../identity/identities.ts";
 import { emailOf, type QueueRow } from "../collect/events.ts";
-import { erasePending, pendingVisitorsOf } from "../write/pending.ts";
+import { erasePending, pendingVisitorsOf, withdrawInRanges } from "../write/pending.ts";
+import type { OnLeadsRemoved } from "../write/lead-store.ts";
 
 export interface ErasureScope {
   accountId: string;
@@ -52,7 +53,13 @@ async function emailsOf(db: Db, datasetIds: readonly string[], subject: Subject,
 }
 
 /** Erases the subject in every dataset of the scope; how much it erased. `identities`: the person's contribution to identities goes too. */
-export async function eraseSubject(db: Db, scope: ErasureScope, subject: Subject, identities?: IdentityStore): Promise<Schemas["ErasureCounts"]> {
+export async function eraseSubject(
+  db: Db,
+  scope: ErasureScope,
+  subject: Subject,
+  identities?: IdentityStore,
+  onLeadsRemoved?: OnLeadsRemoved,
+): Promise<Schemas["ErasureCounts"]> {
   const { accountId, erasedAt } = scope;
   const counts = zero();
   const [kind, value] = subject.type === "visitor" ? (["visitor", subject.visitorId] as const) : (["email", subject.email] as const);
@@ -67,7 +74,9 @@ export async function eraseSubject(db: Db, scope: ErasureScope, subject: Subject
     known.set(datasetId, ids);
   }
   // the evidence their forms gave, before their pending events go (a visitor's e-mail is read from them)
-  if (identities) await identities.eraseContributor(accountId, await identities.contributorKeys(await emailsOf(db, scope.datasetIds, subject, known)));
+  const contributors = identities ? await identities.contributorKeys(await emailsOf(db, scope.datasetIds, subject, known)) : [];
+  const rangesOfEvidence = await rangesOfContributors(db, accountId, contributors);
+  if (identities) await identities.eraseContributor(accountId, contributors);
   for (const datasetId of scope.datasetIds) counts.pendingEvents += await erasePending(db, datasetId, known.get(datasetId)!, subject);
   const erasedVisitors = new Map<string, string[]>();
   for (const datasetId of scope.datasetIds) {
@@ -78,15 +87,29 @@ export async function eraseSubject(db: Db, scope: ErasureScope, subject: Subject
       const ids = [...known.get(datasetId)!, ...joined];
       // counted apart: a try that waited too long for the lock is tried again
       const erased = zero();
-      await eraseVisitors(tx, datasetId, ids, erased);
+      const removed = await eraseVisitors(tx, datasetId, ids, erased);
+      if (removed.length) await onLeadsRemoved?.(tx, removed, "erased");
       return { ids, erased };
     });
     for (const [what, n] of Object.entries(erased)) counts[what as keyof typeof counts] += n;
     erasedVisitors.set(datasetId, ids);
     await eraseMentions(db, accountId, datasetId, ids, subject, counts);
   }
+  if (identities) {
+    // the other visitors' visits that only the person's evidence attributed go back to pending before the erasure answers
+    const withdrawn = await withdrawInRanges(db, identities, [...rangesOfEvidence, ...identities.takeRecomputed()], onLeadsRemoved);
+    counts.withdrawnVisits += withdrawn.visits;
+    counts.leadsRemoved += withdrawn.removedLeads.length;
+  }
   counts.queuedEvents += await eraseDeadLettered(db, accountId, erasedVisitors, subject);
   return counts;
+}
+
+/** The identity ranges the people's evidence lies in (what its removal recomputes), read before it goes. */
+async function rangesOfContributors(db: Db, accountId: string, contributors: readonly string[]): Promise<{ scope: string; range: string }[]> {
+  if (!contributors.length) return [];
+  return db.$queryRaw<{ scope: string; range: string }[]>`
+    SELECT DISTINCT scope, "range" FROM "IdentityEvidence" WHERE scope = ${accountId} AND contributor = ANY(${[...contributors]}::text[])`;
 }
 
 /** Visitors known by the address that are not among `known`. */

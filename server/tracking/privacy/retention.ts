@@ -23,12 +23,15 @@ import { purgeDeadLetters } from "../log/dead-letters.ts";
 import { purgeTombstones } from "../write/erasure-tombstones.ts";
 import type { JobQueue } from "../../jobs/queue.ts";
 import type { IdentityStore } from "../../identity/identities.ts";
-import { purgePending } from "../write/pending.ts";
+import { purgePending, withdrawInRanges } from "../write/pending.ts";
+import type { OnLeadsRemoved } from "../write/lead-store.ts";
 
 /** Pending events' window (TRACKING_PENDING_DAYS) and the identity store whose evidence expires (TRACKING_IDENTITY_DAYS). */
 export interface IdentityRetention {
   pendingDays: number;
   identities?: IdentityStore;
+  /** The leads that lapsed identities left without visits (their lead.removed). */
+  onLeadsRemoved?: OnLeadsRemoved;
 }
 
 export const RETENTION_JOB = "retention";
@@ -49,6 +52,8 @@ export interface RetentionResult {
   /** Identity evidence not renewed within TRACKING_IDENTITY_DAYS, and identities past their expiry. */
   identityEvidence: number;
   identities: number;
+  /** Visits whose identity lapsed (its evidence expired), taken back to pending. */
+  withdrawnVisits: number;
   /** DELETE statements run (each at most `batchSize` rows). */
   batches: number;
   /** The visits' month partitions made and dropped (a dropped month's visits are not in `visits`). */
@@ -76,7 +81,7 @@ export function retention(db: Db, config: RetentionConfig, now: () => Date, iden
       // whole months first: what they drop is not deleted row by row below
       const partitionResult = await partitions.maintain(at);
       const result: RetentionResult = {
-        visits: 0, formSubmissions: 0, visitors: 0, jobs: 0, webhookDeliveries: 0, tombstones: 0, deadLetters: 0, pendingEvents: 0, identityEvidence: 0, identities: 0, batches: 0,
+        visits: 0, formSubmissions: 0, visitors: 0, jobs: 0, webhookDeliveries: 0, tombstones: 0, deadLetters: 0, pendingEvents: 0, identityEvidence: 0, identities: 0, withdrawnVisits: 0, batches: 0,
         partitions: partitionResult,
       };
       result.visits = await inBatches(() => expireVisits(db, at, n), result);
@@ -96,9 +101,14 @@ export function retention(db: Db, config: RetentionConfig, now: () => Date, iden
       const pendingBefore = new Date(at.getTime() - identity.pendingDays * DAY_MS);
       result.pendingEvents = await inBatches(() => purgePending(db, pendingBefore, n), result);
       if (identity.identities) {
+        // identities past their time stop attributing: the ranges of those rows, and of the evidence that lapses (recomputed)
+        const lapsing = await db.$queryRaw<{ scope: string; range: string }[]>`SELECT DISTINCT scope, "range" FROM "NetworkIdentity" WHERE "expiresAt" <= ${at}`;
         const expired = await identity.identities.expire(n);
         result.identityEvidence = expired.evidence;
         result.identities = expired.identities;
+        // what they attributed goes back to pending at once, wherever those visits are
+        const withdrawn = await withdrawInRanges(db, identity.identities, [...lapsing, ...identity.identities.takeRecomputed()], identity.onLeadsRemoved);
+        result.withdrawnVisits = withdrawn.visits;
       }
       return result;
     },

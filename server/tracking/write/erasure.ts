@@ -5,7 +5,7 @@
 import { Prisma } from "../../../generated/prisma/client.ts";
 import type { Schemas } from "../../domain/types.ts";
 import { deleteDeliveriesNaming } from "../../notify/webhook-store.ts";
-import { subtractVisits } from "./lead-store.ts";
+import { type RemovedLead, subtractVisits } from "./lead-store.ts";
 type Tx = Prisma.TransactionClient;
 /** A transaction or the client itself (statements committed one by one). */
 type Client = Pick<Tx, "$queryRaw" | "$executeRaw">;
@@ -76,27 +76,28 @@ export const deliveriesOf = (accountId: string, datasetId: string, visitorIds: s
     AND (${data}->>'visitorId' IN ${jsonList(visitorIds)} ${byEmail})`;
 };
 
-export const zero = (): ErasureCounts => ({ visitors: 0, visits: 0, formSubmissions: 0, queuedEvents: 0, pendingEvents: 0, webhookDeliveries: 0, leadsAdjusted: 0, leadsRemoved: 0 });
+export const zero = (): ErasureCounts => ({ visitors: 0, visits: 0, formSubmissions: 0, queuedEvents: 0, pendingEvents: 0, withdrawnVisits: 0, webhookDeliveries: 0, leadsAdjusted: 0, leadsRemoved: 0 });
 
 /**
  * Visit counts lose the erased visits; visit times follow the visits left; a lead with none counted
  * is removed. Each lead is counted once: adjusted (it keeps visits) or removed.
  */
-async function adjustLeads(tx: Tx, datasetId: string, erased: { leadId: string; n: bigint }[], counts: ErasureCounts): Promise<void> {
+async function adjustLeads(tx: Tx, datasetId: string, erased: { leadId: string; n: bigint }[], counts: ErasureCounts): Promise<RemovedLead[]> {
   const { adjusted, removed } = await subtractVisits(tx, erased.map((e) => ({ datasetId, leadId: e.leadId, n: Number(e.n) })));
   counts.leadsAdjusted += adjusted;
-  counts.leadsRemoved += removed;
+  counts.leadsRemoved += removed.length;
+  return removed;
 }
 
-/** Erases the visitors' visits, forms and rows; their leads' counters follow. */
-export async function eraseVisitors(tx: Tx, datasetId: string, ids: string[], counts: ErasureCounts): Promise<void> {
+/** Erases the visitors' visits, forms and rows; their leads' counters follow. The leads left with no visit, removed. */
+export async function eraseVisitors(tx: Tx, datasetId: string, ids: string[], counts: ErasureCounts): Promise<RemovedLead[]> {
   const visits = await tx.$queryRaw<{ leadId: string; n: bigint }[]>`
     WITH gone AS (DELETE FROM "Visit" WHERE "datasetId" = ${datasetId} AND "visitorId" IN ${jsonList(ids)} RETURNING "leadId")
     SELECT "leadId", count(*) AS n FROM gone GROUP BY "leadId"`;
   counts.visits += visits.reduce((sum, v) => sum + Number(v.n), 0);
   counts.formSubmissions += await tx.$executeRaw`DELETE FROM "FormSubmission" WHERE "datasetId" = ${datasetId} AND "visitorId" IN ${jsonList(ids)}`;
   counts.visitors += await tx.$executeRaw`DELETE FROM "Visitor" WHERE "datasetId" = ${datasetId} AND id IN ${jsonList(ids)}`;
-  await adjustLeads(tx, datasetId, visits, counts);
+  return adjustLeads(tx, datasetId, visits, counts);
 }
 
 /** Erases other visitors' forms that carry a person's address, and the deliveries naming the subject (long scans). */

@@ -10,15 +10,47 @@ type Tx = Prisma.TransactionClient;
 type Raw = Pick<Tx, "$queryRaw" | "$executeRaw">;
 type LeadRef = { datasetId: string; leadId: string };
 
+/**
+ * A lead as it was when removed (left with no visit): its columns, and whether a partner could see
+ * it (no exclusion rule hid it, its lead.created was published): what its lead.removed carries.
+ */
+export type RemovedLead = LeadRef & {
+  accountId: string;
+  organizationName: string;
+  organizationDomain: string | null;
+  industry: string | null;
+  employeeCount: number | null;
+  country: string | null;
+  city: string | null;
+  firstVisitAt: Date;
+  lastVisitAt: Date;
+  visitCount: number;
+  identitySource: string;
+  identityConfidence: number;
+  /** Shown in listings when removed, and its lead.created was published: the partner knows it. */
+  known: boolean;
+};
+
 const keysOf = (refs: readonly LeadRef[]) => Prisma.join(refs.map((r) => Prisma.sql`(${r.datasetId}, ${r.leadId})`));
+
+/** Why a lead was removed: its visits withdrawn (the evidence no longer names it), or erased with a data subject. */
+export type RemovalReason = "withdrawn" | "erased";
+
+/** Told, in the removing transaction, of the leads removed (webhook-events.ts publishes their lead.removed). */
+export type OnLeadsRemoved = (tx: Tx, leads: readonly RemovedLead[], reason: RemovalReason) => Promise<void>;
 
 /**
  * Takes `n` visits from each lead's count; its first and last visit follow the visits left. A lead
  * left with none is deleted, unless `keepNetworkLeads` and its own network named it (such a lead
- * stands without the visits an identity gave it). Each lead counts once: adjusted or removed.
+ * stands without the visits an identity gave it). Each lead counts once: adjusted or removed (the
+ * removed ones listed, for their lead.removed event).
  */
-export async function subtractVisits(tx: Raw, taken: readonly (LeadRef & { n: number })[], { keepNetworkLeads = false } = {}): Promise<{ adjusted: number; removed: number }> {
-  if (!taken.length) return { adjusted: 0, removed: 0 };
+export async function subtractVisits(
+  tx: Raw,
+  taken: readonly (LeadRef & { n: number })[],
+  { keepNetworkLeads = false } = {},
+): Promise<{ adjusted: number; removed: RemovedLead[] }> {
+  if (!taken.length) return { adjusted: 0, removed: [] };
   const rows = JSON.stringify(taken);
   const updated = await tx.$executeRaw`
     UPDATE "Lead" l SET "visitCount" = GREATEST(l."visitCount" - r.n, 0),
@@ -26,11 +58,14 @@ export async function subtractVisits(tx: Raw, taken: readonly (LeadRef & { n: nu
       "lastVisitAt" = COALESCE((SELECT max(v.at) FROM "Visit" v WHERE v."datasetId" = l."datasetId" AND v."leadId" = l.id), l."lastVisitAt")
     FROM jsonb_to_recordset(${rows}::jsonb) AS r("datasetId" text, "leadId" text, n int)
     WHERE l."datasetId" = r."datasetId" AND l.id = r."leadId"`;
-  const removed = await tx.$executeRaw`
+  const removed = await tx.$queryRaw<RemovedLead[]>`
     DELETE FROM "Lead" l USING jsonb_to_recordset(${rows}::jsonb) AS r("datasetId" text, "leadId" text, n int)
     WHERE l."datasetId" = r."datasetId" AND l.id = r."leadId" AND l."visitCount" = 0
-      ${keepNetworkLeads ? Prisma.sql`AND l."identitySource" <> 'network'` : Prisma.empty}`;
-  return { adjusted: updated - removed, removed };
+      ${keepNetworkLeads ? Prisma.sql`AND l."identitySource" <> 'network'` : Prisma.empty}
+    RETURNING l."accountId", l."datasetId", l.id AS "leadId", l."organizationName", l."organizationDomain", l.industry, l."employeeCount",
+      l.country, l.city, l."firstVisitAt", l."lastVisitAt", l."visitCount", l."identitySource"::text AS "identitySource", l."identityConfidence",
+      (NOT l."createdEventPending" AND ${notExcluded}) AS known`;
+  return { adjusted: updated - removed.length, removed };
 }
 
 /**
