@@ -15,7 +15,7 @@ type Layers = readonly (readonly string[])[];
 const SERVER_LAYERS: Layers = [
   ["main.ts"],
   // what the process starts: the app, its moving parts, the demo, the cluster's workers, the listener
-  ["app.ts", "runtime.ts", "demo.ts", "cluster.ts", "listen.ts"],
+  ["app.ts", "runtime.ts", "demo.ts", "demo-banner.ts", "cluster.ts", "listen.ts"],
   ["routes", "lead-generator.ts"],
   ["http"],
   ["services"],
