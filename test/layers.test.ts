@@ -14,8 +14,10 @@ type Layers = readonly (readonly string[])[];
 /** server/'s folders and files, top to bottom. */
 const SERVER_LAYERS: Layers = [
   ["main.ts"],
+  // what the process prints for a person at the terminal (the demo's banner, which reads demo.ts's type)
+  ["demo-banner.ts"],
   // what the process starts: the app, its moving parts, the demo, the cluster's workers, the listener
-  ["app.ts", "runtime.ts", "demo.ts", "demo-banner.ts", "cluster.ts", "listen.ts"],
+  ["app.ts", "runtime.ts", "demo.ts", "cluster.ts", "listen.ts"],
   ["routes", "lead-generator.ts"],
   ["http"],
   ["services"],
