@@ -18,8 +18,18 @@ const perFile = {
   isolate: false,
 };
 
+/** The tiers whose tests start the service or a CLI: they run the build (test/support/build.ts). */
+const startsBuiltCode: readonly Tier[] = ["process", "external"];
+
 /** One vitest project per tier (test/tiers.ts): `vitest run --project unit --project api`. */
-const tierProject = (tier: Tier) => ({ test: { name: tier, include: TIERS[tier].map(testFile), ...perFile } });
+const tierProject = (tier: Tier) => ({
+  test: {
+    name: tier,
+    include: TIERS[tier].map(testFile),
+    globalSetup: startsBuiltCode.includes(tier) ? ["test/support/build.ts"] : [],
+    ...perFile,
+  },
+});
 
 export default defineConfig({
   test: {
