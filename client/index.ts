@@ -13,7 +13,7 @@ import createClient, {
   type ParseAsResponse,
 } from "openapi-fetch";
 // `.js`: the published declarations keep this specifier, and there it names openapi.d.ts.
-import type { components, operations, paths } from "../generated/openapi-client.js";
+import type { components, operations, paths } from "../generated/openapi.js";
 
 export type { components, operations, paths };
 export type { Middleware };

@@ -1501,7 +1501,7 @@ export interface components {
              * @default member
              * @enum {string}
              */
-            role: "admin" | "member";
+            role?: "admin" | "member";
             /** @description Datasets of the account the user is associated with. */
             datasetIds?: components["schemas"]["DatasetId"][];
         };
@@ -1719,12 +1719,12 @@ export interface components {
              * @description Tags to add to the lead.
              * @default []
              */
-            add: components["schemas"]["Tag"][];
+            add?: components["schemas"]["Tag"][];
             /**
              * @description Tags to remove from the lead.
              * @default []
              */
-            remove: components["schemas"]["Tag"][];
+            remove?: components["schemas"]["Tag"][];
         };
         /**
          * @example {
@@ -1927,7 +1927,7 @@ export interface components {
             /** @description Only this dataset; when omitted, all datasets of the account. */
             datasetId?: components["schemas"]["DatasetId"];
             /** @default day */
-            granularity: components["schemas"]["Granularity"];
+            granularity?: components["schemas"]["Granularity"];
         };
         /**
          * @example {
@@ -3209,7 +3209,7 @@ export interface components {
             url: components["schemas"]["WebhookUrl"];
             eventTypes: components["schemas"]["WebhookEventType"][];
             /** @default true */
-            enabled: boolean;
+            enabled?: boolean;
         };
         /**
          * @example {

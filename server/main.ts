@@ -7,10 +7,9 @@
 import { fork } from "node:child_process";
 import { once } from "node:events";
 import { createServer } from "node:net";
-import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { clusterRole, startWorkers } from "./cluster.ts";
 import { loadConfig } from "./config.ts";
+import { programModule } from "./paths.ts";
 import { ensureWritable } from "./db/data-dir.ts";
 import { probeDatabaseOrExit } from "./db/probe.ts";
 import { BannerReminder, demoBanner, demoReminder } from "./demo-banner.ts";
@@ -246,8 +245,8 @@ async function importServiceModules() {
 async function prepareIpData(): Promise<void> {
   if (ipDataPrepared()) return;
   logger.info("preparing the IP-to-network data (once per data version: 10 to 30 s, beside the database's start)");
-  const script = path.join(path.dirname(fileURLToPath(import.meta.url)), "tracking", "ipdata", "prepare-ip-data.ts");
-  const child = fork(script, config.tracking.ipDataCacheDir ? [config.tracking.ipDataCacheDir] : [], { execArgv: ["--import", "tsx"], stdio: ["ignore", "inherit", "inherit", "ipc"] });
+  const script = programModule(import.meta.url, "./tracking/ipdata/prepare-ip-data");
+  const child = fork(script.file, config.tracking.ipDataCacheDir ? [config.tracking.ipDataCacheDir] : [], { execArgv: script.execArgv, stdio: ["ignore", "inherit", "inherit", "ipc"] });
   const stopChild = () => child.kill();
   process.on("exit", stopChild); // a start that fails meanwhile leaves nothing running
   await once(child, "exit").catch(() => {}); // not started: the resolver prepares the data here

@@ -2,11 +2,11 @@
 // (the tracking script and collector).
 import { readFileSync } from "node:fs";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { parse } from "yaml";
 import type { OpenAPIV3 } from "express-openapi-validator/dist/framework/types.js";
+import { fromRoot } from "./paths.ts";
 
-const specDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../spec");
+const specDir = fromRoot("spec");
 export const specPath = path.join(specDir, "openapi.yaml");
 export const collectorSpecPath = path.join(specDir, "collector.yaml");
 

@@ -6,15 +6,17 @@ import path from "node:path";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
 import { hermeticEnv } from "./support/config.ts";
+import { builtProgram } from "./support/server-process.ts";
 
 const run = promisify(execFile);
+const ADMIN = builtProgram("scripts/admin");
 const root = path.resolve(import.meta.dirname, "..");
 // a process of its own each: slow on a busy machine
 const slow = 60_000;
 
 /** The command's exit code and output, also when it fails; a database it tried to open would not answer. */
 const admin = (...args: string[]) =>
-  run(process.execPath, ["--import", "tsx", "scripts/admin.ts", ...args], {
+  run(ADMIN[0]!, [...ADMIN.slice(1), ...args], {
     cwd: root,
     env: hermeticEnv({ PATH: process.env.PATH, HOME: process.env.HOME, DATABASE_URL: "postgresql://postgres@127.0.0.1:1/none" }),
     timeout: slow,

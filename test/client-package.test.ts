@@ -97,8 +97,8 @@ describe("the packed client", () => {
       "package/README.md",
       "package/dist/client/index.d.ts",
       "package/dist/client/index.js",
-      "package/dist/generated/openapi-client.d.ts",
-      "package/dist/generated/openapi-client.js",
+      "package/dist/generated/openapi.d.ts",
+      "package/dist/generated/openapi.js",
       "package/package.json",
     ]);
     const manifest = JSON.parse((await run("tar", ["-xzOf", tarball, "package/package.json"])).stdout);

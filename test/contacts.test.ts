@@ -14,8 +14,10 @@ import { createServices } from "../server/services/index.ts";
 import { startTestApi, type TestApi } from "./support/api.ts";
 import { migratedDataDir } from "./support/database.ts";
 import { hermeticEnv, testConfig } from "./support/config.ts";
+import { builtProgram } from "./support/server-process.ts";
 
 const run = promisify(execFile);
+const ADMIN = builtProgram("scripts/admin");
 const root = path.resolve(import.meta.dirname, "..");
 const dir = mkdtempSync(path.join(os.tmpdir(), "contacts-"));
 let api: TestApi;
@@ -158,7 +160,7 @@ describe("operator commands", () => {
   const slow = 120_000;
   const dataDir = path.join(dir, "cli-db");
   const admin = (...args: string[]) =>
-    run(process.execPath, ["--import", "tsx", "scripts/admin.ts", ...args], {
+    run(ADMIN[0]!, [...ADMIN.slice(1), ...args], {
       cwd: root,
       env: hermeticEnv({ ...process.env, DATA_DIR: dataDir, DATABASE_URL: "" }),
     });

@@ -50,7 +50,7 @@ describe("DNS in tests and benchmarks", () => {
 
   it("when a test or benchmark starts the service, the writer or an operator command, then its environment goes through hermeticEnv", () => {
     const starter = /\b(spawn|execFile|execFileSync|fork)\b/; // called, or promisified as `run`
-    const entryPoint = /server\/main\.ts|scripts\/(ingest|admin|migrations)\.ts|SERVICE_COMMAND|NPM_START/;
+    const entryPoint = /server\/main\.ts|scripts\/(ingest|admin|migrations)\.ts|SERVICE_COMMAND|NPM_START|builtProgram\(/;
     const files = ["test", "test/support", "bench"].flatMap((dir) =>
       readdirSync(path.join(root, dir)).filter((name) => name.endsWith(".ts")).map((name) => path.join(dir, name)),
     );

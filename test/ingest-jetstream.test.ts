@@ -17,13 +17,14 @@ import { createLogger } from "../server/logging.ts";
 import { hermeticEnv } from "./support/config.ts";
 import { eventually } from "./support/eventually.ts";
 import { deleteStream, logConfigOf, messagesLeft, NATS_URL, natsServerBinary, privateNats, reachable, uniqueLogEnv } from "./support/jetstream.ts";
-import { type ServerDatabase, type ServerProcess, prepareServerDatabase, startServerProcess } from "./support/server-process.ts";
+import { builtProgram, type ServerDatabase, type ServerProcess, prepareServerDatabase, startServerProcess } from "./support/server-process.ts";
 import { ADDRESSES, BROWSER_UA, ONLY_EVIDENCE, startTracking, testTrackingConfig, type TrackingSuite, wiredWriter } from "./support/tracking.ts";
 
 const available = await reachable();
 if (!available) console.log(`JetStream ingest log tests skipped: no NATS server at ${NATS_URL} (start one: nats-server -a 127.0.0.1 -p 4222 -js)`);
 
 const root = path.resolve(import.meta.dirname, "..");
+const INGEST = builtProgram("scripts/ingest");
 const EVENTS_PER_REQUEST = 5;
 const quietLogger = createLogger("silent");
 
@@ -94,7 +95,7 @@ function loadOn(port: () => number, datasetId: string, from: number, parallel = 
 
 /** `npm run ingest` on the ingest log of `env`. */
 function startWriterProcess(env: Record<string, string>): ChildProcess {
-  return spawn(process.execPath, ["--import", "tsx", "scripts/ingest.ts"], {
+  return spawn(INGEST[0]!, INGEST.slice(1), {
     cwd: root,
     env: hermeticEnv({ PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: "warn", ...env }),
     stdio: ["ignore", "ignore", "inherit"],

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newEncryptionKey } from "../server/security/secret-box.ts";
 import { createServices } from "../server/services/index.ts";
 import { eventually } from "./support/eventually.ts";
-import { type ServerDatabase, type ServerProcess, fetchThrough503, prepareServerDatabase, processTestBound, startServerProcess } from "./support/server-process.ts";
+import { builtProgram, type ServerDatabase, type ServerProcess, fetchThrough503, prepareServerDatabase, processTestBound, startServerProcess } from "./support/server-process.ts";
 import { ADDRESSES, BROWSER_UA } from "./support/tracking.ts";
 import { hermeticEnv, testConfig } from "./support/config.ts";
 
@@ -33,6 +33,7 @@ let database: ServerDatabase;
 let service: ServerProcess;
 let writer: ChildProcess | undefined;
 const hooks = receiver();
+const INGEST = builtProgram("scripts/ingest");
 const env = () => ({
   ...database.envFor(0),
   CTD_ENCRYPTION_KEY: newEncryptionKey().toString("hex"),
@@ -71,7 +72,7 @@ describe("npm run ingest", () => {
     const query = new URLSearchParams({ formTracking: "true", contactEnrichment: "true", allowIpMasking: "false", formInputAttribute: "name", email: tenant.admin.email });
     expect((await call("PUT", `/v1/datasets/${datasetId}/form-tracking?${query}`)).status).toBe(204);
 
-    writer = spawn(process.execPath, ["--import", "tsx", "scripts/ingest.ts"], {
+    writer = spawn(INGEST[0]!, INGEST.slice(1), {
       cwd: path.resolve(import.meta.dirname, ".."),
       env: hermeticEnv({ PATH: process.env.PATH, HOME: process.env.HOME, ...settings, INGEST_POLL_MS: "100" }),
       stdio: ["ignore", "ignore", "inherit"],

@@ -31,6 +31,7 @@ const SERVER_LAYERS: Layers = [
   ["security", "db"],
   ["domain", "contract.ts"],
   ["config.ts", "logging.ts", "metrics.ts", "ids.ts", "seeded-random.ts", "spec.ts"],
+  ["paths.ts"],
 ];
 
 /**

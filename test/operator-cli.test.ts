@@ -8,9 +8,10 @@ import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { generateProfile } from "../server/contacts/generate.ts";
 import { hermeticEnv } from "./support/config.ts";
-import { type ServerDatabase, type ServerProcess, prepareServerDatabase, processTestBound, startServerProcess } from "./support/server-process.ts";
+import { builtProgram, type ServerDatabase, type ServerProcess, prepareServerDatabase, processTestBound, startServerProcess } from "./support/server-process.ts";
 
 const run = promisify(execFile);
+const ADMIN = builtProgram("scripts/admin");
 const root = path.resolve(import.meta.dirname, "..");
 // Each command is a process of its own, and the service one more: slow on a busy machine.
 const slow = processTestBound(1);
@@ -28,7 +29,7 @@ afterAll(async () => {
 }, slow);
 
 const admin = (...args: string[]) =>
-  run(process.execPath, ["--import", "tsx", "scripts/admin.ts", ...args], {
+  run(ADMIN[0]!, [...ADMIN.slice(1), ...args], {
     cwd: root,
     env: hermeticEnv({ PATH: process.env.PATH, HOME: process.env.HOME, DATABASE_URL: "", ...database.envFor(0) }),
     timeout: slow,

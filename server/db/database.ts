@@ -6,7 +6,6 @@
 import { fork } from "node:child_process";
 import { once } from "node:events";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { PGlite } from "@electric-sql/pglite";
 import { PrismaPg } from "@prisma/adapter-pg";
 import pg from "pg";
@@ -20,6 +19,7 @@ import type { EmbeddedMessage } from "./embedded-process.ts";
 import { SOCKET_PORT } from "./embedded-server.ts";
 import { applyMigrations } from "./migrations.ts";
 import { databaseProblem, probe } from "./probe.ts";
+import { programModule } from "../paths.ts";
 
 export { DatabaseLockedError, databaseProblem };
 
@@ -60,7 +60,7 @@ export interface OpenOptions {
 const EMBEDDED_START_MS = 180_000;
 /** How long it may take to close cleanly once asked. */
 const EMBEDDED_CLOSE_MS = 60_000;
-const embeddedProcessPath = path.join(path.dirname(fileURLToPath(import.meta.url)), "embedded-process.ts");
+const embeddedProcess = programModule(import.meta.url, "./embedded-process");
 
 /**
  * The pool's bounds (README, "A stopped database"): waiting for a connection, a statement on the
@@ -146,7 +146,7 @@ async function openEmbedded(dataDir: string, options: OpenOptions, timeouts: Dat
     return onPool("pglite", socketPool(owner.socketDir, connections, timeouts), timeouts, async () => [], async () => {});
   }
   if (owner) throw new DatabaseLockedError(lockedMessage(dataDir, owner));
-  const child = fork(embeddedProcessPath, [dataDir], { execArgv: ["--import", "tsx"], stdio: ["ignore", "inherit", "inherit", "ipc"] });
+  const child = fork(embeddedProcess.file, [dataDir], { execArgv: embeddedProcess.execArgv, stdio: ["ignore", "inherit", "inherit", "ipc"] });
   const message = await Promise.race([
     once(child, "message").then(([m]) => m as EmbeddedMessage),
     once(child, "exit").then(([code]): EmbeddedMessage => ({ type: "failed", locked: false, message: `exited with ${code}` })),

@@ -5,7 +5,6 @@
 import { readdir, readFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { PGlite } from "@electric-sql/pglite";
 import {
   bindMigrationAwareSqlAdapterFactory,
@@ -13,10 +12,10 @@ import {
 } from "@prisma/driver-adapter-utils";
 import { PrismaPGlite } from "pglite-prisma-adapter";
 import type { MigrationList, SchemaEngine } from "@prisma/schema-engine-wasm";
+import { fromRoot } from "../paths.ts";
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
-export const migrationsDir = path.join(root, "prisma/migrations");
-export const schemaPath = path.join(root, "prisma/schema.prisma");
+export const migrationsDir = fromRoot("prisma/migrations");
+export const schemaPath = fromRoot("prisma/schema.prisma");
 
 type EngineModule = typeof import("@prisma/schema-engine-wasm");
 let engineModule: Promise<EngineModule> | undefined;

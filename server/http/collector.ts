@@ -16,6 +16,7 @@ import { PERCENT_ENCODING_MESSAGE, parseQuery } from "./form-encoding.ts";
 import { nestsDeeperThan, TOO_DEEP_MESSAGE } from "./json-depth.ts";
 import { breaksTextRule, type JsonPath, TEXT_RULE_MESSAGE, textRuleBreaks } from "./text-rule.ts";
 import type { TrackingConfig } from "../config.ts";
+import { fromRoot } from "../paths.ts";
 import { cookielessVisitorIds } from "../tracking/collect/cookieless.ts";
 import type { TrackedDataset, TrackedDatasets } from "../tracking/collect/datasets.ts";
 import { demoConsentScript, demoPage } from "../tracking/collect/demo-page.ts";
@@ -44,7 +45,7 @@ export interface CollectorDeps {
 }
 
 /** The script without its header and whole-line comments: they are for its readers here, not for every page's download. */
-const scriptSource = readFileSync(new URL("../tracking/collect/script.js", import.meta.url), "utf8")
+const scriptSource = readFileSync(fromRoot("server/tracking/collect/script.js"), "utf8")
   .replace(/^\/\*[\s\S]*?\*\/\n/, "")
   .replace(/^[ \t]*\/\/.*\n/gm, "");
 const PIXEL = Buffer.from("R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7", "base64");

@@ -5,12 +5,12 @@
 import { existsSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { type Request, type RequestHandler, type Response, Router } from "express";
 import { parse } from "yaml";
+import { fromRoot } from "../paths.ts";
 import { withCurlSamples } from "./code-samples.ts";
 
-const specDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../spec");
+const specDir = fromRoot("spec");
 const redocBundle = createRequire(import.meta.url).resolve("redoc/bundles/redoc.standalone.js");
 
 /**

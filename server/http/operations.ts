@@ -3,7 +3,7 @@
 import express, { type Request, type RequestHandler, type Response, type Router } from "express";
 import type { operations } from "../../generated/openapi.ts";
 import { type Contract, type Operation, type OperationId, operationsOf, type SpecDocument } from "../contract.ts";
-import type { QueryOf } from "../domain/types.ts";
+import type { QueryOf, WithDefaults } from "../domain/types.ts";
 import type { Auth } from "./auth.ts";
 import { BadRequestError, MethodNotAllowedError, NotFoundError, ResponseViolation } from "./errors.ts";
 import type { ResponseCheck } from "./response-check.ts";
@@ -21,7 +21,7 @@ export type HeaderOf<K extends OperationId> = Defined<Parameters<K>["header"]>;
 export type BodyOf<K extends OperationId> = operations[K] extends {
   requestBody: { content: { "application/json": infer B } };
 }
-  ? B
+  ? WithDefaults<B>
   : undefined;
 
 type Responses<K extends OperationId> = operations[K]["responses"];

@@ -6,7 +6,8 @@
 // name under one of these domains names the operator, never the visitor behind the line; an
 // e-mail address under one is a subscriber's mailbox or an operator employee's, never an office's.
 // The identity store adds the operators it learns from PTR statistics (identities.ts).
-import { createRequire } from "node:module";
+import { readFileSync } from "node:fs";
+import { fromRoot } from "../paths.ts";
 
 export type OperatorKind = "access" | "mobile" | "hosting";
 
@@ -26,7 +27,8 @@ export interface OperatorEntry {
   naming: string;
 }
 
-export const OPERATORS = createRequire(import.meta.url)("./operator-domains.json") as readonly OperatorEntry[];
+// read from the project root, so that the built service (dist/) finds it too (server/paths.ts)
+export const OPERATORS = JSON.parse(readFileSync(fromRoot("server/identity/operator-domains.json"), "utf8")) as readonly OperatorEntry[];
 
 const byDomain = new Map(OPERATORS.flatMap((entry) => entry.domains.map((domain) => [domain, entry] as const)));
 const byAsn = new Map(OPERATORS.flatMap((entry) => entry.asns.map(({ asn }) => [asn, entry] as const)));

@@ -2,13 +2,14 @@
 import type { components } from "../../generated/openapi.ts";
 import type { Db } from "../db/database.ts";
 import { Invalid, NotFound } from "../domain/errors.ts";
+import type { WithDefaults } from "../domain/types.ts";
 import { assignLead, updateTags } from "../tracking/write/lead-store.ts";
 import type { SegmentEntryService } from "./segment-entries.ts";
 import type { AccessService } from "./access.ts";
 import { normaliseTags } from "./tags.ts";
 
 type Schemas = components["schemas"];
-export type LeadTagsUpdate = Schemas["LeadTagsUpdateRequest"];
+export type LeadTagsUpdate = WithDefaults<Schemas["LeadTagsUpdateRequest"]>;
 export type LeadAssignment = Schemas["LeadAssignRequest"];
 
 const leadNotFound = (datasetId: string, leadId: string) => new NotFound(`Dataset ${datasetId} has no lead ${leadId}`);

@@ -1,4 +1,4 @@
-// server/main.ts as a child process, the way operators run it: for the tests of shutdown, of
+// The service (built: dist/server/main.js) as a child process, the way operators run it: for the tests of shutdown, of
 // several instances sharing one rate limit and of a restart during certificate provisioning. Its log lines join the run's e-mail/key check.
 // Its environment is hermetic (config.ts hermeticEnv): no DNS query leaves this machine.
 import { expect } from "vitest";
@@ -45,8 +45,18 @@ export interface ServerProcess {
   stop(signal: NodeJS.Signals): Promise<number | null>;
 }
 
+/**
+ * A program of the build (dist/, `npm run build`), as `npm start` and `npm run admin` run it; the
+ * process and external tiers build it once per run (test/support/build.ts).
+ */
+export const builtProgram = (module: "server/main" | "scripts/admin" | "scripts/ingest"): string[] => [
+  process.execPath,
+  "--enable-source-maps",
+  path.join(root, "dist", `${module}.js`),
+];
+
 /** How the service is started: as node runs it, or as a user does (`npm start`). */
-export const SERVICE_COMMAND = [process.execPath, "--import", "tsx", "server/main.ts"];
+export const SERVICE_COMMAND = builtProgram("server/main");
 export const NPM_START = ["npm", "start", "--silent"];
 
 /** How long a service process may take to listen: seconds on a quiet machine, over 100 s with two suites at once on 2 cores. */

@@ -46,8 +46,9 @@
 // towns (One.com, Wasabi, ETAPA, iAdvantage, NAVER Cloud) look like an enterprise's own network
 // here, multinationals' networks spread like a hoster's (Accenture), and a company's "Internet"
 // unit with an old enterprise's address space (FedEx Internet Technologies) reads as an ISP.
-import { createRequire } from "node:module";
+import { readFileSync } from "node:fs";
 import { carrierNames } from "./mobile-carriers.ts";
+import { fromRoot } from "../../paths.ts";
 import type { NetworkType } from "../../domain/types.ts";
 import type { NetworkEvidence } from "./network-evidence.ts";
 import { isEducationInstitutionName, isGovernmentName } from "./public-bodies.ts";
@@ -84,7 +85,7 @@ export interface CuratedNetwork {
   siblings?: false;
 }
 
-export const CURATED_NETWORKS = createRequire(import.meta.url)("./curated-networks.json") as readonly CuratedNetwork[];
+export const CURATED_NETWORKS = JSON.parse(readFileSync(fromRoot("server/tracking/ipdata/curated-networks.json"), "utf8")) as readonly CuratedNetwork[];
 
 const curated = new Map<number, NetworkType>(CURATED_NETWORKS.map((entry) => [entry.asn, entry.type]));
 
