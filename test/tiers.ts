@@ -11,9 +11,13 @@ export const TIERS = {
     "bench-match",
     "client-types",
     "config",
+    "demo-banner",
     "generated-types",
+    "identity-rules",
     "layers",
     "network-classification",
+    "operator-domains",
+    "readme",
     "secret-box",
     "spec-examples",
     "start-up-waits",
@@ -26,13 +30,14 @@ export const TIERS = {
     "bulk-lookup",
     "client",
     "collector-robustness",
-    "contract-rules",
     "contract",
+    "contract-rules",
     "credit-reports",
     "custom-tracking-domains", // no pebble: only its free-port helper
     "database-faults",
     "datasets",
     "dead-letter-privacy",
+    "declared-attribution",
     "declared-networks",
     "demo",
     "domain-evidence",
@@ -50,6 +55,7 @@ export const TIERS = {
     "jobs",
     "key-cache",
     "lead-operations",
+    "lead-removed",
     "lead-score",
     "leads",
     "lookup",
@@ -57,24 +63,26 @@ export const TIERS = {
     "network-overrides",
     "operator",
     "pending-identities",
-    "privacy-concurrent",
     "privacy",
+    "privacy-concurrent",
     "rate-limit",
     "retention",
     "segment-alerts",
     "segment-preferences",
     "segments",
-    "tracking-capture",
+    "spec-valid-requests",
     "tracking",
+    "tracking-capture",
     "transport", // runs openssl once for a certificate, no service or CLI
     "user-datasets",
-    "users-list",
     "users",
+    "users-list",
     "webhook-address-guard",
     "webhooks",
   ],
   process: [
     "admin-cli",
+    "bench-load-agent",
     "client-package",
     "cluster", // node:cluster workers of one service process, not the NATS cluster
     "contacts",
@@ -106,7 +114,7 @@ export type Tier = keyof typeof TIERS;
  * Files outside the unit tier that open no database: CI runs them once (on PGlite), not again on
  * PostgreSQL. admin-cli's commands fail before reaching one (an address nothing answers on).
  */
-export const WITHOUT_DATABASE: readonly string[] = ["admin-cli"];
+export const WITHOUT_DATABASE: readonly string[] = ["admin-cli", "bench-load-agent"];
 
 /** The path vitest matches for a file named in TIERS. */
 export const testFile = (name: string): string => `test/${name}.test.ts`;
