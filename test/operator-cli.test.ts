@@ -86,6 +86,6 @@ describe("operator commands beside a running service", () => {
     expect(JSON.parse(listed.stdout)).toEqual([]);
     const { code, stdout, stderr } = await outcome("dead-letters", "drop", "987654321");
     expect({ code, stdout, stderr }).toEqual({ code: 1, stdout: "", stderr: "no dead letter 987654321\n" });
-    expect((await outcome("dead-letters", "replay")).stderr).toMatch(/^name the dead letter: dead-letters replay ID\n/);
+    expect((await outcome("dead-letters", "replay")).stderr).toMatch(/^name the dead letter, or replay them all: dead-letters replay ID \| --all\n/);
   }, slow);
 });
