@@ -552,6 +552,7 @@ export function loadOperatorConfig(env: Record<string, string | undefined>): Con
 }
 
 /** Reads the configuration once (server/main.ts at start-up, scripts/); everything below gets it passed in. */
+// Why long: one mapping of every environment variable to its field of Config, read top to bottom beside the schema above.
 export function loadConfig(env: Record<string, string | undefined>): Config {
   const parsed = environment.safeParse(env);
   if (!parsed.success) {

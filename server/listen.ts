@@ -23,6 +23,7 @@ export const DRAIN_IDLE_GRACE_MS = 1_000;
 /** At most this many connections (one per loop turn) are taken from the backlog after the signal. */
 const MAX_BACKLOG_TURNS = 1_024;
 
+// Why long: the server's options, its requests in flight and its drain on shutdown share one set and flag; in one place the drain's order reads top to bottom.
 export async function listen(app: RequestListener, options: ListenOptions, logger: Logger): Promise<RunningServer> {
   const { timeouts, limits, tls } = options;
   const serverOptions: http.ServerOptions = {

@@ -162,6 +162,7 @@ const methodNotAllowed =
   (_req, _res, next) =>
     next(new MethodNotAllowedError(allow));
 
+// Why long: the collector's routes share its rate limiters, cookieless ids and grouped appends made here; issue 37 item 4 makes it a module.
 export function collectorRoutes(deps: CollectorDeps): Router {
   const { db, datasets, config, now = () => new Date(), log = tableLog(db) } = deps;
   const perIp = new RateLimiterMemory({ points: config.ipRequestsPerMinute, duration: 60 });

@@ -130,6 +130,7 @@ export function purgeFinishedJobs(db: Pick<PrismaClient, "$executeRaw">, before:
 }
 
 /** `pollMs`: how often an idle queue looks for due jobs (JOB_POLL_MS, server/config.ts). */
+// Why long: a factory whose methods share the poll loop's state (kinds, jobs in hand, timer); issue 37 item 5 moves the queue to pg-boss.
 export function createJobQueue(db: PrismaClient, logger: Logger, options: { pollMs: number; now?: () => Date }): JobQueue {
   const { pollMs } = options;
   const now = options.now ?? (() => new Date());

@@ -32,6 +32,7 @@ export interface WebhookWorkerOptions {
 }
 
 /** Registers the `webhook` job kind on the queue. */
+// Why long: one job handler: a delivery's whole attempt (checks, send, record, retry or give up) in its order.
 export function registerWebhookJobs(db: Db, jobs: JobQueue, options: WebhookWorkerOptions): void {
   const { config, secrets, logger, now = () => new Date(), onEndpointDisabled } = options;
   const send = options.sender ?? createSender({ timeoutMs: config.timeoutMs, allowPrivateAddresses: config.allowPrivateAddresses, now });

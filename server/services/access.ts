@@ -10,6 +10,7 @@ export interface Member {
   role: "admin" | "member";
 }
 
+// Why long: a service factory whose methods share its dependencies; issue 37 item 4 makes it a module with explicit dependencies.
 export function accessService(db: Db) {
   const memberWhere = (accountId: string, where: { userId: bigint } | { email: string }) =>
     db.membership.findFirst({

@@ -54,6 +54,7 @@ interface KeyRecord {
 }
 
 /** `sql` runs the key check on the driver (every request makes one); `db` the rest. */
+// Why long: a service factory whose methods share its dependencies; issue 37 item 4 makes it a module with explicit dependencies.
 export function accountService(db: Db, sql: Sql, { keyCacheMs = KEY_CACHE_MS } = {}) {
   /** Key records by key hash; only keys that exist (an unknown key is looked up every time). */
   const keyRecords = new Map<string, KeyRecord>();

@@ -86,6 +86,7 @@ export async function enqueueCertificateJob(queue: JobQueue, tx: Tx | Db, domain
 
 export const certificateDedupeKey = (domainId: bigint, generation: number) => `${CERTIFICATE_JOB_KIND}:${domainId}:${generation}`;
 
+// Why long: a service factory whose methods share its dependencies; issue 37 item 4 makes it a module with explicit dependencies.
 export function certificateJobService(db: Db, { config, logger, queue, pollMs }: CertificateJobDeps) {
   const box = secretBox(() => resolveEncryptionKey(config, logger)); // asked for on first use
   const checkCname: CnameCheck = cnameChecker(config.dns);

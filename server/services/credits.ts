@@ -128,6 +128,7 @@ export interface BulkChargeHooks {
 type Tx = Prisma.TransactionClient;
 
 /** `sql` runs the look-up's statements on the driver (the hot path); `db` the rest. */
+// Why long: a service factory whose methods share its dependencies; issue 37 item 4 makes it a module with explicit dependencies.
 export function creditService(db: Db, sql: Sql) {
   async function attempt(charge: Charge): Promise<Attempt> {
     const [row] = await sql<Attempt>(chargeStatement(charge));

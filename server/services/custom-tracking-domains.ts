@@ -18,6 +18,7 @@ type Outcome = Awaited<ReturnType<CertificateJobService["waitForOutcome"]>>;
 
 const GET_PATH = "GET /v1/management/ctd";
 
+// Why long: a service factory whose methods share its dependencies; issue 37 item 4 makes it a module with explicit dependencies.
 export function trackingDomainService(db: Db, access: AccessService, config: TrackingDomainConfig, jobs: CertificateJobService) {
   const checkCname = cnameChecker(config.dns);
   const record = (name: string): Schemas["DnsRecord"] => ({ type: "CNAME", name, value: config.cnameTarget });

@@ -65,6 +65,7 @@ export interface ServiceOptions {
 /** Whether the identity's prefix is the address's unit (its /32, its /64). */
 const isUnit = (prefix: string, ip: string) => addressKeys(ip)?.unit === prefix;
 
+// Why long: the wiring of every service to its dependencies, in the order they need each other.
 export function createServices(db: Db, { config, logger = createLogger(), now = () => new Date(), keyCacheMs, sql, listeningUrl }: ServiceOptions) {
   const { trackingDomains, webhooks, notify, retention } = config;
   const networks = networkService(db, { ttlSeconds: config.tracking.settingsTtlSeconds, now });

@@ -61,6 +61,7 @@ const miss = () => new NotFound("No profile was found for this e-mail address an
 /** A stored answer: the profile (status 200), or the domain error the first request ended in. */
 const REFUSED = 0;
 
+// Why long: a service factory whose methods share its dependencies; issue 37 item 4 makes it a module with explicit dependencies.
 export function lookupService(deps: { credits: CreditService; contacts: ContactService; idempotency: IdempotencyService; now: () => Date }) {
   const { credits, contacts, idempotency, now } = deps;
   let lastPurge = 0;

@@ -79,6 +79,7 @@ function queuedEventDto({ datasetId, receivedAt, event }: QueueRow): Schemas["Ex
 }
 
 /** `ingestLog`: the JetStream stream the collectors append to, when the service uses one (its waiting events are exported too). */
+// Why long: a service factory whose methods share its dependencies; issue 37 item 4 makes it a module with explicit dependencies.
 export function privacyService(
   db: Db,
   { access, now, ingestLog, identities, onLeadsRemoved }: { access: AccessService; now: () => Date; ingestLog?: IngestLogConfig; identities?: IdentityStore; onLeadsRemoved?: OnLeadsRemoved },

@@ -65,6 +65,7 @@ function readPosition(value: unknown): number | undefined {
   return Number.isSafeInteger(after) && (after as number) > 0 ? (after as number) : undefined;
 }
 
+// Why long: a service factory whose methods share its dependencies; issue 37 item 4 makes it a module with explicit dependencies.
 export function segmentService(db: Db, access: AccessService, entries: SegmentEntryService) {
   return {
     /** One page of a dataset's segments, by id; the acting user must reach the dataset. */

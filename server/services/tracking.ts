@@ -47,6 +47,7 @@ const present = <T>(entries: [string, T | null][]) => Object.fromEntries(entries
 const strongest = (sources: (LeadDomainSource | null)[]): LeadDomainSource | null =>
   (["declared", "curated", "email", "reverse_dns"] as const).find((s) => sources.includes(s)) ?? null;
 
+// Why long: a service factory whose methods share its dependencies; issue 37 item 4 makes it a module with explicit dependencies.
 export function trackingService(
   db: Db,
   deps: {

@@ -22,6 +22,7 @@ export interface InvitationSettings {
   resendSeconds: number;
 }
 
+// Why long: a service factory whose methods share its dependencies; issue 37 item 4 makes it a module with explicit dependencies.
 export function userService(db: Db, access: AccessService, invitations: InvitationSettings) {
   /** A new link for the member (older ones stop working) and its e-mail, in the caller's transaction. */
   async function invite(tx: Prisma.TransactionClient, accountId: string, userId: bigint): Promise<void> {

@@ -102,6 +102,7 @@ export interface WebhookEventsOptions {
 }
 
 /** The event side of webhooks around one job queue: publishEvent and the hooks that call it. */
+// Why long: a service factory whose methods share its dependencies; issue 37 item 4 makes it a module with explicit dependencies.
 export function webhookEvents(db: Db, jobs: Enqueue, { now = () => new Date(), wake }: WebhookEventsOptions = {}) {
   /** The enabled endpoints of these accounts, by account, with their event types. */
   async function endpointsOf(tx: Client, accountIds: string[]) {

@@ -55,6 +55,7 @@ function readSeq(value: unknown): bigint | undefined {
   return typeof after === "string" && /^\d{1,19}$/.test(after) ? BigInt(after) : undefined;
 }
 
+// Why long: a service factory whose methods share its dependencies; issue 37 item 4 makes it a module with explicit dependencies.
 export function webhookService(db: Db, { config, secrets, jobs, now }: WebhookServiceDeps) {
   const rules = { requireHttps: config.requireHttps, allowPrivateAddresses: config.allowPrivateAddresses };
 

@@ -160,6 +160,7 @@ const mayRetryPublish = (error: unknown) => !(error instanceof JetStreamApiError
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+// Why long: a factory whose methods share the connection, the stream and its consumer; issue 37 item 4 makes it a module.
 export async function openJetStreamLog(db: Db, config: IngestLogConfig, logger: Logger): Promise<IngestLog> {
   let nc: NatsConnection;
   try {

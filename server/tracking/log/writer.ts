@@ -88,6 +88,7 @@ function outages(logger: Logger, pollMs: number) {
   };
 }
 
+// Why long: a factory whose loop and methods share the writer's state (batch running, timer, stop, outage); issue 37 item 4 makes it a module.
 export function createIngestWriter(db: Db, deps: EnrichmentDeps, logger: Logger, options: WriterOptions = {}): IngestWriter {
   const { batchSize = 1000, pollMs = 250, transactions = 1, onIngested, identify, onEnriched, evidence, onCommitted, log = tableLog(db), maxAttempts, pending } = options;
   const enrich = enrichment(db, deps);

@@ -60,6 +60,7 @@ function isLockTimeout(error: unknown): boolean {
   return text.includes(LOCK_NOT_AVAILABLE) || /lock timeout/i.test(text);
 }
 
+// Why long: a factory whose methods share `db` and the partitions' naming; issue 37 item 4 makes it a module.
 export function visitPartitions(db: Db) {
   /** The month partitions there are, by name. */
   async function months(): Promise<Month[]> {
