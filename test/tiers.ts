@@ -12,6 +12,7 @@ export const TIERS = {
     "client-types",
     "config",
     "demo-banner",
+    "function-length",
     "generated-types",
     "identity-rules",
     "layers",
