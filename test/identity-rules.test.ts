@@ -1,12 +1,13 @@
 // The identity rules that weigh disagreeing evidence (server/identity/rules.ts, pure: the store of
 // test/identities.test.ts reads and writes what they decide): a host's PTR domain (coworking,
-// hotel, managed office) names nobody and its tenants only when repeated, and a line whose name
+// hotel, managed office) names nobody nor any of its tenants, a hospitality network's gateway
+// names none of its guests, and a line whose name
 // reads like an access line is a static one when one organisation's people keep appearing there
 // over days. Each case would attribute wrongly (or miss) without its rule; the thresholds are the
 // rules' own constants.
 import { describe, expect, it } from "vitest";
 import { readsLikeDynamicLine } from "../server/identity/domain-names.ts";
-import { type Evidence, HOST_TENANTS, identitiesOfRange, type IdentityRow, IPV6_EMAIL_PEOPLE, type RangeFacts, STATIC_LINE, TENANT_REPEAT } from "../server/identity/rules.ts";
+import { type Evidence, HOST_TENANTS, identitiesOfRange, type IdentityRow, HOSPITALITY_WORD, IPV6_EMAIL_PEOPLE, type RangeFacts, STATIC_LINE } from "../server/identity/rules.ts";
 
 const DAY = 86_400_000;
 const START = new Date("2026-11-01T09:00:00Z").getTime();
@@ -47,14 +48,21 @@ describe("hosts", () => {
     expect(named(rows, 2)).toBe(space);
   });
 
-  it(`when one person of a tenant sent a form once from a host's unit, then the unit is not the tenant's; ${TENANT_REPEAT.people} people of it, or one person over ${TENANT_REPEAT.days} days, make it the tenant's`, () => {
+  it("when a tenant's people, several of them over days, sent forms from a host's unit, then the unit is still not the tenant's (its other tenants share it)", () => {
     const host = [ptr(1, space), ...tenantsAtGateway];
     const once = identitiesOfRange([...host, ptr(2, space), mail(2, "guest.example", "guest")], facts);
     expect(rowOf(once, 2)).toMatchObject({ guard: "shared", organizationDomain: null });
-    const colleagues = identitiesOfRange([...host, ptr(3, space), mail(3, "resident.example", "r1"), mail(3, "resident.example", "r2")], facts);
-    expect(rowOf(colleagues, 3)).toMatchObject({ guard: null, organizationDomain: "resident.example", source: "form_email" });
-    const overDays = identitiesOfRange([...host, ptr(4, space), mail(4, "regular.example", "r3", 0, TENANT_REPEAT.days)], facts);
-    expect(named(overDays, 4)).toBe("regular.example");
+    const colleagues = identitiesOfRange([...host, ptr(3, space), mail(3, "resident.example", "r1", 0), mail(3, "resident.example", "r2", 5)], facts);
+    expect(rowOf(colleagues, 3)).toMatchObject({ guard: "shared", organizationDomain: null });
+  });
+
+  it("when a hotel's gateway PTR domain is the only evidence of its unit, then it names nobody (its visitors are guests); a form of the hotel's own domain there names it", () => {
+    const hotel = "belvedere-hotel.example";
+    expect(HOSPITALITY_WORD.test("belvedere-hotel")).toBe(true);
+    expect(named(identitiesOfRange([ptr(5, hotel)], facts), 5)).toBeNull();
+    expect(named(identitiesOfRange([ptr(5, hotel), mail(5, hotel, "front-desk")], facts), 5)).toBe(hotel);
+    // an organisation's PTR domain without such a word names its unit alone
+    expect(named(identitiesOfRange([ptr(5, "belvedere-optics.example")], facts), 5)).toBe("belvedere-optics.example");
   });
 });
 

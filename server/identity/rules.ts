@@ -63,11 +63,12 @@ export const STATIC_LINE = { people: 2, days: 2 } as const;
 export const HOST_TENANTS = 2;
 
 /**
- * On a unit named by a host's PTR domain, one tenant's e-mail names the unit only when it is
- * repeated: `people` people of the tenant, or their evidence spanning `days` days or more (a
- * resident tenant, not one guest's form).
+ * Words of a hospitality network's name (a hotel's, a hostel's, a resort's guest Wi-Fi): such a
+ * network's visitors are its guests, who bring their own employers' laptops; the hotel's own staff
+ * are a handful among them. Its gateway's PTR domain is then a weak signal at best: it names the
+ * unit only where a form of the same domain was seen there (the staff's).
  */
-export const TENANT_REPEAT = { people: 2, days: 2 } as const;
+export const HOSPITALITY_WORD = /hotel|hostel|motel|resort|hospitality|guesthouse|guest-?house|hotspot/;
 
 /**
  * On IPv6, e-mail names a unit (a /64) only when this many people of the organisation left it at
@@ -142,7 +143,7 @@ interface UnitEvidence {
   unit: string;
   rows: Evidence[];
   ptrDomains: Set<string>;
-  /** A host's PTR domain names the unit (HOST_TENANTS): its e-mail evidence must be repeated (TENANT_REPEAT). */
+  /** A host's PTR domain names the unit (HOST_TENANTS): it names nobody. */
   hosted: boolean;
   /** domain -> its people */
   emailPeople: Map<string, Set<string>>;
@@ -211,9 +212,10 @@ function unitRow(u: UnitEvidence, dynamicRange: boolean, facts: RangeFacts, rang
   const staticLine = settled.length >= STATIC_LINE.people && spanDays(settledRows) >= STATIC_LINE.days;
   const guard: Guard | null = staticLine ? null : u.dynamicLine ? "dynamic_line" : dynamicRange ? "dynamic_range" : settled.length === 0 ? "moving_person" : null;
   if (guard) return { ...none, guard, shared: false };
-  // a host's unit: one guest's form is not a tenant
-  const resident = settled.length >= TENANT_REPEAT.people || spanDays(settledRows) >= TENANT_REPEAT.days;
-  if (u.hosted && !resident) return { ...none, guard: "shared", shared: true };
+  // a host's unit (a coworking space, a serviced office): every tenant's people share its line,
+  // and a tenant whose people fill forms there, however often, is one of several; the unit names
+  // none of them (a visitor is named by their own organisation's evidence elsewhere)
+  if (u.hosted) return { ...none, guard: "shared", shared: true };
   // an IPv6 household's LAN: one person of a company is no office
   if (facts.version === 6 && (rangePeople.get(domain)?.size ?? 0) < IPV6_EMAIL_PEOPLE) return { ...none, guard: null, shared: false };
   return { ...identity, source: "form_email", confidence: settled.length >= 2 ? CONFIDENCE.emailOfSeveralPeople : CONFIDENCE.emailOfOnePerson };
@@ -251,13 +253,20 @@ function prefixRows(units: readonly IdentityRow[], facts: RangeFacts): IdentityR
   return rows;
 }
 
+/** A hospitality network's PTR domain (HOSPITALITY_WORD) that no form of the range names: its guests' gateway, naming none of them. */
+const isGuestNetwork = (e: Evidence, formDomains: ReadonlySet<string>) =>
+  e.kind === "reverse_dns" && HOSPITALITY_WORD.test(e.domain.slice(0, e.domain.indexOf("."))) && !formDomains.has(e.domain);
+
 /**
  * The identity rows of a range from its evidence within the window: one per unit with evidence,
  * then one per prefix its evidence spans. Evidence naming an operator's domain (learned, or curated
  * in operator-domains.json) names nothing.
  */
 export function identitiesOfRange(evidence: readonly Evidence[], facts: RangeFacts): IdentityRow[] {
-  const counted = evidence.filter((e) => e.kind === "dynamic_line" || !(facts.operatorDomains.has(e.domain) || isOperatorDomain(e.domain)));
+  const formDomains = new Set(evidence.filter((e) => e.kind === "form_email").map((e) => e.domain));
+  const counted = evidence.filter(
+    (e) => e.kind === "dynamic_line" || !(facts.operatorDomains.has(e.domain) || isOperatorDomain(e.domain) || isGuestNetwork(e, formDomains)),
+  );
   const byUnit = new Map<string, Evidence[]>();
   for (const row of counted) byUnit.set(row.unit, [...(byUnit.get(row.unit) ?? []), row]);
   const hosts = hostDomains([...byUnit].map(([unit, rows]) => unitEvidence(unit, rows)));
