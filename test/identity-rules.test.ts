@@ -1,13 +1,13 @@
 // The identity rules that weigh disagreeing evidence (server/identity/rules.ts, pure: the store of
 // test/identities.test.ts reads and writes what they decide): a host's PTR domain (coworking,
 // hotel, managed office) names nobody nor any of its tenants, a hospitality network's gateway
-// names none of its guests, and a line whose name
+// names none of its guests, one person's e-mail names no line that may be a household's, and a line whose name
 // reads like an access line is a static one when one organisation's people keep appearing there
 // over days. Each case would attribute wrongly (or miss) without its rule; the thresholds are the
 // rules' own constants.
 import { describe, expect, it } from "vitest";
-import { readsLikeDynamicLine } from "../server/identity/domain-names.ts";
-import { type Evidence, HOST_TENANTS, identitiesOfRange, type IdentityRow, HOSPITALITY_WORD, IPV6_EMAIL_PEOPLE, type RangeFacts, STATIC_LINE } from "../server/identity/rules.ts";
+import { readsLikeBusinessLine, readsLikeDynamicLine } from "../server/identity/domain-names.ts";
+import { type Evidence, HOST_TENANTS, identitiesOfRange, type IdentityRow, EMAIL_PEOPLE, HOSPITALITY_WORD, type RangeFacts, STATIC_LINE } from "../server/identity/rules.ts";
 
 const DAY = 86_400_000;
 const START = new Date("2026-11-01T09:00:00Z").getTime();
@@ -20,6 +20,7 @@ function seen(host: number, kind: Evidence["kind"], domain: string, contributor 
 const ptr = (host: number, domain: string) => seen(host, "reverse_dns", domain);
 const mail = (host: number, domain: string, person: string, fromDay = 0, toDay = fromDay) => seen(host, "form_email", domain, person, fromDay, toDay);
 const line = (host: number) => seen(host, "dynamic_line", "");
+const businessLine = (host: number) => seen(host, "business_line", "");
 
 /** The unit row of an address. */
 function rowOf(rows: readonly IdentityRow[], host: number): IdentityRow | undefined {
@@ -98,18 +99,30 @@ describe("access operators' line names", () => {
   });
 });
 
-describe("IPv6 households", () => {
+describe("households", () => {
   const v6: RangeFacts = { ...facts, version: 6 };
   const lan = (n: number) => `2001:db8:7:${n}::/64`;
   const mail6 = (n: number, domain: string, person: string): Evidence => ({ ...mail(0, domain, person), unit: lan(n) });
 
-  it(`when one person's form is the only evidence of a /64, then it names nobody (a household's LAN); ${IPV6_EMAIL_PEOPLE} colleagues over the /48's /64s name each and their prefix`, () => {
+  it(`when one person's form is the only evidence of a /64, then it names nobody (a household's LAN); ${EMAIL_PEOPLE} colleagues over the /48's /64s name each and their prefix`, () => {
     expect(identitiesOfRange([mail6(1, "office.example", "a")], v6).filter((r) => r.organizationDomain)).toEqual([]);
     const rows = identitiesOfRange([mail6(1, "office.example", "a"), mail6(2, "office.example", "b")], v6);
     expect(rows.filter((r) => r.organizationDomain === "office.example").map((r) => r.prefix)).toEqual([lan(1), lan(2), "2001:db8:7::/62"]);
   });
 
-  it("when the same single person's form is seen on IPv4, then one person still names a static line there", () => {
-    expect(named(identitiesOfRange([mail(1, "office.example", "a")], facts), 1)).toBe("office.example");
+  it(`when one person's forms, over days, are the only evidence of an IPv4 line, then it names nobody (a home worker, a reassigned line's previous subscriber); ${EMAIL_PEOPLE} colleagues in the /24, or a PTR name marking a business line, name it`, () => {
+    expect(rowOf(identitiesOfRange([mail(1, "office.example", "a", 0, 10)], facts), 1)).toMatchObject({ organizationDomain: null, guard: null });
+    expect(named(identitiesOfRange([mail(1, "office.example", "a"), mail(2, "office.example", "b")], facts), 1)).toBe("office.example");
+    expect(named(identitiesOfRange([businessLine(1), mail(1, "office.example", "a")], facts), 1)).toBe("office.example");
+  });
+
+  it.each([
+    ["gw.static.example-telecom.de", true],
+    ["host44.biz.example-isp.net", true],
+    ["rr20931.example-telecombusiness.net", true],
+    ["a109-96.lfbn-lyo-1.w87-238.abo.example-telecom.fr", false],
+    ["host86-150-12-34.range86-150.example-isp.com", false],
+  ])("when a PTR name is %s, then it marks a business line: %s", (host, expected) => {
+    expect(readsLikeBusinessLine(host)).toBe(expected);
   });
 });

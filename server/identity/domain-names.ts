@@ -121,6 +121,19 @@ export function readsLikeDynamicLine(host: string): boolean {
   return DYNAMIC_LABEL.test(labels) || kind === "access" || kind === "mobile";
 }
 
+/**
+ * Whether a PTR name that names no organisation marks a business line: a static/biz/business
+ * label below the registrable domain, or the word in the domain's own label (an operator's
+ * business brand: comcastbusiness.net). Operators sell static business lines as such and name
+ * them so; a household's line never carries the mark.
+ */
+export function readsLikeBusinessLine(host: string): boolean {
+  const name = host.toLowerCase().replace(/\.$/, "");
+  const domain = registrableDomain(name);
+  const labels = (domain ? parse(name).subdomain : name) ?? "";
+  return STATIC_LABEL.test(labels) || (!!domain && STATIC_WORD.test(domain.slice(0, domain.indexOf("."))));
+}
+
 type PtrAnswer = { host: string | null } | undefined;
 
 /** Node's resolver codes that mean "there is no PTR record" rather than "could not ask". */

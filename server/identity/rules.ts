@@ -71,16 +71,21 @@ export const HOST_TENANTS = 2;
 export const HOSPITALITY_WORD = /hotel|hostel|motel|resort|hospitality|guesthouse|guest-?house|hotspot/;
 
 /**
- * On IPv6, e-mail names a unit (a /64) only when this many people of the organisation left it at
- * the range's units (the /48): a household's /56 and the /64 of its LAN, whose hosts change their
- * privacy addresses daily, hold one person of a company; an office's /64s hold several colleagues.
+ * E-mail alone names a unit only when this many people of the organisation left it at the range's
+ * units (an IPv4 /24, an IPv6 /48; people seen moving not counted), unless the unit's PTR name
+ * marks a business line (the business_line evidence: static, biz, business). Any other line may
+ * be a household's: a home worker's business address, or the previous subscriber's on a
+ * reassigned address, is one person of a company, and so is one guest's form at a host without a
+ * PTR name; on IPv6 a household's /56 and its LAN's /64, whose hosts change their privacy
+ * addresses daily, likewise hold one person. An office, even a small one, shows two colleagues;
+ * a line its operator sells and names as a business line is one.
  */
-export const IPV6_EMAIL_PEOPLE = 2;
+export const EMAIL_PEOPLE = 2;
 
 /** The widest prefix an identity backed by e-mail may span (by PTR names: the whole range). */
 export const EMAIL_PREFIX_LENGTH: Record<IpVersion, number> = { 4: 29, 6: 56 };
 
-export type EvidenceKind = "form_email" | "reverse_dns" | "dynamic_line" | "free_mail";
+export type EvidenceKind = "form_email" | "reverse_dns" | "dynamic_line" | "free_mail" | "business_line";
 export type EvidenceSource = "reverse_dns" | "form_email";
 export type Guard = "shared" | "dynamic_line" | "dynamic_range" | "moving_person" | "network_type";
 
@@ -150,6 +155,8 @@ interface UnitEvidence {
   /** People who gave a free-mail address at the unit. */
   consumers: Set<string>;
   dynamicLine: boolean;
+  /** The unit's PTR name marks a business line (EMAIL_PEOPLE). */
+  businessLine: boolean;
 }
 
 function unitEvidence(unit: string, rows: Evidence[], hosts: ReadonlySet<string> = new Set()): UnitEvidence {
@@ -164,6 +171,7 @@ function unitEvidence(unit: string, rows: Evidence[], hosts: ReadonlySet<string>
     consumers: new Set(rows.filter((r) => r.kind === "free_mail").map((r) => r.contributor)),
     emailPeople,
     dynamicLine: rows.some((r) => r.kind === "dynamic_line"),
+    businessLine: rows.some((r) => r.kind === "business_line"),
   };
 }
 
@@ -216,8 +224,8 @@ function unitRow(u: UnitEvidence, dynamicRange: boolean, facts: RangeFacts, rang
   // and a tenant whose people fill forms there, however often, is one of several; the unit names
   // none of them (a visitor is named by their own organisation's evidence elsewhere)
   if (u.hosted) return { ...none, guard: "shared", shared: true };
-  // an IPv6 household's LAN: one person of a company is no office
-  if (facts.version === 6 && (rangePeople.get(domain)?.size ?? 0) < IPV6_EMAIL_PEOPLE) return { ...none, guard: null, shared: false };
+  // possibly a household's line (a home worker, a reassigned line's previous subscriber, an IPv6 LAN): one person of a company is no office
+  if (!u.businessLine && (rangePeople.get(domain)?.size ?? 0) < EMAIL_PEOPLE) return { ...none, guard: null, shared: false };
   return { ...identity, source: "form_email", confidence: settled.length >= 2 ? CONFIDENCE.emailOfSeveralPeople : CONFIDENCE.emailOfOnePerson };
 }
 
@@ -265,7 +273,7 @@ const isGuestNetwork = (e: Evidence, formDomains: ReadonlySet<string>) =>
 export function identitiesOfRange(evidence: readonly Evidence[], facts: RangeFacts): IdentityRow[] {
   const formDomains = new Set(evidence.filter((e) => e.kind === "form_email").map((e) => e.domain));
   const counted = evidence.filter(
-    (e) => e.kind === "dynamic_line" || !(facts.operatorDomains.has(e.domain) || isOperatorDomain(e.domain) || isGuestNetwork(e, formDomains)),
+    (e) => e.kind === "dynamic_line" || e.kind === "business_line" || !(facts.operatorDomains.has(e.domain) || isOperatorDomain(e.domain) || isGuestNetwork(e, formDomains)),
   );
   const byUnit = new Map<string, Evidence[]>();
   for (const row of counted) byUnit.set(row.unit, [...(byUnit.get(row.unit) ?? []), row]);
