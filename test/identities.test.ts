@@ -281,7 +281,7 @@ describe("reverse DNS evidence", () => {
   it("when an address's PTR name is under a curated operator's domain, then it is no evidence: a company's form there names the company, not a shared address", async () => {
     const net = freshNet();
     const company = freshDomain();
-    await store.recordPtrEvidence([ptr(net(1), "gw.office.ma.comcastbusiness.net")]);
+    await store.recordPtrEvidence([ptr(net(1), "gw.static.hfc.comcastbusiness.net")]);
     await store.recordFormEvidence([form(net(1), person(company))]);
     expect(await identityOf(net(1))).toMatchObject({ organizationDomain: company, source: "form_email" });
   });

@@ -57,6 +57,17 @@ describe("hosts", () => {
     expect(rowOf(colleagues, 3)).toMatchObject({ guard: "shared", organizationDomain: null });
   });
 
+  it(`when forms at a PTR domain's units, one organisation a unit, name ${HOST_TENANTS} organisations and never the domain, then the domain is a host's or provider's: it names nobody, and its units name none of their tenants`, () => {
+    const provider = "lineco-spaces.example";
+    const rows = identitiesOfRange(
+      [ptr(1, provider), businessLine(1), mail(1, "alpha.example", "a1"), ptr(2, provider), businessLine(2), mail(2, "beta.example", "b1"), ptr(3, provider)],
+      facts,
+    );
+    expect([named(rows, 1), named(rows, 2), named(rows, 3)]).toEqual([null, null, null]);
+    // one organisation's form under it does not make it a host's: the domain still names its other unit
+    expect(named(identitiesOfRange([ptr(1, provider), mail(1, "alpha.example", "a1"), ptr(3, provider)], facts), 3)).toBe(provider);
+  });
+
   it("when a hotel's gateway PTR domain is the only evidence of its unit, then it names nobody (its visitors are guests); a form of the hotel's own domain there names it", () => {
     const hotel = "belvedere-hotel.example";
     expect(HOSPITALITY_WORD.test("belvedere-hotel")).toBe(true);
@@ -119,7 +130,7 @@ describe("households", () => {
   it.each([
     ["gw.static.example-telecom.de", true],
     ["host44.biz.example-isp.net", true],
-    ["rr20931.example-telecombusiness.net", true],
+    ["rr20931.example-telecombusiness.net", false],
     ["a109-96.lfbn-lyo-1.w87-238.abo.example-telecom.fr", false],
     ["host86-150-12-34.range86-150.example-isp.com", false],
   ])("when a PTR name is %s, then it marks a business line: %s", (host, expected) => {

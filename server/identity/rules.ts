@@ -4,6 +4,7 @@
 // writes what this returns. The spec's AddressIdentity states the same rules for partners.
 import { knownOrganizationOfDomain } from "./organizations.ts";
 import { isOperatorDomain } from "./operator-domains.ts";
+import { isBusinessBrand } from "./domain-names.ts";
 import { type IpVersion, RANGE_LENGTH, holds, prefixLength, smallestPrefixHolding } from "./addresses.ts";
 
 /** The one threshold: an identity attributes visits when its confidence is at least this (and no guard applies). */
@@ -175,13 +176,18 @@ function unitEvidence(unit: string, rows: Evidence[], hosts: ReadonlySet<string>
   };
 }
 
-/** The PTR domains of the range that are hosts' (HOST_TENANTS): forms at one of their units name other organisations only. */
+/**
+ * The PTR domains of the range that are hosts' or providers' (HOST_TENANTS): forms at their units,
+ * in one unit or spread over several (a host's several gateway addresses, an operator naming each
+ * customer's line after itself), name other organisations only, HOST_TENANTS of them or more.
+ * Such a name is no organisation's; a line carrying it may be shared by its tenants.
+ */
 function hostDomains(units: readonly UnitEvidence[]): Set<string> {
-  const hosts = new Set<string>();
+  const named = new Map<string, Set<string>>();
   for (const u of units) {
-    for (const domain of u.ptrDomains) if (!u.emailPeople.has(domain) && u.emailPeople.size >= HOST_TENANTS) hosts.add(domain);
+    for (const domain of u.ptrDomains) named.set(domain, new Set([...(named.get(domain) ?? []), ...u.emailPeople.keys()]));
   }
-  return hosts;
+  return new Set([...named].filter(([domain, organizations]) => !organizations.has(domain) && organizations.size >= HOST_TENANTS).map(([domain]) => domain));
 }
 
 /** Organisations that e-mail at units without a PTR domain names (the dynamic-range rule). */
@@ -273,7 +279,10 @@ const isGuestNetwork = (e: Evidence, formDomains: ReadonlySet<string>) =>
 export function identitiesOfRange(evidence: readonly Evidence[], facts: RangeFacts): IdentityRow[] {
   const formDomains = new Set(evidence.filter((e) => e.kind === "form_email").map((e) => e.domain));
   const counted = evidence.filter(
-    (e) => e.kind === "dynamic_line" || e.kind === "business_line" || !(facts.operatorDomains.has(e.domain) || isOperatorDomain(e.domain) || isGuestNetwork(e, formDomains)),
+    (e) =>
+      e.kind === "dynamic_line" ||
+      e.kind === "business_line" ||
+      !(facts.operatorDomains.has(e.domain) || isOperatorDomain(e.domain) || isGuestNetwork(e, formDomains) || (e.kind === "reverse_dns" && isBusinessBrand(e.domain))),
   );
   const byUnit = new Map<string, Evidence[]>();
   for (const row of counted) byUnit.set(row.unit, [...(byUnit.get(row.unit) ?? []), row]);
