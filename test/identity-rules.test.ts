@@ -36,12 +36,12 @@ const space = "workhub-spaces.example";
 const tenantsAtGateway = Array.from({ length: HOST_TENANTS }, (_, i) => mail(1, `tenant-${i}.example`, `tenant-${i}-person`));
 
 describe("hosts", () => {
-  it(`when forms at a unit name ${HOST_TENANTS} organisations and never its PTR domain, then that domain is a host's: it names nobody at its other units either`, () => {
+  it(`when forms at a unit name ${HOST_TENANTS} organisation(s) and never its PTR domain, then that domain is a host's: it names nobody at its other units either`, () => {
     const rows = identitiesOfRange([ptr(1, space), ...tenantsAtGateway, ptr(2, space)], facts);
     expect(rowOf(rows, 1)).toMatchObject({ guard: "shared", organizationDomain: null });
     expect(named(rows, 2)).toBeNull();
-    // with one tenant's form only, the domain is not a host's yet: the other unit keeps its name
-    expect(named(identitiesOfRange([ptr(1, space), tenantsAtGateway[0]!, ptr(2, space)], facts), 2)).toBe(space);
+    // without any form naming another organisation, the domain names its units
+    expect(named(identitiesOfRange([ptr(1, space), ptr(2, space)], facts), 2)).toBe(space);
   });
 
   it("when a form at the unit names the PTR domain itself, then the domain is an organisation's with guests, not a host's", () => {
@@ -57,15 +57,15 @@ describe("hosts", () => {
     expect(rowOf(colleagues, 3)).toMatchObject({ guard: "shared", organizationDomain: null });
   });
 
-  it(`when forms at a PTR domain's units, one organisation a unit, name ${HOST_TENANTS} organisations and never the domain, then the domain is a host's or provider's: it names nobody, and its units name none of their tenants`, () => {
+  it(`when forms at a PTR domain's units, one organisation a unit, name ${HOST_TENANTS} organisation(s) or more and never the domain, then the domain is a host's or provider's: it names nobody, and its units name none of their tenants`, () => {
     const provider = "lineco-spaces.example";
     const rows = identitiesOfRange(
       [ptr(1, provider), businessLine(1), mail(1, "alpha.example", "a1"), ptr(2, provider), businessLine(2), mail(2, "beta.example", "b1"), ptr(3, provider)],
       facts,
     );
     expect([named(rows, 1), named(rows, 2), named(rows, 3)]).toEqual([null, null, null]);
-    // one organisation's form under it does not make it a host's: the domain still names its other unit
-    expect(named(identitiesOfRange([ptr(1, provider), mail(1, "alpha.example", "a1"), ptr(3, provider)], facts), 3)).toBe(provider);
+    // forms of the domain itself beside another organisation's keep it an organisation's (a guest's form)
+    expect(named(identitiesOfRange([ptr(1, provider), mail(1, "alpha.example", "a1"), ptr(3, provider), mail(3, provider, "staff")], facts), 3)).toBe(provider);
   });
 
   it("when a hotel's gateway PTR domain is the only evidence of its unit, then it names nobody (its visitors are guests); a form of the hotel's own domain there names it", () => {

@@ -57,11 +57,13 @@ export const OPERATOR_UNITS = { addresses: 16, ranges: 2 } as const;
 export const STATIC_LINE = { people: 2, days: 2 } as const;
 
 /**
- * A PTR domain of a unit where forms name this many organisations or more, none of them the
- * domain itself, is a host's (a coworking space, a hotel, a managed office): its name is the
- * host's, its visitors are its guests. It then names nobody at any unit of the range.
+ * A PTR domain at whose units forms name this many organisations or more, none of them the domain
+ * itself, is a host's (a coworking space, a hotel, a managed office): its name is the host's, its
+ * visitors are its guests. It then names nobody at any unit of the range. One is enough: a
+ * company's own gateway name is borne out by its people's forms, and a form naming only another
+ * organisation under it is a guest's or a tenant's.
  */
-export const HOST_TENANTS = 2;
+export const HOST_TENANTS = 1;
 
 /**
  * Words of a hospitality network's name (a hotel's, a hostel's, a resort's guest Wi-Fi): such a
