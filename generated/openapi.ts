@@ -2852,10 +2852,11 @@ export interface components {
          *     win over everything else for their cidr.
          *
          *     **Confidence.** Declared 1; PTR and e-mail agreeing 0.95; PTR 0.85; the e-mail of two or
-         *     more distinct people 0.75; one person's e-mail 0.6 (on IPv6, one person's e-mail names
-         *     nothing: two people of the organisation at the /48 are needed, a household's LAN holds one). A static line from which one person
-         *     sent a form with their business address, and where no other organisation was seen,
-         *     holds an identity. The address is attributed (`attributed`) when the confidence is at
+         *     more distinct people 0.75; one person's e-mail 0.6, only on a line whose PTR name marks a
+         *     business line (`static`, `fixed`, `biz`, `business`): elsewhere e-mail names an address
+         *     only when two people of the organisation left it in its /24 (IPv6 /48), since a line
+         *     without that mark may be a household's (a home worker, a reassigned line's previous
+         *     subscriber). The address is attributed (`attributed`) when the confidence is at
          *     least 0.5 and no guard applies.
          *
          *     **Addresses and prefixes.** Evidence is kept per IPv4 address and per IPv6 /64. An
@@ -2870,10 +2871,11 @@ export interface components {
          *     **Guards** (`guard`, why an identity attributes nothing):
          *     - `shared`: the evidence of the address names two or more organisations within the
          *       window (a coworking space, a hotel, carrier-grade NAT, a campus): no organisation is
-         *       named and nothing is attributed (a declaration still wins). A PTR domain at an address
-         *       where forms name two or more other organisations and never the domain is a host's: it
-         *       names nobody at any address of the /24, and one tenant's e-mail names such an address
-         *       only when repeated (two people, or seen over two days or more);
+         *       named and nothing is attributed (a declaration still wins). A PTR domain at whose
+         *       addresses forms name another organisation and never the domain is a host's: it names
+         *       nobody at any address of the /24 (IPv6 /48), and its addresses name none of its
+         *       tenants; a hospitality network's PTR domain (hotel, hostel, resort, ...) names nobody
+         *       unless a form names it;
          *     - `dynamic_line`: the PTR name reads like a dynamic access line (`dyn`, `dynamic`,
          *       `pool`, `dhcp`, `ppp`, `dial`, `dsl`, `cable`, `ftth`, `broadband`, `customer`,
          *       `residential`, `home`, `nat`, ..., or any name under a curated access or mobile

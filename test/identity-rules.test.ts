@@ -1,12 +1,13 @@
 // The identity rules that weigh disagreeing evidence (server/identity/rules.ts, pure: the store of
 // test/identities.test.ts reads and writes what they decide): a host's PTR domain (coworking,
-// hotel, managed office) names nobody and its tenants only when repeated, and a line whose name
+// hotel, managed office) names nobody nor any of its tenants, a hospitality network's gateway
+// names none of its guests, one person's e-mail names no line that may be a household's, and a line whose name
 // reads like an access line is a static one when one organisation's people keep appearing there
 // over days. Each case would attribute wrongly (or miss) without its rule; the thresholds are the
 // rules' own constants.
 import { describe, expect, it } from "vitest";
-import { readsLikeDynamicLine } from "../server/identity/domain-names.ts";
-import { type Evidence, HOST_TENANTS, identitiesOfRange, type IdentityRow, IPV6_EMAIL_PEOPLE, type RangeFacts, STATIC_LINE, TENANT_REPEAT } from "../server/identity/rules.ts";
+import { readsLikeBusinessLine, readsLikeDynamicLine } from "../server/identity/domain-names.ts";
+import { type Evidence, HOST_TENANTS, identitiesOfRange, type IdentityRow, EMAIL_PEOPLE, HOSPITALITY_WORD, type RangeFacts, STATIC_LINE } from "../server/identity/rules.ts";
 
 const DAY = 86_400_000;
 const START = new Date("2026-11-01T09:00:00Z").getTime();
@@ -19,6 +20,7 @@ function seen(host: number, kind: Evidence["kind"], domain: string, contributor 
 const ptr = (host: number, domain: string) => seen(host, "reverse_dns", domain);
 const mail = (host: number, domain: string, person: string, fromDay = 0, toDay = fromDay) => seen(host, "form_email", domain, person, fromDay, toDay);
 const line = (host: number) => seen(host, "dynamic_line", "");
+const businessLine = (host: number) => seen(host, "business_line", "");
 
 /** The unit row of an address. */
 function rowOf(rows: readonly IdentityRow[], host: number): IdentityRow | undefined {
@@ -34,12 +36,12 @@ const space = "workhub-spaces.example";
 const tenantsAtGateway = Array.from({ length: HOST_TENANTS }, (_, i) => mail(1, `tenant-${i}.example`, `tenant-${i}-person`));
 
 describe("hosts", () => {
-  it(`when forms at a unit name ${HOST_TENANTS} organisations and never its PTR domain, then that domain is a host's: it names nobody at its other units either`, () => {
+  it(`when forms at a unit name ${HOST_TENANTS} organisation(s) and never its PTR domain, then that domain is a host's: it names nobody at its other units either`, () => {
     const rows = identitiesOfRange([ptr(1, space), ...tenantsAtGateway, ptr(2, space)], facts);
     expect(rowOf(rows, 1)).toMatchObject({ guard: "shared", organizationDomain: null });
     expect(named(rows, 2)).toBeNull();
-    // with one tenant's form only, the domain is not a host's yet: the other unit keeps its name
-    expect(named(identitiesOfRange([ptr(1, space), tenantsAtGateway[0]!, ptr(2, space)], facts), 2)).toBe(space);
+    // without any form naming another organisation, the domain names its units
+    expect(named(identitiesOfRange([ptr(1, space), ptr(2, space)], facts), 2)).toBe(space);
   });
 
   it("when a form at the unit names the PTR domain itself, then the domain is an organisation's with guests, not a host's", () => {
@@ -47,14 +49,32 @@ describe("hosts", () => {
     expect(named(rows, 2)).toBe(space);
   });
 
-  it(`when one person of a tenant sent a form once from a host's unit, then the unit is not the tenant's; ${TENANT_REPEAT.people} people of it, or one person over ${TENANT_REPEAT.days} days, make it the tenant's`, () => {
+  it("when a tenant's people, several of them over days, sent forms from a host's unit, then the unit is still not the tenant's (its other tenants share it)", () => {
     const host = [ptr(1, space), ...tenantsAtGateway];
     const once = identitiesOfRange([...host, ptr(2, space), mail(2, "guest.example", "guest")], facts);
     expect(rowOf(once, 2)).toMatchObject({ guard: "shared", organizationDomain: null });
-    const colleagues = identitiesOfRange([...host, ptr(3, space), mail(3, "resident.example", "r1"), mail(3, "resident.example", "r2")], facts);
-    expect(rowOf(colleagues, 3)).toMatchObject({ guard: null, organizationDomain: "resident.example", source: "form_email" });
-    const overDays = identitiesOfRange([...host, ptr(4, space), mail(4, "regular.example", "r3", 0, TENANT_REPEAT.days)], facts);
-    expect(named(overDays, 4)).toBe("regular.example");
+    const colleagues = identitiesOfRange([...host, ptr(3, space), mail(3, "resident.example", "r1", 0), mail(3, "resident.example", "r2", 5)], facts);
+    expect(rowOf(colleagues, 3)).toMatchObject({ guard: "shared", organizationDomain: null });
+  });
+
+  it(`when forms at a PTR domain's units, one organisation a unit, name ${HOST_TENANTS} organisation(s) or more and never the domain, then the domain is a host's or provider's: it names nobody, and its units name none of their tenants`, () => {
+    const provider = "lineco-spaces.example";
+    const rows = identitiesOfRange(
+      [ptr(1, provider), businessLine(1), mail(1, "alpha.example", "a1"), ptr(2, provider), businessLine(2), mail(2, "beta.example", "b1"), ptr(3, provider)],
+      facts,
+    );
+    expect([named(rows, 1), named(rows, 2), named(rows, 3)]).toEqual([null, null, null]);
+    // forms of the domain itself beside another organisation's keep it an organisation's (a guest's form)
+    expect(named(identitiesOfRange([ptr(1, provider), mail(1, "alpha.example", "a1"), ptr(3, provider), mail(3, provider, "staff")], facts), 3)).toBe(provider);
+  });
+
+  it("when a hotel's gateway PTR domain is the only evidence of its unit, then it names nobody (its visitors are guests); a form of the hotel's own domain there names it", () => {
+    const hotel = "belvedere-hotel.example";
+    expect(HOSPITALITY_WORD.test("belvedere-hotel")).toBe(true);
+    expect(named(identitiesOfRange([ptr(5, hotel)], facts), 5)).toBeNull();
+    expect(named(identitiesOfRange([ptr(5, hotel), mail(5, hotel, "front-desk")], facts), 5)).toBe(hotel);
+    // an organisation's PTR domain without such a word names its unit alone
+    expect(named(identitiesOfRange([ptr(5, "belvedere-optics.example")], facts), 5)).toBe("belvedere-optics.example");
   });
 });
 
@@ -90,18 +110,30 @@ describe("access operators' line names", () => {
   });
 });
 
-describe("IPv6 households", () => {
+describe("households", () => {
   const v6: RangeFacts = { ...facts, version: 6 };
   const lan = (n: number) => `2001:db8:7:${n}::/64`;
   const mail6 = (n: number, domain: string, person: string): Evidence => ({ ...mail(0, domain, person), unit: lan(n) });
 
-  it(`when one person's form is the only evidence of a /64, then it names nobody (a household's LAN); ${IPV6_EMAIL_PEOPLE} colleagues over the /48's /64s name each and their prefix`, () => {
+  it(`when one person's form is the only evidence of a /64, then it names nobody (a household's LAN); ${EMAIL_PEOPLE} colleagues over the /48's /64s name each and their prefix`, () => {
     expect(identitiesOfRange([mail6(1, "office.example", "a")], v6).filter((r) => r.organizationDomain)).toEqual([]);
     const rows = identitiesOfRange([mail6(1, "office.example", "a"), mail6(2, "office.example", "b")], v6);
     expect(rows.filter((r) => r.organizationDomain === "office.example").map((r) => r.prefix)).toEqual([lan(1), lan(2), "2001:db8:7::/62"]);
   });
 
-  it("when the same single person's form is seen on IPv4, then one person still names a static line there", () => {
-    expect(named(identitiesOfRange([mail(1, "office.example", "a")], facts), 1)).toBe("office.example");
+  it(`when one person's forms, over days, are the only evidence of an IPv4 line, then it names nobody (a home worker, a reassigned line's previous subscriber); ${EMAIL_PEOPLE} colleagues in the /24, or a PTR name marking a business line, name it`, () => {
+    expect(rowOf(identitiesOfRange([mail(1, "office.example", "a", 0, 10)], facts), 1)).toMatchObject({ organizationDomain: null, guard: null });
+    expect(named(identitiesOfRange([mail(1, "office.example", "a"), mail(2, "office.example", "b")], facts), 1)).toBe("office.example");
+    expect(named(identitiesOfRange([businessLine(1), mail(1, "office.example", "a")], facts), 1)).toBe("office.example");
+  });
+
+  it.each([
+    ["gw.static.example-telecom.de", true],
+    ["host44.biz.example-isp.net", true],
+    ["rr20931.example-telecombusiness.net", false],
+    ["a109-96.lfbn-lyo-1.w87-238.abo.example-telecom.fr", false],
+    ["host86-150-12-34.range86-150.example-isp.com", false],
+  ])("when a PTR name is %s, then it marks a business line: %s", (host, expected) => {
+    expect(readsLikeBusinessLine(host)).toBe(expected);
   });
 });

@@ -69,11 +69,14 @@ async function send(datasetId: string, ip: string, events: unknown[]): Promise<v
 const receivedOf = (datasetId: string) =>
   receiver.received.filter((r) => r.verified.data.datasetId === datasetId).map((r) => [r.verified.type, r.verified.data.leadId, r.verified.data.reason]);
 
-/** A person of a fresh organisation visits from an ISP address and sends a form: that organisation's lead. */
+/**
+ * A visitor of a fresh organisation visits from an ISP address and sends forms with two colleagues'
+ * addresses (one person's e-mail names no line that may be a household's): that organisation's lead.
+ */
 async function leadOfForm(datasetId: string, ip: string): Promise<{ domain: string; email: string; leadId: string }> {
   const [domain, person] = [freshDomain(), newVisitor()];
   const email = `first@${domain}`;
-  await send(datasetId, ip, [t.pageView(person), t.form(person, { email })]);
+  await send(datasetId, ip, [t.pageView(person), t.form(person, { email }), t.form(person, { email: `colleague@${domain}` })]);
   const [lead] = await t.leads(datasetId);
   expect(lead).toMatchObject({ organizationDomain: domain });
   return { domain, email, leadId: lead!.leadId };

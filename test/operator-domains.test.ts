@@ -60,6 +60,10 @@ describe("operator naming structure", () => {
     ["biz48213.ma.example-cable.net", "a business line's number under a region zone"],
     ["kd40917.business.example-telecom.de", "a customer number under a business zone"],
     ["rr20931.biz.example-broadband.com", "a line number under a business zone"],
+    ["ln918875-6.fix.example-telecom.pl", "a line and port number under a fixed-line zone"],
+    ["gw.fixed.example-telecom.pl", "a host under an operator's fixed-line zone"],
+    ["gw.acme-widgets.examplecablebiz.com", "a line under an operator's business brand (<brand>biz)"],
+    ["office.example-telecom-business.de", "a line under an operator's business brand (<brand>-business)"],
   ])("when a PTR name is %s (%s), then it names no organisation", (host) => {
     expect(domainOfPtr(host, "192.0.2.7")).toBeNull();
   });
@@ -69,6 +73,12 @@ describe("operator naming structure", () => {
     ["vpn2024.acme-widgets.com", "a numbered host directly under the company's domain"],
   ])("when a PTR name is %s (%s), then it names the company", (host) => {
     expect(domainOfPtr(host, "192.0.2.7")).toBe("acme-widgets.com");
+  });
+
+  it("when a company's domain begins with biz or ends in another word, then it is no operator's business brand", () => {
+    expect(domainOfPtr("gw.bizarro-design.com", "192.0.2.7")).toBe("bizarro-design.com");
+    expect(domainOfPtr("gw.showbiz-media.com", "192.0.2.7")).toBe("showbiz-media.com");
+    expect(domainOfPtr("gw.showbiz.com", "192.0.2.7")).toBeNull(); // a label ending in biz is read as a brand: the rule's known cost
   });
 
   it("when the address's octets are spread over the name's labels, then it names no organisation; the same name for another address names its domain", () => {

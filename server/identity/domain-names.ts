@@ -40,7 +40,7 @@ export function businessEmailDomain(email: string): string | null {
 
 // Labels of access lines and generic names (matched whole, a trailing number allowed: dip0, pool12).
 const ACCESS_LABEL =
-  /(^|[.-])(dyn|dynamic|dynip|dip|pool|dsl|adsl|vdsl|xdsl|dhcp|dial|dialup|ppp|pppoe|cable|catv|customer|customers|cust|client|clients|broadband|bb|ftth|fttc|fttx|fttb|cpe|res|resi|residential|home|user|users|subscriber|sub|mobile|gprs|umts|lte|wireless|wifi|wlan|hsd|static|ip|ipv4|ipv6|host|hosts|nat|cgnat|unassigned|unknown|rev|reverse|ptr|addr|in-addr|ip6|access|dialin|modem)\d*(?=$|[.-])/;
+  /(^|[.-])(dyn|dynamic|dynip|dip|pool|dsl|adsl|vdsl|xdsl|dhcp|dial|dialup|ppp|pppoe|cable|catv|customer|customers|cust|client|clients|broadband|bb|ftth|fttc|fttx|fttb|cpe|res|resi|residential|home|user|users|subscriber|sub|mobile|gprs|umts|lte|wireless|wifi|wlan|hsd|static|ip|ipv4|ipv6|host|hosts|nat|cgnat|unassigned|unknown|rev|reverse|ptr|addr|in-addr|ip6|access|dialin|modem|fix|fixed)\d*(?=$|[.-])/;
 
 /** The address's octets (IPv4 text only; an IPv4-mapped IPv6 address is IPv6 text here and never matches). */
 const octetsOf = (ip: string): number[] | undefined => (isIPv4(ip) ? ip.split(".").map(Number) : undefined);
@@ -73,15 +73,28 @@ function embedsAddress(labels: string, ip: string): boolean {
 
 /**
  * A line or customer number under an operator's zone: a first label of letters then four digits or
- * more, with a zone below the registrable domain (`biz12345.ma.<operator>.net`,
+ * more (and a port or sub-line number after a dash: `ln918875-6`), with a zone below the registrable domain (`biz12345.ma.<operator>.net`,
  * `kd12345.business.<operator>.de`). An operator numbers its customers' lines; a company names
  * its few hosts on a line by role (`fw1.office.<company>.com`).
  */
-const LINE_NUMBER = /^[a-z]{1,8}\d{4,}\.[^.]+/;
+const LINE_NUMBER = /^[a-z]{1,8}\d{4,}([-_]\d+)*\.[^.]+/;
+
+/**
+ * A domain whose own label ends in a business-service word (`<brand>biz`, `<brand>business`,
+ * `<brand>-business`) in a PTR name: an access operator's brand for the lines it sells to
+ * businesses (comcastbusiness.net, verizonbusiness.com, coxbusiness.com,
+ * virginmediabusiness.co.uk, orange-business.com). A company names its line after itself, not
+ * after the service it buys; the operator's brand names each of its customers' lines.
+ */
+const BUSINESS_BRAND = /.(biz|business)$/;
+
+/** Whether a registrable domain reads like an access operator's business brand (BUSINESS_BRAND). */
+export const isBusinessBrand = (domain: string): boolean => BUSINESS_BRAND.test(domain.slice(0, domain.indexOf(".")));
 
 /**
  * The organisation domain a PTR name gives, or null when it names no organisation: it has no
- * registrable domain, the domain is a curated network operator's (operator-domains.ts), or its
+ * registrable domain, the domain is a curated network operator's (operator-domains.ts) or reads
+ * like an operator's business brand (BUSINESS_BRAND), or its
  * labels read like an access line, number a line under an operator zone, or spell the address
  * (under the registrable domain, or in its own label: `ns123.ip-51-75-3.eu`).
  */
@@ -91,6 +104,7 @@ export function domainOfPtr(host: string, ip: string): string | null {
   if (!domain || isOperatorDomain(domain)) return null;
   const labels = parse(name).subdomain ?? "";
   const domainLabel = domain.slice(0, domain.indexOf("."));
+  if (isBusinessBrand(domain)) return null;
   if (ACCESS_LABEL.test(labels) || LINE_NUMBER.test(labels) || embedsAddress(labels ? `${labels}.${domainLabel}` : domainLabel, ip)) return null;
   return domain;
 }
@@ -119,6 +133,18 @@ export function readsLikeDynamicLine(host: string): boolean {
   if (STATIC_LABEL.test(labels) || (domain && STATIC_WORD.test(domain.slice(0, domain.indexOf("."))))) return false;
   const kind = domain ? operatorOfDomain(domain)?.kind : undefined;
   return DYNAMIC_LABEL.test(labels) || kind === "access" || kind === "mobile";
+}
+
+/**
+ * Whether a PTR name that names no organisation marks a business line: a static/biz/business
+ * label below the registrable domain. Operators sell static business lines as such and name them
+ * so; a household's line never carries the mark. A business brand in the domain alone
+ * (`<brand>biz.com`) is not the mark: hosts buy such lines too, and share them among tenants.
+ */
+export function readsLikeBusinessLine(host: string): boolean {
+  const name = host.toLowerCase().replace(/\.$/, "");
+  const labels = (registrableDomain(name) ? parse(name).subdomain : name) ?? "";
+  return STATIC_LABEL.test(labels);
 }
 
 type PtrAnswer = { host: string | null } | undefined;

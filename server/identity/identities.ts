@@ -24,7 +24,7 @@ import { Prisma } from "../../generated/prisma/client.ts";
 import type { IdentityConfig, ReverseDnsConfig } from "../config.ts";
 import type { Db } from "../db/database.ts";
 import type { Logger } from "../logging.ts";
-import { businessEmailDomain, domainOfPtr, isFreeMail, lookUpPtr, readsLikeDynamicLine } from "./domain-names.ts";
+import { businessEmailDomain, domainOfPtr, isFreeMail, lookUpPtr, readsLikeBusinessLine, readsLikeDynamicLine } from "./domain-names.ts";
 import type { NetworkType } from "../domain/types.ts";
 import { hasher, keyOf as erasureKeyOf } from "./erasure-key.ts";
 import { addressKeys, gatewayOf, prefixLength } from "./addresses.ts";
@@ -490,8 +490,9 @@ export function identityStore(db: Db, { identities, reverseDns, now = () => new 
 
     /**
      * Records PTR names as evidence: the registrable domain of a name that is not an access line
-     * and not the operator's own, or the mark of a dynamic access line; other names (a static
-     * line's generic name) are no evidence. Pooled when TRACKING_IDENTITY_POOL_REVERSE_DNS is on.
+     * and not the operator's own, or the mark of a dynamic access line, or else of a business line
+     * (rules.ts: one person's e-mail names such a line); other names (a static line's generic
+     * name) are no evidence. Pooled when TRACKING_IDENTITY_POOL_REVERSE_DNS is on.
      */
     async recordPtrEvidence(answers: readonly PtrEvidence[]): Promise<void> {
       const rows = answers.flatMap((answer): NewEvidence[] => {
@@ -501,7 +502,8 @@ export function identityStore(db: Db, { identities, reverseDns, now = () => new 
         const domain = domainOfPtr(answer.host, answer.ip);
         const evidence = { scope, range: keys.range, unit: keys.unit, contributor: "", at: seenAt(answer.at) };
         if (domain) return sameDomain(domain, answer.networkDomain) ? [] : [{ ...evidence, kind: "reverse_dns", domain }];
-        return readsLikeDynamicLine(answer.host) ? [{ ...evidence, kind: "dynamic_line", domain: "" }] : [];
+        if (readsLikeDynamicLine(answer.host)) return [{ ...evidence, kind: "dynamic_line", domain: "" }];
+        return readsLikeBusinessLine(answer.host) ? [{ ...evidence, kind: "business_line", domain: "" }] : [];
       });
       await store(deduplicated(rows));
     },

@@ -4,6 +4,7 @@
 // writes what this returns. The spec's AddressIdentity states the same rules for partners.
 import { knownOrganizationOfDomain } from "./organizations.ts";
 import { isOperatorDomain } from "./operator-domains.ts";
+import { isBusinessBrand } from "./domain-names.ts";
 import { type IpVersion, RANGE_LENGTH, holds, prefixLength, smallestPrefixHolding } from "./addresses.ts";
 
 /** The one threshold: an identity attributes visits when its confidence is at least this (and no guard applies). */
@@ -56,30 +57,38 @@ export const OPERATOR_UNITS = { addresses: 16, ranges: 2 } as const;
 export const STATIC_LINE = { people: 2, days: 2 } as const;
 
 /**
- * A PTR domain of a unit where forms name this many organisations or more, none of them the
- * domain itself, is a host's (a coworking space, a hotel, a managed office): its name is the
- * host's, its visitors are its guests. It then names nobody at any unit of the range.
+ * A PTR domain at whose units forms name this many organisations or more, none of them the domain
+ * itself, is a host's (a coworking space, a hotel, a managed office): its name is the host's, its
+ * visitors are its guests. It then names nobody at any unit of the range. One is enough: a
+ * company's own gateway name is borne out by its people's forms, and a form naming only another
+ * organisation under it is a guest's or a tenant's.
  */
-export const HOST_TENANTS = 2;
+export const HOST_TENANTS = 1;
 
 /**
- * On a unit named by a host's PTR domain, one tenant's e-mail names the unit only when it is
- * repeated: `people` people of the tenant, or their evidence spanning `days` days or more (a
- * resident tenant, not one guest's form).
+ * Words of a hospitality network's name (a hotel's, a hostel's, a resort's guest Wi-Fi): such a
+ * network's visitors are its guests, who bring their own employers' laptops; the hotel's own staff
+ * are a handful among them. Its gateway's PTR domain is then a weak signal at best: it names the
+ * unit only where a form of the same domain was seen there (the staff's).
  */
-export const TENANT_REPEAT = { people: 2, days: 2 } as const;
+export const HOSPITALITY_WORD = /hotel|hostel|motel|resort|hospitality|guesthouse|guest-?house|hotspot/;
 
 /**
- * On IPv6, e-mail names a unit (a /64) only when this many people of the organisation left it at
- * the range's units (the /48): a household's /56 and the /64 of its LAN, whose hosts change their
- * privacy addresses daily, hold one person of a company; an office's /64s hold several colleagues.
+ * E-mail alone names a unit only when this many people of the organisation left it at the range's
+ * units (an IPv4 /24, an IPv6 /48; people seen moving not counted), unless the unit's PTR name
+ * marks a business line (the business_line evidence: static, biz, business). Any other line may
+ * be a household's: a home worker's business address, or the previous subscriber's on a
+ * reassigned address, is one person of a company, and so is one guest's form at a host without a
+ * PTR name; on IPv6 a household's /56 and its LAN's /64, whose hosts change their privacy
+ * addresses daily, likewise hold one person. An office, even a small one, shows two colleagues;
+ * a line its operator sells and names as a business line is one.
  */
-export const IPV6_EMAIL_PEOPLE = 2;
+export const EMAIL_PEOPLE = 2;
 
 /** The widest prefix an identity backed by e-mail may span (by PTR names: the whole range). */
 export const EMAIL_PREFIX_LENGTH: Record<IpVersion, number> = { 4: 29, 6: 56 };
 
-export type EvidenceKind = "form_email" | "reverse_dns" | "dynamic_line" | "free_mail";
+export type EvidenceKind = "form_email" | "reverse_dns" | "dynamic_line" | "free_mail" | "business_line";
 export type EvidenceSource = "reverse_dns" | "form_email";
 export type Guard = "shared" | "dynamic_line" | "dynamic_range" | "moving_person" | "network_type";
 
@@ -142,13 +151,15 @@ interface UnitEvidence {
   unit: string;
   rows: Evidence[];
   ptrDomains: Set<string>;
-  /** A host's PTR domain names the unit (HOST_TENANTS): its e-mail evidence must be repeated (TENANT_REPEAT). */
+  /** A host's PTR domain names the unit (HOST_TENANTS): it names nobody. */
   hosted: boolean;
   /** domain -> its people */
   emailPeople: Map<string, Set<string>>;
   /** People who gave a free-mail address at the unit. */
   consumers: Set<string>;
   dynamicLine: boolean;
+  /** The unit's PTR name marks a business line (EMAIL_PEOPLE). */
+  businessLine: boolean;
 }
 
 function unitEvidence(unit: string, rows: Evidence[], hosts: ReadonlySet<string> = new Set()): UnitEvidence {
@@ -163,16 +174,22 @@ function unitEvidence(unit: string, rows: Evidence[], hosts: ReadonlySet<string>
     consumers: new Set(rows.filter((r) => r.kind === "free_mail").map((r) => r.contributor)),
     emailPeople,
     dynamicLine: rows.some((r) => r.kind === "dynamic_line"),
+    businessLine: rows.some((r) => r.kind === "business_line"),
   };
 }
 
-/** The PTR domains of the range that are hosts' (HOST_TENANTS): forms at one of their units name other organisations only. */
+/**
+ * The PTR domains of the range that are hosts' or providers' (HOST_TENANTS): forms at their units,
+ * in one unit or spread over several (a host's several gateway addresses, an operator naming each
+ * customer's line after itself), name other organisations only, HOST_TENANTS of them or more.
+ * Such a name is no organisation's; a line carrying it may be shared by its tenants.
+ */
 function hostDomains(units: readonly UnitEvidence[]): Set<string> {
-  const hosts = new Set<string>();
+  const named = new Map<string, Set<string>>();
   for (const u of units) {
-    for (const domain of u.ptrDomains) if (!u.emailPeople.has(domain) && u.emailPeople.size >= HOST_TENANTS) hosts.add(domain);
+    for (const domain of u.ptrDomains) named.set(domain, new Set([...(named.get(domain) ?? []), ...u.emailPeople.keys()]));
   }
-  return hosts;
+  return new Set([...named].filter(([domain, organizations]) => !organizations.has(domain) && organizations.size >= HOST_TENANTS).map(([domain]) => domain));
 }
 
 /** Organisations that e-mail at units without a PTR domain names (the dynamic-range rule). */
@@ -211,11 +228,12 @@ function unitRow(u: UnitEvidence, dynamicRange: boolean, facts: RangeFacts, rang
   const staticLine = settled.length >= STATIC_LINE.people && spanDays(settledRows) >= STATIC_LINE.days;
   const guard: Guard | null = staticLine ? null : u.dynamicLine ? "dynamic_line" : dynamicRange ? "dynamic_range" : settled.length === 0 ? "moving_person" : null;
   if (guard) return { ...none, guard, shared: false };
-  // a host's unit: one guest's form is not a tenant
-  const resident = settled.length >= TENANT_REPEAT.people || spanDays(settledRows) >= TENANT_REPEAT.days;
-  if (u.hosted && !resident) return { ...none, guard: "shared", shared: true };
-  // an IPv6 household's LAN: one person of a company is no office
-  if (facts.version === 6 && (rangePeople.get(domain)?.size ?? 0) < IPV6_EMAIL_PEOPLE) return { ...none, guard: null, shared: false };
+  // a host's unit (a coworking space, a serviced office): every tenant's people share its line,
+  // and a tenant whose people fill forms there, however often, is one of several; the unit names
+  // none of them (a visitor is named by their own organisation's evidence elsewhere)
+  if (u.hosted) return { ...none, guard: "shared", shared: true };
+  // possibly a household's line (a home worker, a reassigned line's previous subscriber, an IPv6 LAN): one person of a company is no office
+  if (!u.businessLine && (rangePeople.get(domain)?.size ?? 0) < EMAIL_PEOPLE) return { ...none, guard: null, shared: false };
   return { ...identity, source: "form_email", confidence: settled.length >= 2 ? CONFIDENCE.emailOfSeveralPeople : CONFIDENCE.emailOfOnePerson };
 }
 
@@ -251,13 +269,23 @@ function prefixRows(units: readonly IdentityRow[], facts: RangeFacts): IdentityR
   return rows;
 }
 
+/** A hospitality network's PTR domain (HOSPITALITY_WORD) that no form of the range names: its guests' gateway, naming none of them. */
+const isGuestNetwork = (e: Evidence, formDomains: ReadonlySet<string>) =>
+  e.kind === "reverse_dns" && HOSPITALITY_WORD.test(e.domain.slice(0, e.domain.indexOf("."))) && !formDomains.has(e.domain);
+
 /**
  * The identity rows of a range from its evidence within the window: one per unit with evidence,
  * then one per prefix its evidence spans. Evidence naming an operator's domain (learned, or curated
  * in operator-domains.json) names nothing.
  */
 export function identitiesOfRange(evidence: readonly Evidence[], facts: RangeFacts): IdentityRow[] {
-  const counted = evidence.filter((e) => e.kind === "dynamic_line" || !(facts.operatorDomains.has(e.domain) || isOperatorDomain(e.domain)));
+  const formDomains = new Set(evidence.filter((e) => e.kind === "form_email").map((e) => e.domain));
+  const counted = evidence.filter(
+    (e) =>
+      e.kind === "dynamic_line" ||
+      e.kind === "business_line" ||
+      !(facts.operatorDomains.has(e.domain) || isOperatorDomain(e.domain) || isGuestNetwork(e, formDomains) || (e.kind === "reverse_dns" && isBusinessBrand(e.domain))),
+  );
   const byUnit = new Map<string, Evidence[]>();
   for (const row of counted) byUnit.set(row.unit, [...(byUnit.get(row.unit) ?? []), row]);
   const hosts = hostDomains([...byUnit].map(([unit, rows]) => unitEvidence(unit, rows)));

@@ -1,0 +1,2 @@
+-- AlterEnum
+ALTER TYPE "IdentityEvidenceKind" ADD VALUE 'business_line';
