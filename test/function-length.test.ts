@@ -17,12 +17,7 @@ const MAX_LINES = 80;
 const WHY_LONG = /long because|why long:/i;
 
 /** Functions over the limit without their comment yet: `file:name`, with the reason. */
-const EXCEPTIONS: readonly { function: string; reason: string }[] = [
-  // TODO being edited in parallel; comment added at merge
-  { function: "server/identity/identities.ts:identityStore", reason: "being edited in parallel; comment added at merge" },
-  { function: "server/tracking/write/domain-evidence.ts:domainEvidence", reason: "being edited in parallel; comment added at merge" },
-  { function: "server/tracking/write/pending.ts:pendingAttribution", reason: "being edited in parallel; comment added at merge" },
-];
+const EXCEPTIONS: readonly { function: string; reason: string }[] = [];
 
 interface LongFunction {
   file: string;

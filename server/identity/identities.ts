@@ -130,6 +130,8 @@ export interface IdentityStoreOptions {
   logger?: Logger;
 }
 
+// Why long: the identity store's methods share one database handle, the evidence cache and the
+// recomputed ranges; issue 37 item 4 (plain functions over an explicit context) is still to do.
 export function identityStore(db: Db, { identities, reverseDns, now = () => new Date(), logger }: IdentityStoreOptions) {
   const windowMs = identities.windowDays * 86_400_000;
   const pooled = identities.poolReverseDns;

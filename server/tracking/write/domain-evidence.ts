@@ -52,6 +52,8 @@ export function mergedEvidence(older: IngestResult, newer: IngestResult): Ingest
   return { ...newer, visitorsIdentified: [...older.visitorsIdentified, ...newer.visitorsIdentified], addresses: [...addresses.values()] };
 }
 
+// Why long: its methods share the PTR look-up cache and the retry times of failed look-ups;
+// issue 37 item 4 (a module with explicit dependencies) is still to do.
 export function domainEvidence(db: Db, config: ReverseDnsConfig, logger?: Logger) {
   /** The cached domain candidates (null: none) of the /24s that have a fresh entry: one query for all. */
   async function cachedCandidates(prefixes: readonly string[]): Promise<Map<string, string | null>> {

@@ -383,6 +383,8 @@ export interface PendingAttributionDeps {
 }
 
 /** Learning from pending events and backfilling them; one per process (services/index.ts). */
+// Why long: learning and backfilling share the identity store, the writer and the webhook hooks
+// of one process; issue 37 item 4 (a module with explicit dependencies) is still to do.
 export function pendingAttribution(db: Db, { identities, write, onCommitted, onLeadsRemoved, logger }: PendingAttributionDeps) {
   /** Writes the pending events at these addresses of the account whose identity attributes them (in transactions of BACKFILL_ADDRESSES addresses). */
   async function attributeAddresses(accountId: string, addresses: { ip: string; networkType: string; masked: boolean }[]): Promise<number> {
