@@ -30,6 +30,16 @@ const newVisitor = () => `vid${randomBytes(8).toString("hex")}`;
 const freshDomain = () => `firm-${++seq}-${randomBytes(3).toString("hex")}.de`;
 /** An address of Comcast (AS7922, isp) in a /24 of its own per call. */
 const ispAddress = (host = 5) => `73.${40 + Math.floor(seq / 200)}.${++seq % 200}.${host}`;
+/**
+ * An ISP address whose PTR name marks a business line (`gw.static.<operator>`): one person's
+ * business e-mail names such a line, where a line without the mark may be a household's and needs
+ * two people of the organisation (server/identity/rules.ts EMAIL_PEOPLE).
+ */
+async function businessLine(): Promise<string> {
+  const ip = ispAddress();
+  await t.api.services.identities.recordPtrEvidence([{ accountId: t.tenant.accountId, ip, networkType: "isp", host: `gw.static.isp-${freshDomain()}` }]);
+  return ip;
+}
 
 async function dataset(): Promise<string> {
   const id = await t.api.services.datasets.create(t.tenant.accountId, t.tenant.admin.email, { name: `Pending ${++seq}` });
@@ -65,7 +75,7 @@ const page = (visitorId: string, n: number) => t.pageView(visitorId, `https://ww
 describe("collect (pending events of shared networks)", () => {
   it("when a form with a business e-mail comes from an ISP address, then that address's earlier and later visits are a lead of that domain with identitySource form_email", async () => {
     const ds = await dataset();
-    const [ip, domain, person] = [ispAddress(), freshDomain(), newVisitor()];
+    const [ip, domain, person] = [await businessLine(), freshDomain(), newVisitor()];
     expect((await t.collect(ds, ip, [page(person, 1), page(person, 2)])).body).toEqual({ received: 2, queued: 2 });
     await t.writer.drain();
     expect(await leads(ds)).toEqual([]);
@@ -86,7 +96,7 @@ describe("collect (pending events of shared networks)", () => {
 
   it("when people of two organisations send forms from one ISP address (shared), then nothing of it is attributed, also what was before the second form", async () => {
     const ds = await dataset();
-    const [ip, first, second] = [ispAddress(), newVisitor(), newVisitor()];
+    const [ip, first, second] = [await businessLine(), newVisitor(), newVisitor()];
     await t.collect(ds, ip, [page(first, 1), t.form(first, { email: `a@${freshDomain()}` })]);
     await t.writer.drain();
     expect(await leads(ds)).toHaveLength(1);
@@ -98,7 +108,7 @@ describe("collect (pending events of shared networks)", () => {
 
   it("when the only person who made an ISP address an organisation's comes back from another ISP address (a re-dialled line), then neither address is attributed", async () => {
     const ds = await dataset();
-    const [home, later, person] = [ispAddress(), ispAddress(), newVisitor()];
+    const [home, later, person] = [await businessLine(), ispAddress(), newVisitor()];
     await t.collect(ds, home, [page(person, 1), t.form(person, { email: `home.worker@${freshDomain()}` })]);
     await t.writer.drain();
     expect(await leads(ds)).toHaveLength(1);
@@ -157,7 +167,7 @@ describe("collect (one lead per organisation, whichever way it is recognised fir
 
   it("when evidence names an organisation first and its own network visits later, then both are one lead, recognised by its network", async () => {
     const ds = await dataset();
-    const ip = ispAddress();
+    const ip = await businessLine();
     await formFromIsp(ds, ip);
     const [byEvidence] = await leads(ds);
     expect(byEvidence).toMatchObject({ organizationDomain: "apple.com", identitySource: "form_email" });
@@ -175,7 +185,7 @@ describe("collect (one lead per organisation, whichever way it is recognised fir
     const ds = await dataset();
     await visitFromOwnNetwork(ds);
     const [byNetwork] = await leads(ds);
-    await formFromIsp(ds, ispAddress());
+    await formFromIsp(ds, await businessLine());
     const [lead, ...others] = await leads(ds);
     expect(others).toEqual([]);
     expect(lead).toMatchObject({ leadId: byNetwork!.leadId, organizationDomain: "apple.com", identitySource: "network", visitCount: 2 });
@@ -183,7 +193,7 @@ describe("collect (one lead per organisation, whichever way it is recognised fir
 
   it("when an address is the organisation's already and its first visits from there and from the own network are written together, then they are one lead", async () => {
     const ds = await dataset();
-    const ip = ispAddress();
+    const ip = await businessLine();
     await t.collect(ds, ip, [t.form(newVisitor(), { email: employee() })]);
     await t.writer.drain();
     expect(await leads(ds)).toEqual([]); // a form is no visit: the address has an identity, the dataset no lead yet
@@ -219,7 +229,7 @@ describe("collect (withdrawal is complete)", () => {
 describe("eraseDataSubject (pending events)", () => {
   it("when a person is erased, then their pending events and their e-mail's contribution to an identity are gone, and the receipt counts the events", async () => {
     const ds = await dataset();
-    const [ip, other, person] = [ispAddress(), ispAddress(), newVisitor()];
+    const [ip, other, person] = [await businessLine(), ispAddress(), newVisitor()];
     const email = `erase.me@${freshDomain()}`;
     // a free-mail form stays pending; the business one makes its address the organisation's
     await t.collect(ds, other, [page(person, 1), t.form(person, { email: "erase.me@gmail.com" })]);
@@ -243,7 +253,7 @@ describe("eraseDataSubject (pending events)", () => {
 
   it("when the only person whose e-mail named an ISP address is erased, then the other visitors' visits of that address leave the lead before the erasure answers, and the receipt counts them", async () => {
     const ds = await dataset();
-    const [ip, email] = [ispAddress(), `only.one@${freshDomain()}`];
+    const [ip, email] = [await businessLine(), `only.one@${freshDomain()}`];
     await t.collect(ds, ip, [t.form(newVisitor(), { email })]);
     await t.writer.drain();
     const colleague = newVisitor();
@@ -262,7 +272,7 @@ describe("eraseDataSubject (pending events)", () => {
 describe("retention (identities that lapse)", () => {
   it("when the only evidence naming an ISP address's organisation lapses, then the retention job takes its visits back to pending at once", async () => {
     const ds = await dataset();
-    const [ip, person] = [ispAddress(), newVisitor()];
+    const [ip, person] = [await businessLine(), newVisitor()];
     await t.collect(ds, ip, [page(person, 1), t.form(person, { email: `lapsing@${freshDomain()}` })]);
     await t.writer.drain();
     expect(await leads(ds)).toHaveLength(1);
