@@ -79,9 +79,8 @@ const validators = new Map<string, RequestHandler[]>();
  * EOV's public middleware for one spec path, made once per process (every app of a process shares
  * it) and placed whole in each of the path's operation routes. Made for all 39 paths, with their
  * first requests: 0.5 s of CPU in all (measured 2026-11-28); one middleware for the whole spec
- * costs as much to make but matches each request against every path: 11% more CPU per look-up in
- * bench:lookup. Per request this costs what the spec cut by hand per path did (same chain of
- * POST /v1/email-lookup in one process, interleaved: medians 195-221 µs against 199-220 µs).
+ * costs as much to make but matches each request against every path, 11% more CPU per look-up
+ * (commit message of this change).
  */
 function validatorOfPath(path: string): RequestHandler[] {
   let found = validators.get(path);
