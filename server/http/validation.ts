@@ -2,9 +2,9 @@
 // the one loaded spec (server/spec.ts): path, query and header parameters, the body, unknown query
 // parameters, formats (ajv-formats "full": a date is a day of the calendar), the spec's defaults
 // applied, parameter types read from their text, the body's types not coerced. It is used through
-// its public `middleware(options)` only: one per spec path (given the spec with that path only),
-// its handlers placed in each of the path's operation routes between the contract's rules and one
-// error handler.
+// its public `middleware(options)` only: one per spec path (given that path's spec and the
+// components it refers to), made at the path's first request and run whole in each of the path's
+// operation routes, between the contract's rules and one error handler.
 //
 // In front of it, in one pass, the rules of the contract EOV has no option for (spec/openapi.yaml,
 // info.description "Text"):
@@ -54,16 +54,16 @@ function typeOf(contract: Contract, schema: SchemaObject | undefined): string | 
 }
 
 /**
- * The spec EOV validates one path with: the loaded spec with that path only (our router has matched
- * it already; EOV matches each request again against every path it is given, compiling each
- * path's pattern per request), its query parameters read as a form (raw reserved characters are
- * data, `+` is a space: `allowReserved`) and an empty value judged by its schema
- * (`allowEmptyValue`). All the components are kept: EOV compiles a schema at its first use only.
+ * The spec EOV validates one path with: the loaded spec reduced to that path (our router has
+ * matched it already; EOV matches the path again against each path of its spec, compiling each
+ * template per request), query parameters read as a form (raw reserved characters are data, `+`
+ * is a space: `allowReserved`) and an empty value judged by its schema (`allowEmptyValue`).
  */
-function specOfPath(path: string): object {
-  const spec = loadSpec() as unknown as { paths: Record<string, Record<string, { parameters?: unknown[] }>>; components: { parameters?: Record<string, unknown> } };
+function specOf(path: string): object {
+  const spec = loadSpec() as unknown as { paths: Record<string, Record<string, { parameters?: unknown[] }>>; components: Record<string, Record<string, unknown>> & { parameters?: Record<string, unknown> } };
   const item = spec.paths[path]!;
   spec.paths = { [path]: item };
+  spec.components = referencedComponents(item, spec.components);
   const asForm = (parameter: unknown) => {
     const p = parameter as ParameterObject & { allowReserved?: boolean; allowEmptyValue?: boolean };
     if (p.in === "query") Object.assign(p, { allowReserved: true, allowEmptyValue: true });
@@ -73,21 +73,43 @@ function specOfPath(path: string): object {
   return spec;
 }
 
+/**
+ * The components `root` refers to, directly or through other components: EOV compiles every
+ * schema of the components it is given, so each path's copy keeps only its own (all of them, for
+ * each of the ~40 paths, was one block of 4 s of CPU after an app was made, 30 s and more on a
+ * loaded machine, which timed out the database's waits queued behind it).
+ */
+function referencedComponents(root: unknown, components: Record<string, Record<string, unknown>>): Record<string, Record<string, unknown>> {
+  const kept: Record<string, Record<string, unknown>> = { securitySchemes: components.securitySchemes ?? {} };
+  const visit = (value: unknown): void => {
+    if (Array.isArray(value)) return value.forEach(visit);
+    if (!value || typeof value !== "object") return;
+    for (const [key, member] of Object.entries(value)) {
+      const ref = key === "$ref" && typeof member === "string" ? /^#\/components\/([^/]+)\/([^/]+)$/.exec(member) : null;
+      if (ref) {
+        const [, kind, name] = ref as unknown as [string, string, string];
+        if (kept[kind]?.[name] !== undefined) continue;
+        (kept[kind] ??= {})[name] = components[kind]?.[name];
+        visit(components[kind]?.[name]);
+      } else visit(member);
+    }
+  };
+  visit(root);
+  return kept;
+}
+
 const validators = new Map<string, RequestHandler[]>();
 
 /**
- * EOV's public middleware for one spec path, made once per process (every app of a process shares
- * it) and placed whole in each of the path's operation routes. Made for all 39 paths, with their
- * first requests: 0.5 s of CPU in all (measured 2026-11-28); one middleware for the whole spec
- * costs as much to make but matches each request against every path, 11% more CPU per look-up
- * (commit message of this change).
+ * EOV's middleware for one spec path (its public `middleware(options)`), made once per process:
+ * shown one path, it matches and compiles one path.
  */
-function validatorOfPath(path: string): RequestHandler[] {
+function validatorOf(path: string): RequestHandler[] {
   let found = validators.get(path);
   if (!found) {
     found = eov.middleware({
-      apiSpec: specOfPath(path) as never,
-      validateApiSpec: false, // `npm run lint:spec` validates the spec
+      apiSpec: specOf(path) as never,
+      validateApiSpec: false, // `npm run lint:spec` validates the spec; here it is loaded once per path
       validateRequests: { allErrors: true, allowUnknownQueryParameters: false, coerceTypes: false },
       validateResponses: false, // tests check responses (server/http/response-check.ts)
       validateSecurity: false, // the API key is checked before validation (401 wins over 400)
@@ -97,6 +119,25 @@ function validatorOfPath(path: string): RequestHandler[] {
     validators.set(path, found);
   }
   return found;
+}
+
+/**
+ * The path's EOV middleware, made at the path's first request: made for every path when an app
+ * is made, their compiling ran as one block of seconds of CPU soon after (minutes of waits on a
+ * loaded machine), and most processes (tests, a short-lived service) use a few paths only.
+ */
+function eovOnFirstUse(path: string): RequestHandler {
+  return (req, res, next) => {
+    const handlers = validatorOf(path);
+    let at = 0;
+    const step = (error?: unknown): void => {
+      if (error) return next(error);
+      const handler = handlers[at++];
+      if (!handler) return next();
+      handler(req, res, step);
+    };
+    step();
+  };
 }
 
 /** One detail per field: the first found (the contract's own rules come first). */
@@ -110,18 +151,10 @@ function onePerField(details: InvalidField[]): InvalidField[] {
   });
 }
 
-/** What the contract's own rules need of one operation, read once when its route is made. */
-interface OperationRules {
-  operation: Operation;
-  /** Parameters whose text must be a canonical number, by location. */
-  numeric: { where: "path" | "query" | "header"; name: string; type: keyof typeof canonical }[];
-  /** Query parameters whose value is JSON. */
-  jsonQuery: string[];
-  headers: ParameterObject[];
-}
-
-function operationRules(contract: Contract, operation: Operation): OperationRules {
+/** The operation's request validation, as handlers of its route: the rules, EOV's middleware, one answer. */
+export function requestValidator(contract: Contract, operation: Operation): (RequestHandler | ErrorRequestHandler)[] {
   const declared = (where: ParameterObject["in"]) => operation.parameters.filter((p) => p.in === where);
+  /** Parameters whose text must be a canonical number, by location. */
   const numeric = (["path", "query", "header"] as const).flatMap((where) =>
     declared(where).flatMap((parameter) => {
       const type = parameter.content ? undefined : typeOf(contract, parameter.schema);
@@ -129,70 +162,69 @@ function operationRules(contract: Contract, operation: Operation): OperationRule
     }),
   );
   const jsonQuery = declared("query").filter((p) => p.content?.["application/json"]).map((p) => p.name);
-  return { operation, numeric, jsonQuery, headers: declared("header") };
-}
-
-/** The contract's own rules; `stop` when a value must not reach EOV (too deep for its walk). */
-function contractRules({ operation, numeric, jsonQuery, headers }: OperationRules, req: Request, res: Response): { details: InvalidField[]; stop: boolean } {
-  const details: InvalidField[] = [];
-  const broken = (where: Location, value: unknown, prefix: (string | number)[] = []) => {
-    for (const path of textRuleBreaks(value)) details.push({ location: where, field: joinField([...prefix, ...path]) || "(root)", message: TEXT_RULE_MESSAGE });
-  };
-  const at = req.originalUrl.indexOf("?");
-  const { values: query, malformed } = at < 0 ? NO_QUERY : parseQuery(req.originalUrl.slice(at + 1));
-  for (const name of malformed) details.push({ location: "query", field: name, message: PERCENT_ENCODING_MESSAGE });
-  const texts = {
-    path: req.params as Record<string, string | undefined>,
-    query: query as Record<string, string | string[] | undefined>,
-    header: Object.fromEntries(headers.map((p) => [p.name, req.get(p.name)])),
-  };
-  for (const { where, name, type } of numeric) {
-    const text = texts[where][name];
-    if (typeof text === "string" && !canonical[type].test(text)) details.push({ location: where, field: name, message: `must be ${type}, in canonical decimal form` });
-  }
-  for (const name of jsonQuery) {
-    const text = query[name];
-    if (typeof text !== "string") continue;
-    let value: unknown;
-    try {
-      value = JSON.parse(text);
-    } catch {
-      details.push({ location: "query", field: name, message: "must be JSON" });
-      continue;
-    }
-    if (nestsDeeperThan(value)) return { details: [...details, { location: "query", field: name, message: TOO_DEEP_MESSAGE }], stop: true };
-    broken("query", value, [name]);
-  }
-  broken("path", texts.path);
-  broken("query", query);
-  broken("header", texts.header);
-  if (!operation.requestBody) return { details, stop: false };
-  const length = Number(req.headers["content-length"] ?? 0);
-  const sent = length > 0 || !!req.headers["transfer-encoding"];
-  // the exact type most clients send, without parsing it (req.is parses the header on every call)
-  if (sent && req.headers["content-type"] !== "application/json" && !req.is("application/json")) {
-    details.push({ location: "body", field: "(root)", message: "must be sent as application/json" });
-  }
-  // verify of express.json counts the bytes it read; an empty JSON body is not a body
-  const read = ((res.locals.bodyBytes as number | undefined) ?? 0) > 0;
-  // EOV takes a body as required when its schema lists required fields, not by the operation's
-  // `requestBody.required`: a body of optional fields would pass when absent
-  if (!read && operation.requestBody?.required) details.push({ location: "body", field: "(root)", message: "is required" });
-  if (read && nestsDeeperThan(req.body)) return { details: [...details, { location: "body", field: "(root)", message: TOO_DEEP_MESSAGE }], stop: true };
-  if (read) broken("body", req.body);
-  // The one shim before EOV: it answers 415 to a body missing or not sent as JSON (its
-  // `unsupported media type`, no option changes it) where the contract answers 400 with every
-  // finding (test/input-robustness.test.ts, "when the body is missing" and "when the content
-  // type is not JSON"); the rules above refused those, so EOV is shown the JSON value read, or none.
-  req.headers["content-type"] = "application/json";
-  return { details, stop: false };
-}
-
-/** The operation's request validation, as handlers of its route: the rules, EOV's middleware, one answer. */
-export function requestValidator(contract: Contract, operation: Operation): (RequestHandler | ErrorRequestHandler)[] {
-  const rulesOf = operationRules(contract, operation);
+  const headers = declared("header");
   /** EOV names headers in lower case; the details use the spec's names. */
-  const headerName = new Map(rulesOf.headers.map((p) => [p.name.toLowerCase(), p.name]));
+  const headerName = new Map(headers.map((p) => [p.name.toLowerCase(), p.name]));
+  const hasBody = !!operation.requestBody;
+
+  /** The contract's own rules; `stop` when a value must not reach EOV (too deep for its walk). */
+  function contractRules(req: Request, res: Response): { details: InvalidField[]; stop: boolean } {
+    const details: InvalidField[] = [];
+    const broken = (where: Location, value: unknown, prefix: (string | number)[] = []) => {
+      for (const path of textRuleBreaks(value)) details.push({ location: where, field: joinField([...prefix, ...path]) || "(root)", message: TEXT_RULE_MESSAGE });
+    };
+    const at = req.originalUrl.indexOf("?");
+    const { values: query, malformed } = at < 0 ? NO_QUERY : parseQuery(req.originalUrl.slice(at + 1));
+    for (const name of malformed) details.push({ location: "query", field: name, message: PERCENT_ENCODING_MESSAGE });
+    const texts = {
+      path: req.params as Record<string, string | undefined>,
+      query: query as Record<string, string | string[] | undefined>,
+      header: Object.fromEntries(headers.map((p) => [p.name, req.get(p.name)])),
+    };
+    for (const { where, name, type } of numeric) {
+      const text = texts[where][name];
+      if (typeof text === "string" && !canonical[type].test(text)) details.push({ location: where, field: name, message: `must be ${type}, in canonical decimal form` });
+    }
+    for (const name of jsonQuery) {
+      const text = query[name];
+      if (typeof text !== "string") continue;
+      let value: unknown;
+      try {
+        value = JSON.parse(text);
+      } catch {
+        details.push({ location: "query", field: name, message: "must be JSON" });
+        continue;
+      }
+      if (nestsDeeperThan(value)) return { details: [...details, { location: "query", field: name, message: TOO_DEEP_MESSAGE }], stop: true };
+      broken("query", value, [name]);
+    }
+    broken("path", texts.path);
+    broken("query", query);
+    broken("header", texts.header);
+    if (!hasBody) {
+      delete req.headers["content-type"]; // see below
+      return { details, stop: false };
+    }
+    const length = Number(req.headers["content-length"] ?? 0);
+    const sent = length > 0 || !!req.headers["transfer-encoding"];
+    // the exact type most clients send, without parsing it (req.is parses the header on every call)
+    if (sent && req.headers["content-type"] !== "application/json" && !req.is("application/json")) {
+      details.push({ location: "body", field: "(root)", message: "must be sent as application/json" });
+    }
+    // verify of express.json counts the bytes it read; an empty JSON body is not a body
+    const read = ((res.locals.bodyBytes as number | undefined) ?? 0) > 0;
+    // EOV takes a body as required when its schema lists required fields, not by the operation's
+    // `requestBody.required`: a body of optional fields would pass when absent
+    if (!read && operation.requestBody?.required) details.push({ location: "body", field: "(root)", message: "is required" });
+    if (read && nestsDeeperThan(req.body)) return { details: [...details, { location: "body", field: "(root)", message: TOO_DEEP_MESSAGE }], stop: true };
+    if (read) broken("body", req.body);
+    // What EOV is shown is the JSON value read, or none (every body of the spec is JSON; other
+    // media types are refused above). It also keys the validators it compiles and keeps by the
+    // request's content type: shown one type per operation, no client can make it keep one per
+    // media type sent.
+    req.headers["content-type"] = "application/json";
+    return { details, stop: false };
+  }
 
   const refuse = (details: InvalidField[]) => {
     const unique = onePerField(details);
@@ -201,7 +233,7 @@ export function requestValidator(contract: Contract, operation: Operation): (Req
 
   /** The contract's own rules first; their findings wait for EOV's (one answer for both). */
   const rules: RequestHandler = (req, res, next) => {
-    const { details, stop } = contractRules(rulesOf, req, res);
+    const { details, stop } = contractRules(req, res);
     if (stop) return next(refuse(details));
     res.locals.inputFindings = details;
     next();
@@ -218,5 +250,5 @@ export function requestValidator(contract: Contract, operation: Operation): (Req
     res.locals.input = { path: req.params, query: req.query, body: req.body } satisfies ValidatedRequest;
     next();
   };
-  return [rules, ...validatorOfPath(operation.path), validatorFindings, validated];
+  return [rules, eovOnFirstUse(operation.path), validatorFindings, validated];
 }
