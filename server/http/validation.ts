@@ -152,6 +152,9 @@ function onePerField(details: InvalidField[]): InvalidField[] {
 }
 
 /** The operation's request validation, as handlers of its route: the rules, EOV's middleware, one answer. */
+// Why long: the contract's own rules and the validator's handlers stepped in one place. Mounting
+// EOV's public middleware per path instead was tried on 2026-11-28 and reverted: bench:lookup's
+// service spent 1,095-1,170 against 813 µs of CPU per look-up (docs/benchmarks.md, look-up log).
 export function requestValidator(contract: Contract, operation: Operation): (RequestHandler | ErrorRequestHandler)[] {
   const declared = (where: ParameterObject["in"]) => operation.parameters.filter((p) => p.in === where);
   /** Parameters whose text must be a canonical number, by location. */
