@@ -5,6 +5,8 @@ import { Prisma } from "../../generated/prisma/client.ts";
 import { NotFound } from "../domain/errors.ts";
 import { deleteLeadsOfAccount } from "../tracking/write/lead-store.ts";
 import { newId, normaliseEmail } from "../ids.ts";
+import { deleteSegmentsOfAccount } from "./segments.ts";
+import { addMembership } from "./users.ts";
 
 const DAY_MS = 86_400_000;
 /** lastUsedAt is written at most this often per key, so reads do not turn into writes. */
@@ -91,11 +93,8 @@ export function accountService(db: Db, sql: Sql, { keyCacheMs = KEY_CACHE_MS } =
             licenceValidUntil: new Date(Date.now() + input.licenceDays * DAY_MS),
           },
         });
-        const user = await tx.user.upsert({ where: { email }, create: { email }, update: {} });
-        await tx.membership.create({
-          data: { accountId, userId: user.id, name: input.admin.name, role: "admin", state: "active" },
-        });
-        return { accountId, adminUserId: Number(user.id) };
+        const userId = await addMembership(tx, accountId, { email, name: input.admin.name, role: "admin", state: "active" });
+        return { accountId, adminUserId: Number(userId) };
       });
     },
 
@@ -124,7 +123,7 @@ export function accountService(db: Db, sql: Sql, { keyCacheMs = KEY_CACHE_MS } =
      */
     async deleteAccount(accountId: string): Promise<void> {
       await db.$transaction([
-        db.segment.deleteMany({ where: { accountId } }),
+        deleteSegmentsOfAccount(db, accountId),
         deleteLeadsOfAccount(db, accountId),
         db.account.deleteMany({ where: { id: accountId } }),
       ]);

@@ -22,21 +22,6 @@ export interface ChargeHook {
   after: Prisma.Sql;
 }
 
-/**
- * A look-up's answer stored with its charge under the Idempotency-Key its request claimed
- * (services/idempotency.ts claims keys and stores the answers that charge nothing): the charge
- * goes ahead only while the request still owns the key (the key's row locked), and the answer
- * commits in the charge's own statement, or neither does.
- */
-export interface IdempotentAnswer {
-  accountId: string;
-  key: string;
-  /** The claiming request's id (KeyClaim.owner). */
-  owner: string;
-  status: number;
-  body: unknown;
-}
-
 export interface Charge {
   accountId: string;
   /** The paying dataset; undefined: the account's oldest dataset with credit left. */
@@ -45,8 +30,7 @@ export interface Charge {
   operation: string;
   keyId: string;
   credits?: number;
-  /** Stored with the charge (a look-up with an Idempotency-Key). */
-  answer?: IdempotentAnswer;
+  /** What commits with the charge or not at all (a look-up's answer under its Idempotency-Key, idempotency.ts). */
   hook?: ChargeHook;
 }
 
@@ -82,8 +66,7 @@ const payers = (accountId: string, datasetId: string | undefined, month: string,
 export function chargeStatement(charge: Charge): Prisma.Sql {
   const credits = charge.credits ?? 1;
   const month = monthOf(charge.at);
-  if (charge.answer && charge.hook) throw new Error("a charge has an idempotent answer or a hook, not both");
-  const hook = charge.answer ? storedWith(charge.answer) : charge.hook;
+  const { hook } = charge;
   return Prisma.sql`
     WITH ${hook?.guard ?? Prisma.empty}
     candidate AS (${payers(charge.accountId, charge.datasetId, month, credits)} LIMIT 1),
@@ -103,20 +86,6 @@ export function chargeStatement(charge: Charge): Prisma.Sql {
     ${hook?.after ?? Prisma.empty}
     SELECT (SELECT id FROM candidate) AS candidate, (SELECT "datasetId" FROM entry) AS charged,
            ${hook ? Prisma.sql`EXISTS (SELECT 1 FROM guard)` : Prisma.sql`true`} AS guarded`;
-}
-
-/** The key's row while the request that claimed it still owns it, unanswered. */
-const ownedKey = (a: IdempotentAnswer) =>
-  Prisma.sql`"accountId" = ${a.accountId} AND key = ${a.key} AND owner = ${a.owner} AND status IS NULL`;
-
-/** The charge's guard (the key still owned, locked) and the answer stored once the entry is written. */
-function storedWith(answer: IdempotentAnswer): ChargeHook {
-  return {
-    guard: Prisma.sql`guard AS (SELECT 1 FROM "IdempotencyKey" WHERE ${ownedKey(answer)} FOR UPDATE),`,
-    after: Prisma.sql`, stored AS (
-      UPDATE "IdempotencyKey" SET status = ${answer.status}, body = ${JSON.stringify(answer.body)}
-      WHERE ${ownedKey(answer)} AND EXISTS (SELECT 1 FROM entry) RETURNING 1)`,
-  };
 }
 
 /** Runs inside a bulk charge's transaction: `before` may refuse it (throw), `after` commits with it. */

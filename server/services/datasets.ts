@@ -5,6 +5,7 @@ import { type PageWeight, type StoredPageWeight, storedPageWeights } from "./lea
 import { NotFound } from "../domain/errors.ts";
 import { newId } from "../ids.ts";
 import type { AccessService } from "./access.ts";
+import { addAccess } from "./user-datasets.ts";
 import type { Schemas } from "../domain/types.ts";
 
 export interface FormTracking {
@@ -48,7 +49,7 @@ export function datasetService(db: Db, access: AccessService) {
         await tx.dataset.create({
             data: { id, accountId, name: input.name, nameKey: input.name.toLowerCase(), domain: input.domain?.toLowerCase() ?? null },
           });
-        await tx.userDataset.createMany({ data: userIds.map((userId) => ({ accountId, userId: BigInt(userId), datasetId: id })) });
+        await addAccess(tx, userIds.map((userId) => ({ accountId, userId: BigInt(userId), datasetId: id })));
       });
       return id;
     },

@@ -1,14 +1,15 @@
 // Idempotency-Key: the first request with a key runs; retries with the same key and request get
 // its stored answer. The primary key (account, key) decides which of concurrent requests runs.
-// A charged look-up's answer is stored by the charge's own statement (services/credits.ts,
-// IdempotentAnswer), which holds the whole statement; the answers that charge nothing are stored here.
+// The only writer of "IdempotencyKey": a charged look-up's answer is stored by the charge's own
+// statement (services/credits.ts runs the CTEs `storedWithCharge` makes here), the answers that
+// charge nothing by `store`.
 import { createHash, randomUUID } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Db } from "../db/database.ts";
 import { Prisma } from "../../generated/prisma/client.ts";
 import { Conflict } from "../domain/errors.ts";
 import { ChargeGuardFailed } from "../domain/errors.ts";
-import type { BulkChargeHooks } from "./credits.ts";
+import type { BulkChargeHooks, ChargeHook } from "./credits.ts";
 
 /** How long a key and its answer are kept. */
 export const KEY_TTL_MS = 24 * 3_600_000;
@@ -38,9 +39,27 @@ export function fingerprint(operation: string, query: object, body: object): str
   return createHash("sha256").update(JSON.stringify([operation, sorted(query), sorted(body)])).digest("hex");
 }
 
-export function idempotencyService(db: Db, now: () => Date) {
-  const where = (c: KeyClaim) => Prisma.sql`"accountId" = ${c.accountId} AND key = ${c.key} AND owner = ${c.owner} AND status IS NULL`;
+/**
+ * A look-up's answer stored with its charge under the Idempotency-Key its request claimed: the
+ * charge goes ahead only while the request still owns the key (the key's row locked), and the
+ * answer commits in the charge's own statement, or neither does.
+ */
+export interface IdempotentAnswer extends KeyClaim, StoredAnswer {}
 
+/** The key's row while the request that claimed it still owns it, unanswered. */
+const ownedKey = (c: KeyClaim) => Prisma.sql`"accountId" = ${c.accountId} AND key = ${c.key} AND owner = ${c.owner} AND status IS NULL`;
+
+/** The charge's guard (the key still owned, locked) and the answer stored once its ledger entry is written. */
+export function storedWithCharge(answer: IdempotentAnswer): ChargeHook {
+  return {
+    guard: Prisma.sql`guard AS (SELECT 1 FROM "IdempotencyKey" WHERE ${ownedKey(answer)} FOR UPDATE),`,
+    after: Prisma.sql`, stored AS (
+      UPDATE "IdempotencyKey" SET status = ${answer.status}, body = ${JSON.stringify(answer.body)}
+      WHERE ${ownedKey(answer)} AND EXISTS (SELECT 1 FROM entry) RETURNING 1)`,
+  };
+}
+
+export function idempotencyService(db: Db, now: () => Date) {
   /** Takes the key when it is new, expired, or abandoned by a request that died; returns whether we own it. */
   async function tryClaim(claim: KeyClaim, print: string): Promise<boolean> {
     const at = now();
@@ -83,7 +102,7 @@ export function idempotencyService(db: Db, now: () => Date) {
     /** Stores the answer of a request that charged nothing (a miss, no credit). */
     async store(claim: KeyClaim, answer: StoredAnswer): Promise<void> {
       await db.$executeRaw`
-        UPDATE "IdempotencyKey" SET status = ${answer.status}, body = ${JSON.stringify(answer.body)} WHERE ${where(claim)}`;
+        UPDATE "IdempotencyKey" SET status = ${answer.status}, body = ${JSON.stringify(answer.body)} WHERE ${ownedKey(claim)}`;
     },
 
     /**
@@ -93,20 +112,20 @@ export function idempotencyService(db: Db, now: () => Date) {
     storeWithBulkCharge(claim: KeyClaim, answerOf: (charged: { datasetId: string | null; credits: number }) => StoredAnswer): BulkChargeHooks {
       return {
         before: async (tx) => {
-          const held = await tx.$queryRaw<unknown[]>`SELECT 1 FROM "IdempotencyKey" WHERE ${where(claim)} FOR UPDATE`;
+          const held = await tx.$queryRaw<unknown[]>`SELECT 1 FROM "IdempotencyKey" WHERE ${ownedKey(claim)} FOR UPDATE`;
           if (!held.length) throw new ChargeGuardFailed("the Idempotency-Key was taken over; nothing was charged");
         },
         after: async (tx, charged) => {
           const answer = answerOf(charged);
           await tx.$executeRaw`
-            UPDATE "IdempotencyKey" SET status = ${answer.status}, body = ${JSON.stringify(answer.body)} WHERE ${where(claim)}`;
+            UPDATE "IdempotencyKey" SET status = ${answer.status}, body = ${JSON.stringify(answer.body)} WHERE ${ownedKey(claim)}`;
         },
       };
     },
 
     /** Gives the key up after an unexpected failure (nothing was charged), so that a retry runs. */
     async release(claim: KeyClaim): Promise<void> {
-      await db.$executeRaw`DELETE FROM "IdempotencyKey" WHERE ${where(claim)}`;
+      await db.$executeRaw`DELETE FROM "IdempotencyKey" WHERE ${ownedKey(claim)}`;
     },
 
     /** Removes keys older than 24 hours. */

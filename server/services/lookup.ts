@@ -4,8 +4,8 @@ import { NotFound, PaymentRequired, revive, type StoredDomainError, storedFormOf
 import { fullFormats } from "ajv-formats/dist/formats.js";
 import { normaliseEmail } from "../ids.ts";
 import { contactQuery, type ContactRow, type ContactService, toProfile } from "./contacts.ts";
-import { type CreditService, type IdempotentAnswer } from "./credits.ts";
-import { fingerprint, type IdempotencyService, type KeyClaim } from "./idempotency.ts";
+import type { CreditService } from "./credits.ts";
+import { fingerprint, type IdempotencyService, type IdempotentAnswer, type KeyClaim, storedWithCharge } from "./idempotency.ts";
 import type { Schemas } from "../domain/types.ts";
 import { contradictedHint } from "./lookup-hints.ts";
 
@@ -75,7 +75,7 @@ export function lookupService(deps: { credits: CreditService; contacts: ContactS
     const row = await credits.requireCredit<ContactRow>(caller.accountId, datasetId, now(), contactQuery(email));
     const profile = row && toProfile(row);
     if (!profile || contradictedHint(profile, hints)) throw miss();
-    await credits.charge({ ...caller, datasetId, at: now(), answer: answerOf?.(profile) });
+    await credits.charge({ ...caller, datasetId, at: now(), hook: answerOf && storedWithCharge(answerOf(profile)) });
     return profile;
   }
 

@@ -9,6 +9,14 @@ import type { SegmentService } from "./segments.ts";
 
 export type SegmentPreference = components["schemas"]["SegmentPreferenceRequest"];
 
+/**
+ * Removes the member's default segment under the dataset, in the caller's transaction (their access
+ * to it was taken away); an admin's stays, since an admin still reaches every dataset.
+ */
+export async function removeMemberDefault(tx: Pick<Db, "segmentPreference">, where: { accountId: string; userId: bigint; datasetId: string }): Promise<void> {
+  await tx.segmentPreference.deleteMany({ where: { ...where, member: { role: "member" } } });
+}
+
 export function segmentPreferenceService(db: Db, access: AccessService, segments: SegmentService) {
   /** The acting user, once the dataset and its segment are known to exist (404 before 403). */
   async function actorOnSegment(accountId: string, actorEmail: string, datasetId: string, segmentId: number): Promise<Member> {

@@ -65,6 +65,11 @@ function readPosition(value: unknown): number | undefined {
   return Number.isSafeInteger(after) && (after as number) > 0 ? (after as number) : undefined;
 }
 
+/** Deletes the account's segments, as a statement of the caller's batch transaction (the account's deletion). */
+export function deleteSegmentsOfAccount(db: Pick<Db, "segment">, accountId: string) {
+  return db.segment.deleteMany({ where: { accountId } });
+}
+
 // Why long: a service factory whose methods share its dependencies; issue 37 item 4 makes it a module with explicit dependencies.
 export function segmentService(db: Db, access: AccessService, entries: SegmentEntryService) {
   return {

@@ -3,8 +3,20 @@ import type { Db } from "../db/database.ts";
 import { NotFound } from "../domain/errors.ts";
 import type { Schemas } from "../domain/types.ts";
 import type { AccessService } from "./access.ts";
+import { removeMemberDefault } from "./segment-preferences.ts";
 
 export type UserDatasetRow = Schemas["AccountUserDatasetDTO"];
+
+export interface DatasetAccess {
+  accountId: string;
+  userId: bigint;
+  datasetId: string;
+}
+
+/** Gives members access to datasets, in the caller's transaction (a new member's, a new dataset's). */
+export async function addAccess(db: Pick<Db, "userDataset">, rows: readonly DatasetAccess[]): Promise<void> {
+  await db.userDataset.createMany({ data: [...rows] });
+}
 
 export function userDatasetService(db: Db, access: AccessService) {
   return {
@@ -29,7 +41,7 @@ export function userDatasetService(db: Db, access: AccessService) {
     async grant(accountId: string, userId: number, datasetId: string): Promise<void> {
       await access.member(accountId, userId);
       await access.dataset(accountId, datasetId);
-      await db.userDataset.create({ data: { accountId, userId: BigInt(userId), datasetId } });
+      await addAccess(db, [{ accountId, userId: BigInt(userId), datasetId }]);
     },
 
     /**
@@ -45,7 +57,7 @@ export function userDatasetService(db: Db, access: AccessService) {
         await tx.$queryRaw`SELECT 1 FROM "Dataset" WHERE "id" = ${datasetId} AND "accountId" = ${accountId} FOR NO KEY UPDATE`;
         const { count } = await tx.userDataset.deleteMany({ where });
         if (count === 0) throw new NotFound(`User ${userId} has no access to dataset ${datasetId} to remove`);
-        await tx.segmentPreference.deleteMany({ where: { ...where, member: { role: "member" } } });
+        await removeMemberDefault(tx, where);
       });
     },
   };

@@ -7,6 +7,7 @@ import type { JobQueue } from "../jobs/queue.ts";
 import { ACCEPT_PATH, acceptInvitation, invitationMail, issueInvitation, openInvitation } from "../notify/invitations.ts";
 import { enqueueMail } from "../notify/mail.ts";
 import type { AccessService } from "./access.ts";
+import { addAccess } from "./user-datasets.ts";
 import type { QueryOf, Schemas } from "../domain/types.ts";
 import { decodeCursor, readAfterId, toPage } from "./paging.ts";
 
@@ -20,6 +21,25 @@ export interface InvitationSettings {
   ttlHours: number;
   /** Least time between two invitations of one member (resend: 429 within it). */
   resendSeconds: number;
+}
+
+/** A member's name and role in an account (the schema's defaults when absent: a member, invited). */
+export interface NewMembership {
+  email: string;
+  name: string;
+  role?: "admin" | "member";
+  state?: "invited" | "active";
+}
+
+/**
+ * Creates the user when the (normalised) e-mail is new and makes them a member of the account, in
+ * the caller's transaction; the user's id.
+ */
+export async function addMembership(tx: Pick<Db, "user" | "membership">, accountId: string, member: NewMembership): Promise<bigint> {
+  const { email, name, role, state } = member;
+  const user = await tx.user.upsert({ where: { email }, create: { email }, update: {}, select: { id: true } });
+  await tx.membership.create({ data: { accountId, userId: user.id, name, role, state } });
+  return user.id;
 }
 
 // Why long: a service factory whose methods share its dependencies; issue 37 item 4 makes it a module with explicit dependencies.
@@ -83,11 +103,10 @@ export function userService(db: Db, access: AccessService, invitations: Invitati
       const datasetIds = input.datasetIds ?? [];
       return db.$transaction(async (tx) => {
         await access.requireDatasets(accountId, datasetIds, tx);
-        const user = await tx.user.upsert({ where: { email }, create: { email }, update: {}, select: { id: true } });
-        await tx.membership.create({ data: { accountId, userId: user.id, name: input.name, role: input.role } });
-        await tx.userDataset.createMany({ data: datasetIds.map((datasetId) => ({ accountId, userId: user.id, datasetId })) });
-        await invite(tx, accountId, user.id);
-        return Number(user.id);
+        const userId = await addMembership(tx, accountId, { email, name: input.name, role: input.role });
+        await addAccess(tx, datasetIds.map((datasetId) => ({ accountId, userId, datasetId })));
+        await invite(tx, accountId, userId);
+        return Number(userId);
       }).then((id) => {
         invitations.jobs.wake();
         return id;
