@@ -4,7 +4,7 @@ import type { components } from "../../generated/openapi.ts";
 import type { Db } from "../db/database.ts";
 import { Prisma } from "../../generated/prisma/client.ts";
 import { Invalid } from "../domain/errors.ts";
-import type { AccessService } from "./access.ts";
+import * as access from "./access.ts";
 
 type Schemas = components["schemas"];
 export type Granularity = Schemas["Granularity"];
@@ -36,10 +36,10 @@ function ledgerIn(accountId: string, { from, to, datasetId }: Period): Prisma.Sq
       AND "createdAt" < (${to}::date + 1)::timestamp AT TIME ZONE 'UTC'`;
 }
 
-export function creditReportService(db: Db, access: AccessService) {
+export function creditReportService(db: Db) {
   async function checkRequest(accountId: string, period: Period): Promise<void> {
     checkPeriod(period);
-    if (period.datasetId) await access.dataset(accountId, period.datasetId);
+    if (period.datasetId) await access.dataset({ db }, accountId, period.datasetId);
   }
 
   return {

@@ -4,7 +4,7 @@ import type { Db } from "../db/database.ts";
 import { type PageWeight, type StoredPageWeight, storedPageWeights } from "./lead-score.ts";
 import { NotFound } from "../domain/errors.ts";
 import { newId } from "../ids.ts";
-import type { AccessService } from "./access.ts";
+import * as access from "./access.ts";
 import { addAccess } from "./user-datasets.ts";
 import type { Schemas } from "../domain/types.ts";
 
@@ -23,7 +23,7 @@ export async function updateDataset(db: Pick<Db, "dataset">, where: { id: string
   return (await db.dataset.updateMany({ where, data })).count;
 }
 
-export function datasetService(db: Db, access: AccessService) {
+export function datasetService(db: Db) {
   /** Updates the account's dataset; 404 when it has none with this id. */
   async function update(accountId: string, datasetId: string, data: DatasetChange) {
     if ((await updateDataset(db, { accountId, id: datasetId }, data)) === 0) throw new NotFound(`Dataset ${datasetId} does not exist`);
@@ -41,11 +41,11 @@ export function datasetService(db: Db, access: AccessService) {
 
     /** Creates the dataset and gives the listed members access to it; all or nothing. */
     async create(accountId: string, actorEmail: string, input: Schemas["AddDataset"]): Promise<string> {
-      await access.admin(accountId, actorEmail);
+      await access.admin({ db }, accountId, actorEmail);
       const id = newId("ds");
       const userIds = input.userIds ?? [];
       await db.$transaction(async (tx) => {
-        await access.requireMembers(accountId, userIds, tx);
+        await access.requireMembers({ db: tx }, accountId, userIds);
         await tx.dataset.create({
             data: { id, accountId, name: input.name, nameKey: input.name.toLowerCase(), domain: input.domain?.toLowerCase() ?? null },
           });
@@ -55,12 +55,12 @@ export function datasetService(db: Db, access: AccessService) {
     },
 
     async rename(accountId: string, actorEmail: string, datasetId: string, name: string): Promise<void> {
-      await access.admin(accountId, actorEmail);
+      await access.admin({ db }, accountId, actorEmail);
       await update(accountId, datasetId, { name, nameKey: name.toLowerCase() });
     },
 
     async setFormTracking(accountId: string, actorEmail: string, datasetId: string, settings: Partial<FormTracking>): Promise<void> {
-      await access.admin(accountId, actorEmail);
+      await access.admin({ db }, accountId, actorEmail);
       await update(accountId, datasetId, settings);
     },
 
@@ -73,7 +73,7 @@ export function datasetService(db: Db, access: AccessService) {
 
     /** Replaces the page weights (scores use them from the next query on). */
     async setPageWeights(accountId: string, actorEmail: string, datasetId: string, weights: readonly PageWeight[]): Promise<void> {
-      await access.admin(accountId, actorEmail);
+      await access.admin({ db }, accountId, actorEmail);
       const stored = storedPageWeights(weights);
       await update(accountId, datasetId, { pageWeights: stored as unknown as object[] });
     },

@@ -9,7 +9,6 @@ import { createMailer, type Mailer, registerMailJobs } from "../notify/mail.ts";
 import { registerSegmentAlertJobs, segmentAlertService } from "../notify/segment-alerts.ts";
 import { segmentEntryService } from "./segment-entries.ts";
 import { createLogger, type Logger } from "../logging.ts";
-import { accessService } from "./access.ts";
 import { accountService } from "./accounts.ts";
 import { certificateJobService } from "./certificate-jobs.ts";
 import { contactService } from "./contacts.ts";
@@ -70,7 +69,6 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
   const { trackingDomains, webhooks, notify, retention } = config;
   const networks = networkService(db, { ttlSeconds: config.tracking.settingsTtlSeconds, now });
   const hotSql: Sql = sql ?? ((statement) => db.$queryRawUnsafe(statement.text, ...statement.values));
-  const access = accessService(db);
   const contacts = contactService(db);
   const credits = creditService(db, hotSql);
   const idempotency = idempotencyService(db, now);
@@ -88,7 +86,7 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
   // a lead entering a segment: an instant alert (queued in the entries' transaction), then the webhook event below
   const segmentEntries = segmentEntryService(db, { now, committed: () => jobs.wake() });
   segmentEntries.onSegmentEntered(segmentAlerts.instantAlerts);
-  const segments = segmentService(db, access, segmentEntries);
+  const segments = segmentService(db, segmentEntries);
   const configuredUrl = notify.publicUrl;
   const invitations = {
     jobs,
@@ -153,29 +151,28 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
     segmentAlerts,
     segmentEntries,
     accounts: accountService(db, hotSql, { keyCacheMs }),
-    access,
-    users: userService(db, access, invitations),
-    userDatasets: userDatasetService(db, access),
-    datasets: datasetService(db, access),
-    trackingDomains: trackingDomainService(db, access, trackingDomains, certificateJobs),
+    users: userService(db, invitations),
+    userDatasets: userDatasetService(db),
+    datasets: datasetService(db),
+    trackingDomains: trackingDomainService(db, trackingDomains, certificateJobs),
     certificateJobs,
     segments,
-    segmentPreferences: segmentPreferenceService(db, access, segments),
-    leadOperations: leadOperationService(db, access, segmentEntries),
-    leads: leadService(db, access, segments),
+    segmentPreferences: segmentPreferenceService(db, segments),
+    leadOperations: leadOperationService(db, segmentEntries),
+    leads: leadService(db, segments),
     contacts,
     credits,
     lookup: lookupService({ credits, contacts, idempotency, now }),
-    creditReports: creditReportService(db, access),
+    creditReports: creditReportService(db),
     // IP and domain look-ups, a lead's visits (server/tracking holds the collector and writer)
-    tracking: trackingService(db, { access, contacts, resolver: sharedResolver, networkOverrides: networks.current, evidence, identities }),
+    tracking: trackingService(db, { contacts, resolver: sharedResolver, networkOverrides: networks.current, evidence, identities }),
     // operators' network types per ASN (scripts/admin.ts `networks`)
     networks,
     domainEvidence: evidence,
     // the identities store: what the ingest writer, erasure and retention call (server/identity/identities.ts)
     identities,
     // partners' declared networks (admins only)
-    declaredNetworks: declaredNetworkService(access, declared, {
+    declaredNetworks: declaredNetworkService(db, declared, {
       // a declared network's pending events are its organisation's: attributed in the background
       onDeclared: (accountId, cidr) =>
         void pending.backfillNetwork(accountId, cidr).catch((error: Error) => logger.warn("backfill of a declared network failed", { error: error.message })),
@@ -187,7 +184,7 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
         ),
     }),
     // consent and retention settings, export and erasure of a data subject
-    privacy: privacyService(db, { access, now, ingestLog: config.ingestLog, identities, onLeadsRemoved: events.onLeadsRemoved }),
+    privacy: privacyService(db, { now, ingestLog: config.ingestLog, identities, onLeadsRemoved: events.onLeadsRemoved }),
     // the daily `retention` job (server/main.ts schedules it)
     retention: registerRetentionJobs(db, jobs, retention, logger, now, { pendingDays: config.tracking.identities.pendingDays, identities, onLeadsRemoved: events.onLeadsRemoved }),
   };

@@ -4,7 +4,8 @@
 import type { components } from "../../generated/openapi.ts";
 import type { Db } from "../db/database.ts";
 import { NotFound } from "../domain/errors.ts";
-import type { AccessService, Member } from "./access.ts";
+import * as access from "./access.ts";
+import type { Member } from "./access.ts";
 import type { SegmentService } from "./segments.ts";
 
 export type SegmentPreference = components["schemas"]["SegmentPreferenceRequest"];
@@ -17,11 +18,11 @@ export async function removeMemberDefault(tx: Pick<Db, "segmentPreference">, whe
   await tx.segmentPreference.deleteMany({ where: { ...where, member: { role: "member" } } });
 }
 
-export function segmentPreferenceService(db: Db, access: AccessService, segments: SegmentService) {
+export function segmentPreferenceService(db: Db, segments: SegmentService) {
   /** The acting user, once the dataset and its segment are known to exist (404 before 403). */
   async function actorOnSegment(accountId: string, actorEmail: string, datasetId: string, segmentId: number): Promise<Member> {
-    const actor = await access.actor(accountId, actorEmail);
-    await access.dataset(accountId, datasetId);
+    const actor = await access.actor({ db }, accountId, actorEmail);
+    await access.dataset({ db }, accountId, datasetId);
     await segments.filtersOf(accountId, datasetId, segmentId);
     return actor;
   }
@@ -30,7 +31,7 @@ export function segmentPreferenceService(db: Db, access: AccessService, segments
     /** Ids of the users whose default segment under the dataset this is, ascending. */
     async usersOf(accountId: string, actorEmail: string, segmentId: number, datasetId: string): Promise<number[]> {
       const actor = await actorOnSegment(accountId, actorEmail, datasetId, segmentId);
-      await access.requireAccess(actor, datasetId);
+      await access.requireAccess({ db }, actor, datasetId);
       const rows = await db.segmentPreference.findMany({
         where: { datasetId, segmentId },
         select: { userId: true },
@@ -45,9 +46,9 @@ export function segmentPreferenceService(db: Db, access: AccessService, segments
      */
     async set(accountId: string, actorEmail: string, { segmentId, datasetId, userIds }: SegmentPreference): Promise<void> {
       const actor = await actorOnSegment(accountId, actorEmail, datasetId, segmentId);
-      await access.requireMembers(accountId, userIds);
-      await access.requireAccess(actor, datasetId);
-      await access.requireReach(accountId, datasetId, userIds);
+      await access.requireMembers({ db }, accountId, userIds);
+      await access.requireAccess({ db }, actor, datasetId);
+      await access.requireReach({ db }, accountId, datasetId, userIds);
       const ids = userIds.map(BigInt);
       await db.$transaction(async (tx) => {
         // Concurrent calls for one dataset run one after the other, so the outcome is the last
@@ -60,7 +61,7 @@ export function segmentPreferenceService(db: Db, access: AccessService, segments
         const segment = await tx.$queryRaw<unknown[]>`
           SELECT 1 FROM "Segment" WHERE "datasetId" = ${datasetId} AND "id" = ${segmentId} FOR KEY SHARE`;
         if (segment.length === 0) throw new NotFound(`Segment ${segmentId} does not exist`);
-        await access.requireReach(accountId, datasetId, userIds, tx);
+        await access.requireReach({ db: tx }, accountId, datasetId, userIds);
         await tx.segmentPreference.deleteMany({ where: { datasetId, userId: { notIn: ids } } });
         await tx.segmentPreference.updateMany({ where: { datasetId, userId: { in: ids }, NOT: { segmentId } }, data: { segmentId } });
         await tx.segmentPreference.createMany({
@@ -72,8 +73,8 @@ export function segmentPreferenceService(db: Db, access: AccessService, segments
 
     /** Removes the default segment of the member named by e-mail under the dataset. */
     async remove(accountId: string, userEmail: string, datasetId: string): Promise<void> {
-      await access.dataset(accountId, datasetId);
-      const member = await access.memberByEmail(accountId, userEmail);
+      await access.dataset({ db }, accountId, datasetId);
+      const member = await access.memberByEmail({ db }, accountId, userEmail);
       const { count } = await db.segmentPreference.deleteMany({ where: { datasetId, userId: member.userId } });
       if (count === 0) throw new NotFound(`The user has no default segment under dataset ${datasetId}`);
     },

@@ -5,7 +5,7 @@ import type { QueryOf } from "../domain/types.ts";
 import type { Db } from "../db/database.ts";
 import { NotFound } from "../domain/errors.ts";
 import type { SegmentEntryService } from "./segment-entries.ts";
-import type { AccessService } from "./access.ts";
+import * as access from "./access.ts";
 import { checkFilter, type SegmentFilter } from "./lead-filter.ts";
 import { decodeCursor, toPage } from "./paging.ts";
 
@@ -71,14 +71,14 @@ export function deleteSegmentsOfAccount(db: Pick<Db, "segment">, accountId: stri
 }
 
 // Why long: a service factory whose methods share its dependencies; issue 37 item 4 makes it a module with explicit dependencies.
-export function segmentService(db: Db, access: AccessService, entries: SegmentEntryService) {
+export function segmentService(db: Db, entries: SegmentEntryService) {
   return {
     /** One page of a dataset's segments, by id; the acting user must reach the dataset. */
     async list(keyAccountId: string, query: SegmentQuery): Promise<Schemas["GetAllResponseSmartlistDTO"]> {
       const after = decodeCursor(query.cursor, readPosition);
       access.requireKeyAccount(keyAccountId, query.accountId);
-      const actor = await access.actor(query.accountId, query.email);
-      await access.reachableDataset(actor, query.datasetId);
+      const actor = await access.actor({ db }, query.accountId, query.email);
+      await access.reachableDataset({ db }, actor, query.datasetId);
       const limit = query.limit;
       const rows = await db.segment.findMany({
         where: { accountId: query.accountId, datasetId: query.datasetId, ...(after === undefined ? {} : { id: { gt: after } }) },
@@ -92,8 +92,8 @@ export function segmentService(db: Db, access: AccessService, entries: SegmentEn
     /** Creates the segment with the acting user as its user; returns its id. */
     async create(accountId: string, actorEmail: string, input: NewSegment): Promise<number> {
       checkFilter(input.filters, "body", "filters");
-      const actor = await access.actor(accountId, actorEmail);
-      await access.reachableDataset(actor, input.datasetId);
+      const actor = await access.actor({ db }, accountId, actorEmail);
+      await access.reachableDataset({ db }, actor, input.datasetId);
       // the leads that match already enter the new segment, in the same transaction
       const created = await db.$transaction(async (tx) => {
         const segment = await tx.segment.create({
@@ -142,8 +142,8 @@ export function segmentService(db: Db, access: AccessService, entries: SegmentEn
     async setUser(accountId: string, segmentId: number, userId: number): Promise<void> {
       const segment = await db.segment.findFirst({ where: { accountId, id: segmentId }, select: { datasetId: true } });
       if (!segment) throw segmentNotFound(segmentId);
-      await access.member(accountId, userId);
-      await access.requireReach(accountId, segment.datasetId, [userId]);
+      await access.member({ db }, accountId, userId);
+      await access.requireReach({ db }, accountId, segment.datasetId, [userId]);
       await db.segment.updateMany({ where: { accountId, id: segmentId }, data: { userId: BigInt(userId) } });
     },
 

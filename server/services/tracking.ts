@@ -11,7 +11,7 @@ import { LEAD_NETWORKS, type NetworkType } from "../tracking/ipdata/network-clas
 import { knownOrganizationOfDomain } from "../identity/organizations.ts";
 import type { Resolver } from "../tracking/ipdata/resolver.ts";
 import type { IdentityStore } from "../identity/identities.ts";
-import type { AccessService } from "./access.ts";
+import * as access from "./access.ts";
 import type { ContactService } from "./contacts.ts";
 import { notExcluded } from "../domain/exclusions.ts";
 import { decodeCursor, toPage } from "./paging.ts";
@@ -51,7 +51,6 @@ const strongest = (sources: (LeadDomainSource | null)[]): LeadDomainSource | nul
 export function trackingService(
   db: Db,
   deps: {
-    access: AccessService;
     contacts: ContactService;
     resolver: () => Resolver;
     networkOverrides: () => Promise<ReadonlyMap<number, NetworkType>>;
@@ -59,7 +58,7 @@ export function trackingService(
     identities: IdentityStore;
   },
 ) {
-  const { access, contacts, evidence } = deps;
+  const { contacts, evidence } = deps;
 
   /** The visitor's profile, only once its enrichment was paid for. */
   async function contactOf(row: VisitRow, cache: Map<string, ContactProfile | null>): Promise<ContactProfile | null> {
@@ -121,9 +120,9 @@ export function trackingService(
      */
     async visits(accountId: string, query: VisitQuery): Promise<Schemas["GetAllResponseVisitDTO"]> {
       const after = decodeCursor(query.cursor, readPosition);
-      const actor = await access.actor(accountId, query.email);
-      await access.dataset(accountId, query.datasetId);
-      await access.requireAccess(actor, query.datasetId);
+      const actor = await access.actor({ db }, accountId, query.email);
+      await access.dataset({ db }, accountId, query.datasetId);
+      await access.requireAccess({ db }, actor, query.datasetId);
       const [visible] = await db.$queryRaw<unknown[]>`
         SELECT 1 FROM "Lead" l WHERE l."datasetId" = ${query.datasetId} AND l.id = ${query.leadId} AND ${notExcluded}`;
       if (!visible) throw new NotFound(`Lead ${query.leadId} does not exist in dataset ${query.datasetId}`, "lead_not_found");

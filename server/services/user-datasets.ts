@@ -2,7 +2,7 @@
 import type { Db } from "../db/database.ts";
 import { NotFound } from "../domain/errors.ts";
 import type { Schemas } from "../domain/types.ts";
-import type { AccessService } from "./access.ts";
+import * as access from "./access.ts";
 import { removeMemberDefault } from "./segment-preferences.ts";
 
 export type UserDatasetRow = Schemas["AccountUserDatasetDTO"];
@@ -18,12 +18,12 @@ export async function addAccess(db: Pick<Db, "userDataset">, rows: readonly Data
   await db.userDataset.createMany({ data: [...rows] });
 }
 
-export function userDatasetService(db: Db, access: AccessService) {
+export function userDatasetService(db: Db) {
   return {
     /** The datasets the named member reaches: all of the account's for an admin. */
     async list(keyAccountId: string, accountId: string, email: string): Promise<UserDatasetRow[]> {
       access.requireKeyAccount(keyAccountId, accountId);
-      const member = await access.memberByEmail(accountId, email);
+      const member = await access.memberByEmail({ db }, accountId, email);
       const datasets = await db.dataset.findMany({
         where: member.role === "admin" ? { accountId } : { accountId, users: { some: { userId: member.userId } } },
         select: { id: true, name: true },
@@ -39,8 +39,8 @@ export function userDatasetService(db: Db, access: AccessService) {
     },
 
     async grant(accountId: string, userId: number, datasetId: string): Promise<void> {
-      await access.member(accountId, userId);
-      await access.dataset(accountId, datasetId);
+      await access.member({ db }, accountId, userId);
+      await access.dataset({ db }, accountId, datasetId);
       await addAccess(db, [{ accountId, userId: BigInt(userId), datasetId }]);
     },
 

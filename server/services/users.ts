@@ -6,7 +6,7 @@ import { normaliseEmail } from "../ids.ts";
 import type { JobQueue } from "../jobs/queue.ts";
 import { ACCEPT_PATH, acceptInvitation, invitationMail, issueInvitation, openInvitation } from "../notify/invitations.ts";
 import { enqueueMail } from "../notify/mail.ts";
-import type { AccessService } from "./access.ts";
+import * as access from "./access.ts";
 import { addAccess } from "./user-datasets.ts";
 import type { QueryOf, Schemas } from "../domain/types.ts";
 import { decodeCursor, readAfterId, toPage } from "./paging.ts";
@@ -43,7 +43,7 @@ export async function addMembership(tx: Pick<Db, "user" | "membership">, account
 }
 
 // Why long: a service factory whose methods share its dependencies; issue 37 item 4 makes it a module with explicit dependencies.
-export function userService(db: Db, access: AccessService, invitations: InvitationSettings) {
+export function userService(db: Db, invitations: InvitationSettings) {
   /** A new link for the member (older ones stop working) and its e-mail, in the caller's transaction. */
   async function invite(tx: Prisma.TransactionClient, accountId: string, userId: bigint): Promise<void> {
     const now = invitations.now();
@@ -63,7 +63,7 @@ export function userService(db: Db, access: AccessService, invitations: Invitati
      */
     async list(accountId: string, actorEmail: string, query: Pick<QueryOf<"listUsers">, "cursor" | "limit">): Promise<Schemas["GetAllResponseAccountUserDTO"]> {
       const after = decodeCursor(query.cursor, readAfterId);
-      await access.admin(accountId, actorEmail);
+      await access.admin({ db }, accountId, actorEmail);
       const limit = query.limit;
       const rows = await db.membership.findMany({
         where: { accountId, ...(after === undefined ? {} : { userId: { gt: BigInt(after) } }) },
@@ -98,11 +98,11 @@ export function userService(db: Db, access: AccessService, invitations: Invitati
      * the given dataset access, and queues an invitation; all or nothing.
      */
     async addMember(accountId: string, actorEmail: string, input: Schemas["AddUser"]): Promise<number> {
-      await access.admin(accountId, actorEmail);
+      await access.admin({ db }, accountId, actorEmail);
       const email = normaliseEmail(input.email);
       const datasetIds = input.datasetIds ?? [];
       return db.$transaction(async (tx) => {
-        await access.requireDatasets(accountId, datasetIds, tx);
+        await access.requireDatasets({ db: tx }, accountId, datasetIds);
         const userId = await addMembership(tx, accountId, { email, name: input.name, role: input.role });
         await addAccess(tx, datasetIds.map((datasetId) => ({ accountId, userId, datasetId })));
         await invite(tx, accountId, userId);
@@ -132,7 +132,7 @@ export function userService(db: Db, access: AccessService, invitations: Invitati
      * locked for the check, so concurrent resends cannot both pass).
      */
     async resendInvitation(accountId: string, actorEmail: string, userId: number): Promise<void> {
-      await access.admin(accountId, actorEmail);
+      await access.admin({ db }, accountId, actorEmail);
       const id = BigInt(userId);
       await db.$transaction(async (tx) => {
         const [member] = await tx.$queryRaw<{ state: string }[]>`
