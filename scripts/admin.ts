@@ -190,11 +190,11 @@ const commands: Record<string, Command> = {
       const format = args.optional("format");
       if (format !== undefined && format !== "ndjson" && format !== "csv") throw new UsageError("--format must be ndjson or csv");
       const batchSize = args.whole("batch-size", 1);
-      const [{ importContacts, ImportFileError }, { contactService }] = await Promise.all([
+      const [{ importContacts, ImportFileError }, { importStore }] = await Promise.all([
         import("../server/contacts/import.ts"),
         import("../server/services/contacts.ts"),
       ]);
-      const store = contactService((await context.database()).prisma);
+      const store = importStore({ db: (await context.database()).prisma });
       const summary = await importContacts({ file, format, store, batchSize, progress: args.flag("progress") || !!process.stderr.isTTY }).catch(
         (error: unknown) => {
           throw error instanceof ImportFileError ? new CommandFailed(error.message) : error;

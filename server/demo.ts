@@ -2,6 +2,7 @@
 import { generateProfile, generateProfiles } from "./contacts/generate.ts";
 import { generateLeads } from "./lead-generator.ts";
 import type { Services } from "./services/index.ts";
+import * as contacts from "./services/contacts.ts";
 
 export const DEMO_ADMIN_EMAIL = "admin@demo.example";
 const DEMO_KEY_LABEL = "demo key (npm start)";
@@ -36,7 +37,7 @@ export async function ensureDemo(services: Services): Promise<Demo> {
   // the demo website's form is tracked and enriched (a found profile costs a credit)
   await services.datasets.setFormTracking(accountId, DEMO_ADMIN_EMAIL, datasetIds[0]!, { formTracking: true, contactEnrichment: true });
   // an upsert: a restart leaves them as they are
-  await services.contacts.upsertMany([...generateProfiles(DEMO_CONTACT_SEED, DEMO_CONTACTS)]);
+  await contacts.upsertMany(services, [...generateProfiles(DEMO_CONTACT_SEED, DEMO_CONTACTS)]);
   const contact = generateProfile(DEMO_CONTACT_SEED, 0);
   const contactLastName = contact.fullName.split(" ").at(-1)!;
   return { accountId, adminEmail: DEMO_ADMIN_EMAIL, key, datasetIds, contactEmail: contact.email, contactLastName };

@@ -5,6 +5,7 @@ import { createPartnerClient } from "../client/index.ts";
 import type { ContactProfile } from "../server/contacts/profile.ts";
 import { startTestApi, type TestApi } from "./support/api.ts";
 import { createTenant, type Tenant } from "./support/tenants.ts";
+import * as contacts from "../server/services/contacts.ts";
 
 const clock = new Date("2026-05-12T09:00:00.000Z");
 
@@ -20,7 +21,7 @@ const people: ContactProfile[] = Array.from({ length: 5 }, (_, i) => ({
 
 beforeAll(async () => {
   api = await startTestApi({ now: () => clock });
-  await api.services.contacts.upsertMany(people);
+  await contacts.upsertMany(api.services, people);
   baseUrl = await api.listen();
 });
 afterAll(async () => {

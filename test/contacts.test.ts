@@ -15,6 +15,7 @@ import { startTestApi, type TestApi } from "./support/api.ts";
 import { migratedDataDir } from "./support/database.ts";
 import { hermeticEnv, testConfig } from "./support/config.ts";
 import { builtProgram } from "./support/server-process.ts";
+import * as contacts from "../server/services/contacts.ts";
 
 const run = promisify(execFile);
 const ADMIN = builtProgram("scripts/admin");
@@ -37,7 +38,7 @@ function file(name: string, lines: string[]): string {
 /** Imports into the test database, collecting the rejected lines. */
 async function load(at: string, batchSize = 1000) {
   const rejected: [number, string][] = [];
-  const summary = await importContacts({ file: at, store: api.services.contacts, batchSize, onReject: (line, reason) => rejected.push([line, reason]) });
+  const summary = await importContacts({ file: at, store: contacts.importStore(api.services), batchSize, onReject: (line, reason) => rejected.push([line, reason]) });
   return { summary, rejected };
 }
 
@@ -151,7 +152,7 @@ describe("contacts generate", () => {
     expect(a.summary).toMatchObject({ records: 300, rejected: 0, inserted: 300 });
     const b = await load(csv, 128);
     expect(b.summary).toMatchObject({ records: 300, rejected: 0, inserted: 0, updated: 0, unchanged: 300 });
-    expect(await api.services.contacts.find(generateProfile(11, 299).email)).toEqual(generateProfile(11, 299));
+    expect(await contacts.find(api.services, generateProfile(11, 299).email)).toEqual(generateProfile(11, 299));
   });
 });
 
@@ -194,8 +195,8 @@ describe("operator commands", () => {
     expect(stderr).toContain("line 2001: not valid JSON");
     expect(stderr).toMatch(/\[#{30}\] 100\.0%/);
     await inDatabase(async (services) => {
-      expect(await services.contacts.count()).toBe(2000);
-      expect(await services.contacts.find(generateProfile(5, 1999).email)).toEqual(generateProfile(5, 1999));
+      expect(await contacts.count(services)).toBe(2000);
+      expect(await contacts.find(services, generateProfile(5, 1999).email)).toEqual(generateProfile(5, 1999));
     });
   }, slow);
 

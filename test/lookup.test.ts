@@ -6,6 +6,7 @@ import type { ContactProfile } from "../server/contacts/profile.ts";
 import { startTestApi, type TestApi } from "./support/api.ts";
 import { eventually } from "./support/eventually.ts";
 import { createTenant, type Tenant } from "./support/tenants.ts";
+import * as contacts from "../server/services/contacts.ts";
 
 /** A clock the tests move (month ends, key expiry); it runs from a fixed instant. */
 let clock = new Date("2026-03-10T12:00:00.000Z");
@@ -20,7 +21,7 @@ beforeAll(async () => {
   api = await startTestApi({ now });
   tenant = await createTenant(api.services, "Acme");
   other = await createTenant(api.services, "Globex");
-  await api.services.contacts.upsertMany([jane, max]);
+  await contacts.upsertMany(api.services, [jane, max]);
   baseUrl = await api.listen();
 });
 afterAll(async () => {

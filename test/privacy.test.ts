@@ -12,6 +12,7 @@ import { as } from "./support/suite.ts";
 import { ADDRESSES, BROWSER_UA, startTracking, type TrackingSuite, wiredWriter } from "./support/tracking.ts";
 import { testConfig } from "./support/config.ts";
 import { dumpOfEveryTable as dumpOf } from "./support/dump.ts";
+import * as contacts from "../server/services/contacts.ts";
 
 let t: TrackingSuite;
 /** A writer composed as server/main.ts composes it: enrichment outcomes become contact.enriched deliveries. */
@@ -58,7 +59,7 @@ async function seedPerson(datasetId: string, address: string, visitorId = newVis
 
 async function profileFor(address: string): Promise<ContactProfile> {
   const profile: ContactProfile = { email: address.toLowerCase(), fullName: "Pat Subject", headline: "Buyer", languages: [], experience: [] };
-  await t.api.services.contacts.upsertMany([profile]);
+  await contacts.upsertMany(t.api.services, [profile]);
   return profile;
 }
 
@@ -89,7 +90,7 @@ describe("eraseDataSubject", () => {
     expect(after).not.toContain(address.toLowerCase());
     expect(after).not.toContain(visitorId.toLowerCase());
     // the operator's contact store is not the account's data: it stays
-    expect(await t.api.services.contacts.find(address.toLowerCase())).toBeDefined();
+    expect(await contacts.find(t.api.services, address.toLowerCase())).toBeDefined();
   });
 
   it("when a visitor is erased, then its lead's visit count drops, a lead left without visits is removed, other visitors stay, and the receipt counts each lead once", async () => {

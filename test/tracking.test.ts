@@ -10,6 +10,7 @@ import type { ContactProfile } from "../server/contacts/profile.ts";
 import { encodedScript } from "../server/tracking/collect/script-response.ts";
 import { ADDRESSES, BOT_UA, ONLY_EVIDENCE, startTracking, type TrackingSuite, wiredWriter } from "./support/tracking.ts";
 import { as } from "./support/suite.ts";
+import * as contacts from "../server/services/contacts.ts";
 
 let t: TrackingSuite;
 beforeAll(async () => {
@@ -299,7 +300,7 @@ describe("collect (forms)", () => {
   });
 
   it("when contactEnrichment is on and the address has a profile, then the visitor is enriched and 1 credit charged", async () => {
-    await t.api.services.contacts.upsertMany([profile]);
+    await contacts.upsertMany(t.api.services, [profile]);
     const ds = await dataset("Enriched");
     await t.settings(ds, { formTracking: true, contactEnrichment: true });
     const vid = newVisitor();
@@ -318,7 +319,7 @@ describe("collect (forms)", () => {
 
   it("when a submitted form gave the visitor's address, then a partial form with another one (in the same batch and later) neither replaces it nor restarts its enrichment; a partial form alone sets none", async () => {
     const jane = { ...profile, email: "jane.doe@example.com" };
-    await t.api.services.contacts.upsertMany([jane]);
+    await contacts.upsertMany(t.api.services, [jane]);
     const ds = await dataset("Identity");
     await t.settings(ds, { formTracking: true, partialFormTracking: true, contactEnrichment: true });
     const [vid, other] = [newVisitor(), newVisitor()];
@@ -343,7 +344,7 @@ describe("collect (forms)", () => {
   });
 
   it("when contactEnrichment is off, then the address is attached but not enriched nor charged", async () => {
-    await t.api.services.contacts.upsertMany([profile]);
+    await contacts.upsertMany(t.api.services, [profile]);
     const ds = await dataset("NotEnriched");
     await t.settings(ds, { formTracking: true });
     const vid = newVisitor();
@@ -366,7 +367,7 @@ describe("collect (forms)", () => {
   });
 
   it("when the dataset has no credit left, then enrichment is skipped and marked, and the visit is recorded", async () => {
-    await t.api.services.contacts.upsertMany([profile]);
+    await contacts.upsertMany(t.api.services, [profile]);
     const ds = await dataset("Broke");
     await t.api.services.credits.setMonthlyLimit(ds, 0);
     await t.settings(ds, { formTracking: true, contactEnrichment: true });

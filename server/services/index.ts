@@ -11,7 +11,7 @@ import { segmentEntryService } from "./segment-entries.ts";
 import { createLogger, type Logger } from "../logging.ts";
 import { accountService } from "./accounts.ts";
 import { certificateJobService } from "./certificate-jobs.ts";
-import { contactService } from "./contacts.ts";
+import * as contacts from "./contacts.ts";
 import { creditReportService } from "./credit-reports.ts";
 import { creditService } from "./credits.ts";
 import { trackingDomainService } from "./custom-tracking-domains.ts";
@@ -69,7 +69,6 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
   const { trackingDomains, webhooks, notify, retention } = config;
   const networks = networkService(db, { ttlSeconds: config.tracking.settingsTtlSeconds, now });
   const hotSql: Sql = sql ?? ((statement) => db.$queryRawUnsafe(statement.text, ...statement.values));
-  const contacts = contactService(db);
   const credits = creditService(db, hotSql);
   const idempotency = idempotencyService(db, now);
   // the durable background jobs of this process (server/main.ts starts and stops it)
@@ -131,7 +130,8 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
     logger,
   });
   const ingestWiring: { deps: EnrichmentDeps; hooks: Pick<WriterOptions, "onIngested" | "identify" | "pending" | "onEnriched" | "evidence" | "onCommitted"> } = {
-    deps: { contacts, credits, now },
+    // tracking/ is below services/: the enrichment gets the contact look-up handed in
+    deps: { contacts: { find: (email) => contacts.find({ db }, email) }, credits, now },
     hooks: {
       onIngested,
       identify: identifyOwn,
@@ -143,6 +143,8 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
     },
   };
   return {
+    // the shared handles the services' modules take as their deps (services/<tag>.ts)
+    db,
     jobs,
     ingestWiring,
     webhooks: webhookService(db, { config: webhooks, secrets: webhookSecrets, jobs: () => jobs, now }),
@@ -160,12 +162,11 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
     segmentPreferences: segmentPreferenceService(db, segments),
     leadOperations: leadOperationService(db, segmentEntries),
     leads: leadService(db, segments),
-    contacts,
     credits,
-    lookup: lookupService({ credits, contacts, idempotency, now }),
+    lookup: lookupService({ db, credits, idempotency, now }),
     creditReports: creditReportService(db),
     // IP and domain look-ups, a lead's visits (server/tracking holds the collector and writer)
-    tracking: trackingService(db, { contacts, resolver: sharedResolver, networkOverrides: networks.current, evidence, identities }),
+    tracking: trackingService(db, { resolver: sharedResolver, networkOverrides: networks.current, evidence, identities }),
     // operators' network types per ASN (scripts/admin.ts `networks`)
     networks,
     domainEvidence: evidence,

@@ -3,7 +3,9 @@ import type { ContactProfile } from "../contacts/profile.ts";
 import { NotFound, PaymentRequired, revive, type StoredDomainError, storedFormOf } from "../domain/errors.ts";
 import { fullFormats } from "ajv-formats/dist/formats.js";
 import { normaliseEmail } from "../ids.ts";
-import { contactQuery, type ContactRow, type ContactService, toProfile } from "./contacts.ts";
+import type { Db } from "../db/database.ts";
+import * as contacts from "./contacts.ts";
+import { contactQuery, type ContactRow, toProfile } from "./contacts.ts";
 import type { CreditService } from "./credits.ts";
 import { fingerprint, type IdempotencyService, type IdempotentAnswer, type KeyClaim, storedWithCharge } from "./idempotency.ts";
 import type { Schemas } from "../domain/types.ts";
@@ -62,8 +64,8 @@ const miss = () => new NotFound("No profile was found for this e-mail address an
 const REFUSED = 0;
 
 // Why long: a service factory whose methods share its dependencies; issue 37 item 4 makes it a module with explicit dependencies.
-export function lookupService(deps: { credits: CreditService; contacts: ContactService; idempotency: IdempotencyService; now: () => Date }) {
-  const { credits, contacts, idempotency, now } = deps;
+export function lookupService(deps: { db: Db; credits: CreditService; idempotency: IdempotencyService; now: () => Date }) {
+  const { credits, idempotency, now } = deps;
   let lastPurge = 0;
 
   /**
@@ -100,7 +102,7 @@ export function lookupService(deps: { credits: CreditService; contacts: ContactS
   async function bulkLookup(caller: Caller, request: BulkLookupRequest, claim?: KeyClaim): Promise<BulkLookupAnswer> {
     const { items, datasetId } = request;
     await credits.requireCredit(caller.accountId, datasetId, now());
-    const matches = matchItems(items, await contacts.findMany(items.map((item) => normaliseEmail(item.email))));
+    const matches = matchItems(items, await contacts.findMany(deps, items.map((item) => normaliseEmail(item.email))));
     const wanted = matches.filter((match) => match.status === "found" && match.charged).length;
     const charge = { ...caller, datasetId, at: now(), credits: wanted };
     const hooks = claim && idempotency.storeWithBulkCharge(claim, (charged) => ({ status: 200, body: settle(matches, charged) }));

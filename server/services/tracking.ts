@@ -12,7 +12,7 @@ import { knownOrganizationOfDomain } from "../identity/organizations.ts";
 import type { Resolver } from "../tracking/ipdata/resolver.ts";
 import type { IdentityStore } from "../identity/identities.ts";
 import * as access from "./access.ts";
-import type { ContactService } from "./contacts.ts";
+import * as contacts from "./contacts.ts";
 import { notExcluded } from "../domain/exclusions.ts";
 import { decodeCursor, toPage } from "./paging.ts";
 
@@ -51,19 +51,18 @@ const strongest = (sources: (LeadDomainSource | null)[]): LeadDomainSource | nul
 export function trackingService(
   db: Db,
   deps: {
-    contacts: ContactService;
     resolver: () => Resolver;
     networkOverrides: () => Promise<ReadonlyMap<number, NetworkType>>;
     evidence: DomainEvidence;
     identities: IdentityStore;
   },
 ) {
-  const { contacts, evidence } = deps;
+  const { evidence } = deps;
 
   /** The visitor's profile, only once its enrichment was paid for. */
   async function contactOf(row: VisitRow, cache: Map<string, ContactProfile | null>): Promise<ContactProfile | null> {
     if (row.enrichment !== "enriched" || !row.email) return null;
-    if (!cache.has(row.email)) cache.set(row.email, (await contacts.find(row.email)) ?? null);
+    if (!cache.has(row.email)) cache.set(row.email, (await contacts.find({ db }, row.email)) ?? null);
     return cache.get(row.email)!;
   }
 
