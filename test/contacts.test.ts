@@ -16,6 +16,7 @@ import { migratedDataDir } from "./support/database.ts";
 import { hermeticEnv, testConfig } from "./support/config.ts";
 import { builtProgram } from "./support/server-process.ts";
 import * as contacts from "../server/services/contacts.ts";
+import * as creditReports from "../server/services/credit-reports.ts";
 
 const run = promisify(execFile);
 const ADMIN = builtProgram("scripts/admin");
@@ -203,7 +204,7 @@ describe("operator commands", () => {
   it("when credits set-limit names a dataset, then its monthly limit is set", async () => {
     const { stdout } = await admin("credits", "set-limit", "--dataset", datasetId, "--limit", "25");
     expect(stdout).toContain("25 credits per calendar month");
-    const { datasets } = await inDatabase((services) => services.creditReports.summary(accountId, { from: "2026-01-01", to: "2026-01-31" }));
+    const { datasets } = await inDatabase((services) => creditReports.summary(services, accountId, { from: "2026-01-01", to: "2026-01-31" }));
     expect(datasets).toEqual([expect.objectContaining({ datasetId, monthlyLimit: 25, used: 0 })]);
   }, slow);
 });

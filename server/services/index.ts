@@ -12,7 +12,6 @@ import { createLogger, type Logger } from "../logging.ts";
 import { accountService } from "./accounts.ts";
 import { certificateJobService } from "./certificate-jobs.ts";
 import * as contacts from "./contacts.ts";
-import { creditReportService } from "./credit-reports.ts";
 import { creditService } from "./credits.ts";
 import { trackingDomainService } from "./custom-tracking-domains.ts";
 import { datasetService } from "./datasets.ts";
@@ -164,7 +163,6 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
     leads: leadService(db, segments),
     credits,
     lookup: lookupService({ db, credits, idempotency, now }),
-    creditReports: creditReportService(db),
     // IP and domain look-ups, a lead's visits (server/tracking holds the collector and writer)
     tracking: trackingService(db, { resolver: sharedResolver, networkOverrides: networks.current, evidence, identities }),
     // operators' network types per ASN (scripts/admin.ts `networks`)
