@@ -15,7 +15,6 @@ import * as contacts from "./contacts.ts";
 import { creditService } from "./credits.ts";
 import { trackingDomainService } from "./custom-tracking-domains.ts";
 import { datasetService } from "./datasets.ts";
-import { idempotencyService } from "./idempotency.ts";
 import { leadOperationService } from "./lead-operations.ts";
 import { leadService } from "./leads.ts";
 import { lookupService } from "./lookup.ts";
@@ -69,7 +68,6 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
   const networks = networkService(db, { ttlSeconds: config.tracking.settingsTtlSeconds, now });
   const hotSql: Sql = sql ?? ((statement) => db.$queryRawUnsafe(statement.text, ...statement.values));
   const credits = creditService(db, hotSql);
-  const idempotency = idempotencyService(db, now);
   // the durable background jobs of this process (server/main.ts starts and stops it)
   // an idle queue looks for due jobs every JOB_POLL_MS
   const jobs = createJobQueue(db, logger, { now, pollMs: config.jobs.pollMs });
@@ -144,6 +142,7 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
   return {
     // the shared handles the services' modules take as their deps (services/<tag>.ts)
     db,
+    now,
     jobs,
     ingestWiring,
     webhooks: webhookService(db, { config: webhooks, secrets: webhookSecrets, jobs: () => jobs, now }),
@@ -162,7 +161,7 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
     leadOperations: leadOperationService(db, segmentEntries),
     leads: leadService(db, segments),
     credits,
-    lookup: lookupService({ db, credits, idempotency, now }),
+    lookup: lookupService({ db, credits, now }),
     // IP and domain look-ups, a lead's visits (server/tracking holds the collector and writer)
     tracking: trackingService(db, { resolver: sharedResolver, networkOverrides: networks.current, evidence, identities }),
     // operators' network types per ASN (scripts/admin.ts `networks`)

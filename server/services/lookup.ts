@@ -7,7 +7,8 @@ import type { Db } from "../db/database.ts";
 import * as contacts from "./contacts.ts";
 import { contactQuery, type ContactRow, toProfile } from "./contacts.ts";
 import type { CreditService } from "./credits.ts";
-import { fingerprint, type IdempotencyService, type IdempotentAnswer, type KeyClaim, storedWithCharge } from "./idempotency.ts";
+import * as idempotency from "./idempotency.ts";
+import { fingerprint, type IdempotentAnswer, type KeyClaim, storedWithCharge } from "./idempotency.ts";
 import type { Schemas } from "../domain/types.ts";
 import { contradictedHint } from "./lookup-hints.ts";
 
@@ -64,8 +65,8 @@ const miss = () => new NotFound("No profile was found for this e-mail address an
 const REFUSED = 0;
 
 // Why long: a service factory whose methods share its dependencies; issue 37 item 4 makes it a module with explicit dependencies.
-export function lookupService(deps: { db: Db; credits: CreditService; idempotency: IdempotencyService; now: () => Date }) {
-  const { credits, idempotency, now } = deps;
+export function lookupService(deps: { db: Db; credits: CreditService; now: () => Date }) {
+  const { credits, now } = deps;
   let lastPurge = 0;
 
   /**
@@ -87,9 +88,9 @@ export function lookupService(deps: { db: Db; credits: CreditService; idempotenc
       return await lookup(caller, request, (profile) => ({ ...claim, status: 200, body: profile }));
     } catch (error) {
       if (error instanceof NotFound || error instanceof PaymentRequired) {
-        await idempotency.store(claim, { status: REFUSED, body: storedFormOf(error) });
+        await idempotency.store(deps, claim, { status: REFUSED, body: storedFormOf(error) });
       } else {
-        await idempotency.release(claim).catch(() => {});
+        await idempotency.release(deps, claim).catch(() => {});
       }
       throw error;
     }
@@ -113,9 +114,9 @@ export function lookupService(deps: { db: Db; credits: CreditService; idempotenc
   async function claimKey(caller: Caller, key: string, print: string) {
     if (Date.now() - lastPurge > PURGE_EVERY_MS) {
       lastPurge = Date.now();
-      await idempotency.purgeExpired();
+      await idempotency.purgeExpired(deps);
     }
-    return idempotency.claim(caller.accountId, key, print);
+    return idempotency.claim(deps, caller.accountId, key, print);
   }
 
   return {
@@ -147,9 +148,9 @@ export function lookupService(deps: { db: Db; credits: CreditService; idempotenc
         return await bulkLookup(caller, request, claimed.claim);
       } catch (error) {
         if (error instanceof NotFound || error instanceof PaymentRequired) {
-          await idempotency.store(claimed.claim, { status: REFUSED, body: storedFormOf(error) });
+          await idempotency.store(deps, claimed.claim, { status: REFUSED, body: storedFormOf(error) });
         } else {
-          await idempotency.release(claimed.claim).catch(() => {});
+          await idempotency.release(deps, claimed.claim).catch(() => {});
         }
         throw error;
       }
