@@ -36,6 +36,7 @@ import { openDatabaseOrExit, type Database } from "../server/db/database.ts";
 import { createServices } from "../server/services/index.ts";
 import { type LoadResult, percentile, runLoad, treeCpuSeconds } from "./closed-loop.ts";
 import * as contacts from "../server/services/contacts.ts";
+import * as credits from "../server/services/credits.ts";
 
 const SEED = 1;
 /** No run may take longer than this, whatever the options say. */
@@ -138,7 +139,7 @@ async function benchAccount(db: Database, datasets: number): Promise<BenchAccoun
   const datasetIds: string[] = [];
   for (let i = 0; i < datasets; i++) {
     const datasetId = await services.datasets.create(accountId, email, { name: `Bench site ${i}` });
-    await services.credits.setMonthlyLimit(datasetId, 2_000_000_000);
+    await credits.setMonthlyLimit(services, datasetId, 2_000_000_000);
     datasetIds.push(datasetId);
   }
   const { key } = await services.accounts.createApiKey(accountId, "bench");

@@ -220,9 +220,9 @@ const commands: Record<string, Command> = {
     options: ["dataset", "limit"],
     async run(args, context) {
       const [datasetId, limit] = [args.required("dataset"), args.whole("limit")];
-      const { creditService } = await import("../server/services/credits.ts");
+      const { setMonthlyLimit } = await import("../server/services/credits.ts");
       const db = await context.database();
-      if (!(await creditService(db.prisma, db.sql).setMonthlyLimit(datasetId, limit))) throw new CommandFailed(`no dataset ${datasetId}`);
+      if (!(await setMonthlyLimit({ db: db.prisma }, datasetId, limit))) throw new CommandFailed(`no dataset ${datasetId}`);
       args.out({ datasetId, monthlyCreditLimit: limit }, `dataset ${datasetId}: ${limit} credits per calendar month (UTC)`);
     },
   },

@@ -6,6 +6,7 @@ import type { ContactProfile } from "../server/contacts/profile.ts";
 import { startTestApi, type TestApi } from "./support/api.ts";
 import { createTenant, type Tenant } from "./support/tenants.ts";
 import * as contacts from "../server/services/contacts.ts";
+import * as credits from "../server/services/credits.ts";
 
 const clock = new Date("2026-05-12T09:00:00.000Z");
 
@@ -31,7 +32,7 @@ afterAll(async () => {
 /** A tenant of its own whose first dataset may spend `limit` credits a month. */
 async function tenantWithLimit(name: string, limit: number): Promise<Tenant> {
   const t = await createTenant(api.services, name);
-  for (const ds of t.datasets) await api.services.credits.setMonthlyLimit(ds, ds === t.datasets[0] ? limit : 0);
+  for (const ds of t.datasets) await credits.setMonthlyLimit(api.services, ds, ds === t.datasets[0] ? limit : 0);
   return t;
 }
 

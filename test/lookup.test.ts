@@ -7,6 +7,7 @@ import { startTestApi, type TestApi } from "./support/api.ts";
 import { eventually } from "./support/eventually.ts";
 import { createTenant, type Tenant } from "./support/tenants.ts";
 import * as contacts from "../server/services/contacts.ts";
+import * as credits from "../server/services/credits.ts";
 
 /** A clock the tests move (month ends, key expiry); it runs from a fixed instant. */
 let clock = new Date("2026-03-10T12:00:00.000Z");
@@ -69,7 +70,7 @@ const usage = (datasetId: string) => api.db.prisma.creditUsage.findMany({ where:
 /** A tenant of its own, so that credit counts start at zero. */
 async function freshTenant(name: string, limits?: [number, number]): Promise<Tenant> {
   const t = await createTenant(api.services, name);
-  if (limits) for (const [i, limit] of limits.entries()) await api.services.credits.setMonthlyLimit(t.datasets[i]!, limit);
+  if (limits) for (const [i, limit] of limits.entries()) await credits.setMonthlyLimit(api.services, t.datasets[i]!, limit);
   return t;
 }
 
@@ -353,7 +354,7 @@ describe("lookupEmail with Idempotency-Key", () => {
   it("when a miss and a 402 are retried, then their answers are replayed, also after credit was added", async () => {
     const t = await freshTenant("Replay errors", [0, 0]);
     const spent = await withKey(t, "spent-1", { email: jane.email });
-    await api.services.credits.setMonthlyLimit(t.datasets[0], 10);
+    await credits.setMonthlyLimit(api.services, t.datasets[0], 10);
     const replayed = await withKey(t, "spent-1", { email: jane.email });
     expect([spent.status, replayed.status]).toEqual([402, 402]);
     expect(replayed.body).toEqual(spent.body);

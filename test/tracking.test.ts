@@ -11,6 +11,7 @@ import { encodedScript } from "../server/tracking/collect/script-response.ts";
 import { ADDRESSES, BOT_UA, ONLY_EVIDENCE, startTracking, type TrackingSuite, wiredWriter } from "./support/tracking.ts";
 import { as } from "./support/suite.ts";
 import * as contacts from "../server/services/contacts.ts";
+import * as credits from "../server/services/credits.ts";
 
 let t: TrackingSuite;
 beforeAll(async () => {
@@ -369,7 +370,7 @@ describe("collect (forms)", () => {
   it("when the dataset has no credit left, then enrichment is skipped and marked, and the visit is recorded", async () => {
     await contacts.upsertMany(t.api.services, [profile]);
     const ds = await dataset("Broke");
-    await t.api.services.credits.setMonthlyLimit(ds, 0);
+    await credits.setMonthlyLimit(t.api.services, ds, 0);
     await t.settings(ds, { formTracking: true, contactEnrichment: true });
     const vid = newVisitor();
     await t.collect(ds, ADDRESSES.business, [t.pageView(vid), t.form(vid, { email: profile.email })]);

@@ -12,7 +12,7 @@ import { createLogger, type Logger } from "../logging.ts";
 import { accountService } from "./accounts.ts";
 import { certificateJobService } from "./certificate-jobs.ts";
 import * as contacts from "./contacts.ts";
-import { creditService } from "./credits.ts";
+import * as credits from "./credits.ts";
 import { trackingDomainService } from "./custom-tracking-domains.ts";
 import { datasetService } from "./datasets.ts";
 import { leadOperationService } from "./lead-operations.ts";
@@ -67,7 +67,6 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
   const { trackingDomains, webhooks, notify, retention } = config;
   const networks = networkService(db, { ttlSeconds: config.tracking.settingsTtlSeconds, now });
   const hotSql: Sql = sql ?? ((statement) => db.$queryRawUnsafe(statement.text, ...statement.values));
-  const credits = creditService(db, hotSql);
   // the durable background jobs of this process (server/main.ts starts and stops it)
   // an idle queue looks for due jobs every JOB_POLL_MS
   const jobs = createJobQueue(db, logger, { now, pollMs: config.jobs.pollMs });
@@ -127,8 +126,12 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
     logger,
   });
   const ingestWiring: { deps: EnrichmentDeps; hooks: Pick<WriterOptions, "onIngested" | "identify" | "pending" | "onEnriched" | "evidence" | "onCommitted"> } = {
-    // tracking/ is below services/: the enrichment gets the contact look-up handed in
-    deps: { contacts: { find: (email) => contacts.find({ db }, email) }, credits, now },
+    // tracking/ is below services/: the enrichment gets the contact look-up and the charge handed in
+    deps: {
+      contacts: { find: (email) => contacts.find({ db }, email) },
+      credits: { charge: (charge) => credits.charge({ hotSql }, charge) },
+      now,
+    },
     hooks: {
       onIngested,
       identify: identifyOwn,
@@ -142,6 +145,7 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
   return {
     // the shared handles the services' modules take as their deps (services/<tag>.ts)
     db,
+    hotSql,
     now,
     jobs,
     ingestWiring,
@@ -160,8 +164,7 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
     segmentPreferences: segmentPreferenceService(db, segments),
     leadOperations: leadOperationService(db, segmentEntries),
     leads: leadService(db, segments),
-    credits,
-    lookup: lookupService({ db, credits, now }),
+    lookup: lookupService({ db, hotSql, now }),
     // IP and domain look-ups, a lead's visits (server/tracking holds the collector and writer)
     tracking: trackingService(db, { resolver: sharedResolver, networkOverrides: networks.current, evidence, identities }),
     // operators' network types per ASN (scripts/admin.ts `networks`)

@@ -3,10 +3,10 @@ import type { ContactProfile } from "../contacts/profile.ts";
 import { NotFound, PaymentRequired, revive, type StoredDomainError, storedFormOf } from "../domain/errors.ts";
 import { fullFormats } from "ajv-formats/dist/formats.js";
 import { normaliseEmail } from "../ids.ts";
-import type { Db } from "../db/database.ts";
+import type { Db, Sql } from "../db/database.ts";
 import * as contacts from "./contacts.ts";
 import { contactQuery, type ContactRow, toProfile } from "./contacts.ts";
-import type { CreditService } from "./credits.ts";
+import * as credits from "./credits.ts";
 import * as idempotency from "./idempotency.ts";
 import { fingerprint, type IdempotentAnswer, type KeyClaim, storedWithCharge } from "./idempotency.ts";
 import type { Schemas } from "../domain/types.ts";
@@ -65,8 +65,8 @@ const miss = () => new NotFound("No profile was found for this e-mail address an
 const REFUSED = 0;
 
 // Why long: a service factory whose methods share its dependencies; issue 37 item 4 makes it a module with explicit dependencies.
-export function lookupService(deps: { db: Db; credits: CreditService; now: () => Date }) {
-  const { credits, now } = deps;
+export function lookupService(deps: { db: Db; hotSql: Sql; now: () => Date }) {
+  const { now } = deps;
   let lastPurge = 0;
 
   /**
@@ -75,10 +75,10 @@ export function lookupService(deps: { db: Db; credits: CreditService; now: () =>
    */
   async function lookup(caller: Caller, request: LookupRequest, answerOf?: (profile: ContactProfile) => IdempotentAnswer) {
     const { email, datasetId, ...hints } = request;
-    const row = await credits.requireCredit<ContactRow>(caller.accountId, datasetId, now(), contactQuery(email));
+    const row = await credits.requireCredit<ContactRow>(deps, caller.accountId, datasetId, now(), contactQuery(email));
     const profile = row && toProfile(row);
     if (!profile || contradictedHint(profile, hints)) throw miss();
-    await credits.charge({ ...caller, datasetId, at: now(), hook: answerOf && storedWithCharge(answerOf(profile)) });
+    await credits.charge(deps, { ...caller, datasetId, at: now(), hook: answerOf && storedWithCharge(answerOf(profile)) });
     return profile;
   }
 
@@ -102,12 +102,12 @@ export function lookupService(deps: { db: Db; credits: CreditService; now: () =>
    */
   async function bulkLookup(caller: Caller, request: BulkLookupRequest, claim?: KeyClaim): Promise<BulkLookupAnswer> {
     const { items, datasetId } = request;
-    await credits.requireCredit(caller.accountId, datasetId, now());
+    await credits.requireCredit(deps, caller.accountId, datasetId, now());
     const matches = matchItems(items, await contacts.findMany(deps, items.map((item) => normaliseEmail(item.email))));
     const wanted = matches.filter((match) => match.status === "found" && match.charged).length;
     const charge = { ...caller, datasetId, at: now(), credits: wanted };
     const hooks = claim && idempotency.storeWithBulkCharge(claim, (charged) => ({ status: 200, body: settle(matches, charged) }));
-    return settle(matches, await credits.chargeUpTo(charge, hooks));
+    return settle(matches, await credits.chargeUpTo(deps, charge, hooks));
   }
 
   /** Purges expired keys at most once an hour, then claims `key` for this request. */
