@@ -3,6 +3,7 @@ import { generateProfile, generateProfiles } from "./contacts/generate.ts";
 import { generateLeads } from "./lead-generator.ts";
 import type { Services } from "./services/index.ts";
 import * as contacts from "./services/contacts.ts";
+import * as segments from "./services/segments.ts";
 
 export const DEMO_ADMIN_EMAIL = "admin@demo.example";
 const DEMO_KEY_LABEL = "demo key (npm start)";
@@ -109,13 +110,13 @@ async function seedLeads(services: Services, accountId: string, datasetId: strin
   }
   await services.leads.insertLeads(accountId, datasetId, leads);
   await services.leads.addExclusion(accountId, { datasetId, type: "organizationDomain", data: DEMO_COMPETITOR_DOMAIN });
-  await services.segments.create(accountId, DEMO_ADMIN_EMAIL, {
+  await segments.create(services, accountId, DEMO_ADMIN_EMAIL, {
     datasetId,
     name: "German enterprise visitors",
     filters: { match: "all", conditions: [{ field: "country", operator: "eq", value: "DE" }, { field: "employeeCount", operator: "gte", value: 500 }] },
     emailPreferences: { enabled: true, frequency: "weekly" },
   });
-  const hot = await services.segments.create(accountId, DEMO_ADMIN_EMAIL, {
+  const hot = await segments.create(services, accountId, DEMO_ADMIN_EMAIL, {
     datasetId,
     name: "Hot software leads",
     filters: { match: "all", conditions: [{ field: "tags", operator: "contains", value: "hot" }, { field: "industry", operator: "eq", value: "Software" }] },

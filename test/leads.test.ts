@@ -8,6 +8,7 @@ import type { TestApi } from "./support/api.ts";
 import { newLead, where } from "./support/leads.ts";
 import type { Tenant } from "./support/tenants.ts";
 import { as, startWithTenants } from "./support/suite.ts";
+import * as segments from "../server/services/segments.ts";
 
 let api: TestApi;
 let tenant: Tenant;
@@ -288,7 +289,7 @@ describe("listLeads", () => {
   });
 
   it("when a segment is named, then exactly the leads its filters select; with an ad-hoc filter, those matching both", async () => {
-    const segmentId = await api.services.segments.create(tenant.accountId, tenant.admin.email, {
+    const segmentId = await segments.create(api.services, tenant.accountId, tenant.admin.email, {
       datasetId,
       name: "Software",
       filters: where("industry", "eq", "software"),
@@ -318,7 +319,7 @@ describe("listLeads", () => {
   });
 
   it("when the segment belongs to another dataset, then 404", async () => {
-    const segmentId = await api.services.segments.create(tenant.accountId, tenant.admin.email, {
+    const segmentId = await segments.create(api.services, tenant.accountId, tenant.admin.email, {
       datasetId: tenant.datasets[0],
       name: `Elsewhere ${++counter}`,
       filters: where("city", "exists", true),

@@ -5,6 +5,7 @@ import type { TestApi } from "./support/api.ts";
 import { where } from "./support/leads.ts";
 import { type Person, type Tenant, uniqueEmail } from "./support/tenants.ts";
 import { as, startWithTenants } from "./support/suite.ts";
+import * as segments from "../server/services/segments.ts";
 
 let api: TestApi;
 let tenant: Tenant;
@@ -15,7 +16,7 @@ afterAll(() => api?.close());
 
 let counter = 0;
 function newSegment(t: Tenant, datasetId = t.datasets[0]): Promise<number> {
-  return api.services.segments.create(t.accountId, t.admin.email, { datasetId, name: `Segment ${++counter}`, filters: where("country", "eq", "DE") });
+  return segments.create(api.services, t.accountId, t.admin.email, { datasetId, name: `Segment ${++counter}`, filters: where("country", "eq", "DE") });
 }
 
 async function newMember(t: Tenant, datasetIds: string[]): Promise<Person> {
@@ -221,7 +222,7 @@ describe("setSegmentPreference", () => {
     const owner = users[0]!;
     const own = [];
     for (let i = 0; i < 3; i++) {
-      own.push(await api.services.segments.create(tenant.accountId, owner.email, { datasetId, name: `Own ${i} ${++counter}`, filters: where("city", "exists", true) }));
+      own.push(await segments.create(api.services, tenant.accountId, owner.email, { datasetId, name: `Own ${i} ${++counter}`, filters: where("city", "exists", true) }));
     }
     expect((await put(tenant, { segmentId: own[1], datasetId, userIds: [owner.id] })).status).toBe(204);
     expect(await api.db.prisma.segment.count({ where: { datasetId, userId: BigInt(owner.id) } })).toBe(3);

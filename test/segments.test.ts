@@ -5,6 +5,7 @@ import type { TestApi } from "./support/api.ts";
 import { where } from "./support/leads.ts";
 import { createTenant, type Tenant, uniqueEmail } from "./support/tenants.ts";
 import { as, startWithTenants } from "./support/suite.ts";
+import * as segments from "../server/services/segments.ts";
 
 let api: TestApi;
 let tenant: Tenant;
@@ -27,7 +28,7 @@ const freshName = (what = "Segment") => `${what} ${++counter} ${Math.random().to
 
 /** A segment made through the service (the admin as its user unless another acting e-mail is given). */
 function newSegment(t: Tenant, datasetId = t.datasets[0], name = freshName(), actor = t.admin.email): Promise<number> {
-  return api.services.segments.create(t.accountId, actor, { datasetId, name, filters: germany });
+  return segments.create(api.services, t.accountId, actor, { datasetId, name, filters: germany });
 }
 
 const stored = (id: number) =>

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { TestApi } from "./support/api.ts";
 import { as, startWithTenants } from "./support/suite.ts";
 import { type Tenant, uniqueEmail } from "./support/tenants.ts";
+import * as segments from "../server/services/segments.ts";
 
 let api: TestApi;
 let tenant: Tenant;
@@ -275,7 +276,7 @@ describe("removeUserDataset", () => {
   it("when a member loses access, then their default segment under that dataset goes too; an admin's stays", async () => {
     const m = await newMember(tenant, [tenant.datasets[0]]);
     await api.services.userDatasets.grant(tenant.accountId, tenant.admin.id, tenant.datasets[0]);
-    const segmentId = await api.services.segments.create(tenant.accountId, tenant.admin.email, {
+    const segmentId = await segments.create(api.services, tenant.accountId, tenant.admin.email, {
       datasetId: tenant.datasets[0],
       name: `Default ${m.id}`,
       filters: { match: "all", conditions: [{ field: "country", operator: "eq", value: "DE" }] },

@@ -21,7 +21,6 @@ import { lookupService } from "./lookup.ts";
 import type { EnrichmentDeps } from "../tracking/write/enrichment.ts";
 import type { WriterOptions } from "../tracking/log/writer.ts";
 import { segmentPreferenceService } from "./segment-preferences.ts";
-import { segmentService } from "./segments.ts";
 import { userDatasetService } from "./user-datasets.ts";
 import { userService } from "./users.ts";
 import { sharedResolver } from "../tracking/ipdata/resolver.ts";
@@ -81,7 +80,6 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
   // a lead entering a segment: an instant alert (queued in the entries' transaction), then the webhook event below
   const segmentEntries = segmentEntryService(db, { now, committed: () => jobs.wake() });
   segmentEntries.onSegmentEntered(segmentAlerts.instantAlerts);
-  const segments = segmentService(db, segmentEntries);
   const configuredUrl = notify.publicUrl;
   const invitations = {
     jobs,
@@ -160,10 +158,9 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
     datasets: datasetService(db),
     trackingDomains: trackingDomainService(db, trackingDomains, certificateJobs),
     certificateJobs,
-    segments,
-    segmentPreferences: segmentPreferenceService(db, segments),
+    segmentPreferences: segmentPreferenceService(db),
     leadOperations: leadOperationService(db, segmentEntries),
-    leads: leadService(db, segments),
+    leads: leadService(db),
     lookup: lookupService({ db, hotSql, now }),
     // IP and domain look-ups, a lead's visits (server/tracking holds the collector and writer)
     tracking: trackingService(db, { resolver: sharedResolver, networkOverrides: networks.current, evidence, identities }),

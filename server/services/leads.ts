@@ -11,7 +11,7 @@ import * as access from "./access.ts";
 import { checkFilter, filterSql, type SegmentFilter } from "./lead-filter.ts";
 import { scoreSql } from "./lead-score.ts";
 import { decodeCursor, toPage } from "./paging.ts";
-import type { SegmentService } from "./segments.ts";
+import * as segments from "./segments.ts";
 import { normaliseTag } from "./tags.ts";
 
 type Schemas = components["schemas"];
@@ -122,7 +122,7 @@ const positionOf = (sort: LeadSort) => (last: LeadDto) => (sort === "score" ? { 
 /** Tags as stored: normalised, without duplicates, in code-unit order. */
 const storedTags = (tags: readonly string[] = []) => [...new Set(tags.map(normaliseTag))].sort();
 
-export function leadService(db: Db, segments: SegmentService) {
+export function leadService(db: Db) {
   return {
     /**
      * Stores leads reported by tracking (also how tests and the demo get leads): there is no API
@@ -159,7 +159,7 @@ export function leadService(db: Db, segments: SegmentService) {
       if (query.filter) checkFilter(query.filter, "query", "filter");
       const actor = await access.actor({ db }, accountId, query.email);
       await access.dataset({ db }, accountId, query.datasetId);
-      const segmentFilter = query.segmentId === undefined ? undefined : await segments.filtersOf(accountId, query.datasetId, query.segmentId);
+      const segmentFilter = query.segmentId === undefined ? undefined : await segments.filtersOf({ db }, accountId, query.datasetId, query.segmentId);
       await access.requireAccess({ db }, actor, query.datasetId);
       const bySource = query.identitySource && identitySourceFilter(query.identitySource);
       const filters = [segmentFilter, query.filter, bySource].filter((f): f is SegmentFilter => !!f);

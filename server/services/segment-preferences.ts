@@ -6,7 +6,7 @@ import type { Db } from "../db/database.ts";
 import { NotFound } from "../domain/errors.ts";
 import * as access from "./access.ts";
 import type { Member } from "./access.ts";
-import type { SegmentService } from "./segments.ts";
+import * as segments from "./segments.ts";
 
 export type SegmentPreference = components["schemas"]["SegmentPreferenceRequest"];
 
@@ -18,12 +18,12 @@ export async function removeMemberDefault(tx: Pick<Db, "segmentPreference">, whe
   await tx.segmentPreference.deleteMany({ where: { ...where, member: { role: "member" } } });
 }
 
-export function segmentPreferenceService(db: Db, segments: SegmentService) {
+export function segmentPreferenceService(db: Db) {
   /** The acting user, once the dataset and its segment are known to exist (404 before 403). */
   async function actorOnSegment(accountId: string, actorEmail: string, datasetId: string, segmentId: number): Promise<Member> {
     const actor = await access.actor({ db }, accountId, actorEmail);
     await access.dataset({ db }, accountId, datasetId);
-    await segments.filtersOf(accountId, datasetId, segmentId);
+    await segments.filtersOf({ db }, accountId, datasetId, segmentId);
     return actor;
   }
 
