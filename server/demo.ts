@@ -4,6 +4,7 @@ import { generateLeads } from "./lead-generator.ts";
 import type { Services } from "./services/index.ts";
 import * as contacts from "./services/contacts.ts";
 import * as segments from "./services/segments.ts";
+import * as segmentPreferences from "./services/segment-preferences.ts";
 
 export const DEMO_ADMIN_EMAIL = "admin@demo.example";
 const DEMO_KEY_LABEL = "demo key (npm start)";
@@ -121,7 +122,7 @@ async function seedLeads(services: Services, accountId: string, datasetId: strin
     name: "Hot software leads",
     filters: { match: "all", conditions: [{ field: "tags", operator: "contains", value: "hot" }, { field: "industry", operator: "eq", value: "Software" }] },
   });
-  await services.segmentPreferences.set(accountId, DEMO_ADMIN_EMAIL, { segmentId: hot, datasetId, userIds: [mariaId] });
+  await segmentPreferences.set(services, accountId, DEMO_ADMIN_EMAIL, { segmentId: hot, datasetId, userIds: [mariaId] });
   for (const lead of leads.slice(0, 5)) {
     await services.leadOperations.assign(accountId, { datasetId, leadId: lead.leadId, assigneeUserId: mariaId });
   }

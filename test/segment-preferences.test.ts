@@ -6,6 +6,7 @@ import { where } from "./support/leads.ts";
 import { type Person, type Tenant, uniqueEmail } from "./support/tenants.ts";
 import { as, startWithTenants } from "./support/suite.ts";
 import * as segments from "../server/services/segments.ts";
+import * as segmentPreferences from "../server/services/segment-preferences.ts";
 
 let api: TestApi;
 let tenant: Tenant;
@@ -31,7 +32,7 @@ async function defaults(datasetId: string): Promise<[number, number][]> {
 }
 
 const setDefaults = (t: Tenant, segmentId: number, datasetId: string, userIds: number[]) =>
-  api.services.segmentPreferences.set(t.accountId, t.admin.email, { segmentId, datasetId, userIds });
+  segmentPreferences.set(api.services, t.accountId, t.admin.email, { segmentId, datasetId, userIds });
 
 const byUser = (pairs: [number, number][]) => [...pairs].sort((a, b) => a[0] - b[0]);
 

@@ -6,6 +6,7 @@ import { where } from "./support/leads.ts";
 import { createTenant, type Tenant, uniqueEmail } from "./support/tenants.ts";
 import { as, startWithTenants } from "./support/suite.ts";
 import * as segments from "../server/services/segments.ts";
+import * as segmentPreferences from "../server/services/segment-preferences.ts";
 
 let api: TestApi;
 let tenant: Tenant;
@@ -367,12 +368,12 @@ describe("deleteSegment", () => {
   it("when the segment is the default of users, then 204, it is gone and only its preferences go with it", async () => {
     const doomed = await newSegment(tenant);
     const kept = await newSegment(tenant, tenant.datasets[1]);
-    await api.services.segmentPreferences.set(tenant.accountId, tenant.admin.email, {
+    await segmentPreferences.set(api.services, tenant.accountId, tenant.admin.email, {
       segmentId: doomed,
       datasetId: tenant.datasets[0],
       userIds: [tenant.admin.id, tenant.member.id],
     });
-    await api.services.segmentPreferences.set(tenant.accountId, tenant.admin.email, {
+    await segmentPreferences.set(api.services, tenant.accountId, tenant.admin.email, {
       segmentId: kept,
       datasetId: tenant.datasets[1],
       userIds: [tenant.admin.id],

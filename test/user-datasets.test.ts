@@ -4,6 +4,7 @@ import type { TestApi } from "./support/api.ts";
 import { as, startWithTenants } from "./support/suite.ts";
 import { type Tenant, uniqueEmail } from "./support/tenants.ts";
 import * as segments from "../server/services/segments.ts";
+import * as segmentPreferences from "../server/services/segment-preferences.ts";
 
 let api: TestApi;
 let tenant: Tenant;
@@ -282,12 +283,12 @@ describe("removeUserDataset", () => {
       filters: { match: "all", conditions: [{ field: "country", operator: "eq", value: "DE" }] },
     });
     const preference = { segmentId, datasetId: tenant.datasets[0], userIds: [m.id, tenant.admin.id] };
-    await api.services.segmentPreferences.set(tenant.accountId, tenant.admin.email, preference);
+    await segmentPreferences.set(api.services, tenant.accountId, tenant.admin.email, preference);
     for (const userId of [m.id, tenant.admin.id]) {
       const res = await api.request().delete("/v1/user-datasets").set(as(tenant.key)).send({ userId, datasetId: tenant.datasets[0] });
       expect(res.status).toBe(204);
     }
-    const defaults = await api.services.segmentPreferences.usersOf(tenant.accountId, tenant.admin.email, segmentId, tenant.datasets[0]);
+    const defaults = await segmentPreferences.usersOf(api.services, tenant.accountId, tenant.admin.email, segmentId, tenant.datasets[0]);
     expect(defaults).toEqual([tenant.admin.id]);
   });
 

@@ -20,7 +20,6 @@ import { leadService } from "./leads.ts";
 import { lookupService } from "./lookup.ts";
 import type { EnrichmentDeps } from "../tracking/write/enrichment.ts";
 import type { WriterOptions } from "../tracking/log/writer.ts";
-import { segmentPreferenceService } from "./segment-preferences.ts";
 import { userDatasetService } from "./user-datasets.ts";
 import { userService } from "./users.ts";
 import { sharedResolver } from "../tracking/ipdata/resolver.ts";
@@ -158,7 +157,6 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
     datasets: datasetService(db),
     trackingDomains: trackingDomainService(db, trackingDomains, certificateJobs),
     certificateJobs,
-    segmentPreferences: segmentPreferenceService(db),
     leadOperations: leadOperationService(db, segmentEntries),
     leads: leadService(db),
     lookup: lookupService({ db, hotSql, now }),
