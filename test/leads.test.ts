@@ -9,6 +9,7 @@ import { newLead, where } from "./support/leads.ts";
 import type { Tenant } from "./support/tenants.ts";
 import { as, startWithTenants } from "./support/suite.ts";
 import * as segments from "../server/services/segments.ts";
+import * as userDatasets from "../server/services/user-datasets.ts";
 
 let api: TestApi;
 let tenant: Tenant;
@@ -197,7 +198,7 @@ describe("listLeads", () => {
   let fixture: NewLead[];
   beforeAll(async () => {
     datasetId = await freshDataset();
-    await api.services.userDatasets.grant(tenant.accountId, tenant.member.id, datasetId);
+    await userDatasets.grant(api.services, tenant.accountId, tenant.member.id, datasetId);
     fixture = [
       newLead({ leadId: "l1", organizationName: "Acme GmbH", organizationDomain: "Acme.example", industry: "Software", employeeCount: 1200, country: "de", city: "Berlin",
         firstVisitAt: at("2025-01-10T00:00:00Z"), lastVisitAt: at("2025-06-10T12:00:00Z"), visitCount: 7, tags: ["Hot", "vip"], assigneeUserId: tenant.member.id }),

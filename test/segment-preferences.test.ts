@@ -7,6 +7,7 @@ import { type Person, type Tenant, uniqueEmail } from "./support/tenants.ts";
 import { as, startWithTenants } from "./support/suite.ts";
 import * as segments from "../server/services/segments.ts";
 import * as segmentPreferences from "../server/services/segment-preferences.ts";
+import * as userDatasets from "../server/services/user-datasets.ts";
 
 let api: TestApi;
 let tenant: Tenant;
@@ -58,7 +59,7 @@ describe("setSegmentPreference", () => {
     await api.db.prisma.segmentPreference.create({ data: { accountId: tenant.accountId, datasetId, userId: BigInt(c), segmentId: s2 } });
     // a's default under another dataset is not "under that dataset": it stays
     const elsewhere = await newSegment(tenant, tenant.datasets[1]);
-    await api.services.userDatasets.grant(tenant.accountId, a, tenant.datasets[1]);
+    await userDatasets.grant(api.services, tenant.accountId, a, tenant.datasets[1]);
     await setDefaults(tenant, elsewhere, tenant.datasets[1], [a]);
 
     const res = await put(tenant, { segmentId: s3, datasetId, userIds: [a, e] });
@@ -307,7 +308,7 @@ describe("deleteSegmentPreference", () => {
     const s = await newSegment(tenant, datasetId);
     await setDefaults(tenant, s, datasetId, users.map((u) => u.id));
     const second = await freshDataset(tenant, 0);
-    await api.services.userDatasets.grant(tenant.accountId, users[0]!.id, second.datasetId);
+    await userDatasets.grant(api.services, tenant.accountId, users[0]!.id, second.datasetId);
     const s2 = await newSegment(tenant, second.datasetId);
     await setDefaults(tenant, s2, second.datasetId, [users[0]!.id]);
 

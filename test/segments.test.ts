@@ -7,6 +7,7 @@ import { createTenant, type Tenant, uniqueEmail } from "./support/tenants.ts";
 import { as, startWithTenants } from "./support/suite.ts";
 import * as segments from "../server/services/segments.ts";
 import * as segmentPreferences from "../server/services/segment-preferences.ts";
+import * as userDatasets from "../server/services/user-datasets.ts";
 
 let api: TestApi;
 let tenant: Tenant;
@@ -453,7 +454,7 @@ describe("updateSegmentUser", () => {
     const member = await newMember(tenant, []);
     const id = await newSegment(tenant, tenant.datasets[1]);
     expect((await setUser(tenant, id, member.id)).status).toBe(409);
-    await api.services.userDatasets.grant(tenant.accountId, member.id, tenant.datasets[1]);
+    await userDatasets.grant(api.services, tenant.accountId, member.id, tenant.datasets[1]);
     expect((await setUser(tenant, id, member.id)).status).toBe(204);
     expect(await stored(id)).toMatchObject({ userId: BigInt(member.id) });
   });

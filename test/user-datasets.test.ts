@@ -5,6 +5,7 @@ import { as, startWithTenants } from "./support/suite.ts";
 import { type Tenant, uniqueEmail } from "./support/tenants.ts";
 import * as segments from "../server/services/segments.ts";
 import * as segmentPreferences from "../server/services/segment-preferences.ts";
+import * as userDatasets from "../server/services/user-datasets.ts";
 
 let api: TestApi;
 let tenant: Tenant;
@@ -276,7 +277,7 @@ describe("removeUserDataset", () => {
 
   it("when a member loses access, then their default segment under that dataset goes too; an admin's stays", async () => {
     const m = await newMember(tenant, [tenant.datasets[0]]);
-    await api.services.userDatasets.grant(tenant.accountId, tenant.admin.id, tenant.datasets[0]);
+    await userDatasets.grant(api.services, tenant.accountId, tenant.admin.id, tenant.datasets[0]);
     const segmentId = await segments.create(api.services, tenant.accountId, tenant.admin.email, {
       datasetId: tenant.datasets[0],
       name: `Default ${m.id}`,

@@ -20,7 +20,6 @@ import { leadService } from "./leads.ts";
 import { lookupService } from "./lookup.ts";
 import type { EnrichmentDeps } from "../tracking/write/enrichment.ts";
 import type { WriterOptions } from "../tracking/log/writer.ts";
-import { userDatasetService } from "./user-datasets.ts";
 import { userService } from "./users.ts";
 import { sharedResolver } from "../tracking/ipdata/resolver.ts";
 import { networkService } from "./networks.ts";
@@ -153,7 +152,6 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
     segmentEntries,
     accounts: accountService(db, hotSql, { keyCacheMs }),
     users: userService(db, invitations),
-    userDatasets: userDatasetService(db),
     datasets: datasetService(db),
     trackingDomains: trackingDomainService(db, trackingDomains, certificateJobs),
     certificateJobs,
