@@ -37,6 +37,7 @@ import { createServices } from "../server/services/index.ts";
 import { type LoadResult, percentile, runLoad, treeCpuSeconds } from "./closed-loop.ts";
 import * as contacts from "../server/services/contacts.ts";
 import * as credits from "../server/services/credits.ts";
+import * as datasets from "../server/services/datasets.ts";
 
 const SEED = 1;
 /** No run may take longer than this, whatever the options say. */
@@ -132,13 +133,13 @@ interface BenchAccount {
 }
 
 /** An account whose datasets cannot run out of credit during the run. */
-async function benchAccount(db: Database, datasets: number): Promise<BenchAccount> {
+async function benchAccount(db: Database, datasetCount: number): Promise<BenchAccount> {
   const services = createServices(db.prisma, { config: loadConfig(HERMETIC_DNS_ENV) });
   const email = `bench-${randomBytes(6).toString("hex")}@bench.example`;
   const { accountId } = await services.accounts.createAccount({ name: "Bench", licenceDays: 1, admin: { email, name: "Bench" } });
   const datasetIds: string[] = [];
-  for (let i = 0; i < datasets; i++) {
-    const datasetId = await services.datasets.create(accountId, email, { name: `Bench site ${i}` });
+  for (let i = 0; i < datasetCount; i++) {
+    const datasetId = await datasets.create(services, accountId, email, { name: `Bench site ${i}` });
     await credits.setMonthlyLimit(services, datasetId, 2_000_000_000);
     datasetIds.push(datasetId);
   }

@@ -39,6 +39,7 @@ import { count, describeDeclared, describeEvaluation, describeFamilies, describe
 import { groundTruth } from "./match/truth.ts";
 import { buildWorld, type Mix, MIXES, type SelectedNetworks } from "./match/world.ts";
 import { freePort, startService, stopService } from "./service.ts";
+import * as datasets from "../server/services/datasets.ts";
 
 /** No run (one seed and mix) may take longer than this, whatever the options say. */
 const MAX_RUN_MINUTES = 15;
@@ -99,7 +100,7 @@ async function prepareTenants(dataDir: string | undefined, count: number): Promi
     for (let i = 0; i < count; i++) {
       const email = `bench-match-${randomBytes(4).toString("hex")}@bench.example`;
       const { accountId } = await services.accounts.createAccount({ name: `Bench match ${i + 1}`, licenceDays: 1, admin: { email, name: "Bench" } });
-      const datasetId = await services.datasets.create(accountId, email, { name: "B2B website", domain: "www.matchbench.example" });
+      const datasetId = await datasets.create(services, accountId, email, { name: "B2B website", domain: "www.matchbench.example" });
       const { key } = await services.accounts.createApiKey(accountId, "bench-match");
       tenants.push({ datasetId, key, email });
     }

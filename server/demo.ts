@@ -5,6 +5,7 @@ import type { Services } from "./services/index.ts";
 import * as contacts from "./services/contacts.ts";
 import * as segments from "./services/segments.ts";
 import * as segmentPreferences from "./services/segment-preferences.ts";
+import * as datasets from "./services/datasets.ts";
 
 export const DEMO_ADMIN_EMAIL = "admin@demo.example";
 const DEMO_KEY_LABEL = "demo key (npm start)";
@@ -35,9 +36,9 @@ export async function ensureDemo(services: Services): Promise<Demo> {
     if (key.label === DEMO_KEY_LABEL) await services.accounts.revokeApiKey(key.id);
   }
   const { key } = await services.accounts.createApiKey(accountId, DEMO_KEY_LABEL);
-  const datasetIds = (await services.datasets.list(accountId)).map((d) => d.id);
+  const datasetIds = (await datasets.list(services, accountId)).map((d) => d.id);
   // the demo website's form is tracked and enriched (a found profile costs a credit)
-  await services.datasets.setFormTracking(accountId, DEMO_ADMIN_EMAIL, datasetIds[0]!, { formTracking: true, contactEnrichment: true });
+  await datasets.setFormTracking(services, accountId, DEMO_ADMIN_EMAIL, datasetIds[0]!, { formTracking: true, contactEnrichment: true });
   // an upsert: a restart leaves them as they are
   await contacts.upsertMany(services, [...generateProfiles(DEMO_CONTACT_SEED, DEMO_CONTACTS)]);
   const contact = generateProfile(DEMO_CONTACT_SEED, 0);
@@ -46,10 +47,10 @@ export async function ensureDemo(services: Services): Promise<Demo> {
 }
 
 /** The demo website's dataset once the demo is completely seeded (the page `/` links its /demo), else undefined. */
-export async function demoWebsiteDataset(services: Pick<Services, "accounts" | "datasets">): Promise<string | undefined> {
+export async function demoWebsiteDataset(services: Pick<Services, "accounts" | "db">): Promise<string | undefined> {
   const accountId = await services.accounts.accountAdministeredBy(DEMO_ADMIN_EMAIL);
   if (!accountId || (await services.accounts.nameOf(accountId)) !== DEMO_NAME) return undefined;
-  return (await services.datasets.list(accountId))[0]?.id;
+  return (await datasets.list(services, accountId))[0]?.id;
 }
 
 const DEMO_NAME = "Demo Company";
@@ -75,8 +76,8 @@ async function createDemoAccount(services: Services): Promise<string> {
     licenceDays: 365,
     admin: { email: DEMO_ADMIN_EMAIL, name: "Alex Admin" },
   });
-  const website = await services.datasets.create(accountId, DEMO_ADMIN_EMAIL, { name: "demo.example website", domain: "demo.example" });
-  await services.datasets.create(accountId, DEMO_ADMIN_EMAIL, { name: "Demo shop", domain: "shop.demo.example" });
+  const website = await datasets.create(services, accountId, DEMO_ADMIN_EMAIL, { name: "demo.example website", domain: "demo.example" });
+  await datasets.create(services, accountId, DEMO_ADMIN_EMAIL, { name: "Demo shop", domain: "shop.demo.example" });
   const maria = await services.users.addMember(accountId, DEMO_ADMIN_EMAIL, { email: "maria@demo.example", name: "Maria Member", role: "member", datasetIds: [website] });
   await services.users.addMember(accountId, DEMO_ADMIN_EMAIL, { email: "li@demo.example", name: "Li Analyst", role: "member" });
   await seedLeads(services, accountId, website, maria);

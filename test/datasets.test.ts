@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { TestApi } from "./support/api.ts";
 import { as, startWithTenants } from "./support/suite.ts";
 import { type Tenant, uniqueEmail } from "./support/tenants.ts";
+import * as datasets from "../server/services/datasets.ts";
 
 let api: TestApi;
 let tenant: Tenant;
@@ -28,7 +29,7 @@ const nameOf = async (t: Tenant, id: string) => (await datasetsOf(t)).find((d) =
 
 /** A dataset of its own for tests that change one. */
 async function newDataset(t: Tenant, name = freshName()): Promise<string> {
-  return api.services.datasets.create(t.accountId, t.admin.email, { name });
+  return datasets.create(api.services, t.accountId, t.admin.email, { name });
 }
 
 describe("createDataset", () => {

@@ -10,6 +10,7 @@ import type { Tenant } from "./support/tenants.ts";
 import { as, startWithTenants } from "./support/suite.ts";
 import * as segments from "../server/services/segments.ts";
 import * as userDatasets from "../server/services/user-datasets.ts";
+import * as datasets from "../server/services/datasets.ts";
 
 let api: TestApi;
 let tenant: Tenant;
@@ -20,7 +21,7 @@ afterAll(() => api?.close());
 
 let counter = 0;
 /** A dataset of its own, so that rules and leads of one test do not meet another's. */
-const freshDataset = (t = tenant) => api.services.datasets.create(t.accountId, t.admin.email, { name: `Leads ${++counter} ${Math.random()}` });
+const freshDataset = (t = tenant) => datasets.create(api.services, t.accountId, t.admin.email, { name: `Leads ${++counter} ${Math.random()}` });
 
 const insert = (datasetId: string, leads: NewLead[], t = tenant) => api.services.leads.insertLeads(t.accountId, datasetId, leads);
 

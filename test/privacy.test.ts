@@ -13,6 +13,7 @@ import { ADDRESSES, BROWSER_UA, startTracking, type TrackingSuite, wiredWriter }
 import { testConfig } from "./support/config.ts";
 import { dumpOfEveryTable as dumpOf } from "./support/dump.ts";
 import * as contacts from "../server/services/contacts.ts";
+import * as datasets from "../server/services/datasets.ts";
 
 let t: TrackingSuite;
 /** A writer composed as server/main.ts composes it: enrichment outcomes become contact.enriched deliveries. */
@@ -299,7 +300,7 @@ describe("updatePrivacySettings", () => {
 describe("collector consent", () => {
   const privacy = (datasetId: string, body: object) =>
     t.api.request().patch(`/v1/datasets/${datasetId}/privacy`).query(admin()).set(as(t.tenant.key)).send(body).expect(200);
-  const newDataset = (name: string) => t.api.services.datasets.create(t.tenant.accountId, t.tenant.admin.email, { name });
+  const newDataset = (name: string) => datasets.create(t.api.services, t.tenant.accountId, t.tenant.admin.email, { name });
 
   it("when a cookieless dataset's visitor returns the same day, then it is one derived visitor; the next day another, and the past day's salt is deleted", async () => {
     const ds = await newDataset("Cookieless");
@@ -349,7 +350,7 @@ describe("collector consent", () => {
 
 describe("demo page", () => {
   it("when the dataset requires consent, then /demo shows a consent banner that tells the script; otherwise none", async () => {
-    const ds = await t.api.services.datasets.create(t.tenant.accountId, t.tenant.admin.email, { name: "Demo consent" });
+    const ds = await datasets.create(t.api.services, t.tenant.accountId, t.tenant.admin.email, { name: "Demo consent" });
     const page = async () => (await t.api.request().get("/demo").query({ dataset: ds }).expect(200)).text;
     expect(await page()).not.toContain('role="dialog"');
     await t.api.request().patch(`/v1/datasets/${ds}/privacy`).query(admin()).set(as(t.tenant.key)).send({ consentMode: "required" }).expect(200);

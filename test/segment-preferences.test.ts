@@ -8,6 +8,7 @@ import { as, startWithTenants } from "./support/suite.ts";
 import * as segments from "../server/services/segments.ts";
 import * as segmentPreferences from "../server/services/segment-preferences.ts";
 import * as userDatasets from "../server/services/user-datasets.ts";
+import * as datasets from "../server/services/datasets.ts";
 
 let api: TestApi;
 let tenant: Tenant;
@@ -39,7 +40,7 @@ const byUser = (pairs: [number, number][]) => [...pairs].sort((a, b) => a[0] - b
 
 /** A dataset of its own, reached by the given new members, so that tests do not share defaults. */
 async function freshDataset(t: Tenant, members: number): Promise<{ datasetId: string; users: Person[] }> {
-  const datasetId = await api.services.datasets.create(t.accountId, t.admin.email, { name: `Dataset ${++counter} ${Math.random()}` });
+  const datasetId = await datasets.create(api.services, t.accountId, t.admin.email, { name: `Dataset ${++counter} ${Math.random()}` });
   const users: Person[] = [];
   for (let i = 0; i < members; i++) users.push(await newMember(t, [datasetId]));
   return { datasetId, users };

@@ -12,6 +12,7 @@ import { ADDRESSES, BOT_UA, ONLY_EVIDENCE, startTracking, type TrackingSuite, wi
 import { as } from "./support/suite.ts";
 import * as contacts from "../server/services/contacts.ts";
 import * as credits from "../server/services/credits.ts";
+import * as datasets from "../server/services/datasets.ts";
 
 let t: TrackingSuite;
 beforeAll(async () => {
@@ -37,7 +38,7 @@ const newVisitor = () => `visitor${String(++visitorSeq).padStart(4, "0")}${Date.
 
 /** A fresh dataset of the tenant, so that each test sees only its own leads. */
 async function dataset(name: string): Promise<string> {
-  return t.api.services.datasets.create(t.tenant.accountId, t.tenant.admin.email, { name: `${name} ${visitorSeq++}` });
+  return datasets.create(t.api.services, t.tenant.accountId, t.tenant.admin.email, { name: `${name} ${visitorSeq++}` });
 }
 
 async function visitsOf(datasetId: string, leadId: string) {

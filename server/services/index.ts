@@ -14,7 +14,6 @@ import { certificateJobService } from "./certificate-jobs.ts";
 import * as contacts from "./contacts.ts";
 import * as credits from "./credits.ts";
 import { trackingDomainService } from "./custom-tracking-domains.ts";
-import { datasetService } from "./datasets.ts";
 import { leadOperationService } from "./lead-operations.ts";
 import { leadService } from "./leads.ts";
 import { lookupService } from "./lookup.ts";
@@ -152,7 +151,6 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
     segmentEntries,
     accounts: accountService(db, hotSql, { keyCacheMs }),
     users: userService(db, invitations),
-    datasets: datasetService(db),
     trackingDomains: trackingDomainService(db, trackingDomains, certificateJobs),
     certificateJobs,
     leadOperations: leadOperationService(db, segmentEntries),

@@ -2,6 +2,7 @@
 // and two datasets; each test file makes its own, and a second tenant for cross-account cases.
 import { randomBytes } from "node:crypto";
 import type { Services } from "../../server/services/index.ts";
+import * as datasets from "../../server/services/datasets.ts";
 
 export interface Person {
   id: number;
@@ -33,8 +34,8 @@ export async function createTenant(services: Services, name = "Tenant"): Promise
     admin: { email: adminEmail, name: "Ada Admin" },
   });
   const { key } = await services.accounts.createApiKey(accountId, "tests");
-  const first = await services.datasets.create(accountId, adminEmail, { name: `${name} website` });
-  const second = await services.datasets.create(accountId, adminEmail, { name: `${name} shop` });
+  const first = await datasets.create(services, accountId, adminEmail, { name: `${name} website` });
+  const second = await datasets.create(services, accountId, adminEmail, { name: `${name} shop` });
   const memberEmail = uniqueEmail("member");
   const memberId = await services.users.addMember(accountId, adminEmail, {
     email: memberEmail,
