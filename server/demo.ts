@@ -6,6 +6,7 @@ import * as contacts from "./services/contacts.ts";
 import * as segments from "./services/segments.ts";
 import * as segmentPreferences from "./services/segment-preferences.ts";
 import * as datasets from "./services/datasets.ts";
+import * as users from "./services/users.ts";
 
 export const DEMO_ADMIN_EMAIL = "admin@demo.example";
 const DEMO_KEY_LABEL = "demo key (npm start)";
@@ -78,8 +79,8 @@ async function createDemoAccount(services: Services): Promise<string> {
   });
   const website = await datasets.create(services, accountId, DEMO_ADMIN_EMAIL, { name: "demo.example website", domain: "demo.example" });
   await datasets.create(services, accountId, DEMO_ADMIN_EMAIL, { name: "Demo shop", domain: "shop.demo.example" });
-  const maria = await services.users.addMember(accountId, DEMO_ADMIN_EMAIL, { email: "maria@demo.example", name: "Maria Member", role: "member", datasetIds: [website] });
-  await services.users.addMember(accountId, DEMO_ADMIN_EMAIL, { email: "li@demo.example", name: "Li Analyst", role: "member" });
+  const maria = await users.addMember(services, accountId, DEMO_ADMIN_EMAIL, { email: "maria@demo.example", name: "Maria Member", role: "member", datasetIds: [website] });
+  await users.addMember(services, accountId, DEMO_ADMIN_EMAIL, { email: "li@demo.example", name: "Li Analyst", role: "member" });
   await seedLeads(services, accountId, website, maria);
   await services.accounts.rename(accountId, DEMO_NAME); // the seed is complete
   return accountId;

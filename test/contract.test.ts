@@ -8,6 +8,7 @@ import { loadSpec } from "../server/spec.ts";
 import type { TestApi } from "./support/api.ts";
 import { as, startWithTenants } from "./support/suite.ts";
 import { createTenant, type Tenant, uniqueEmail } from "./support/tenants.ts";
+import * as users from "../server/services/users.ts";
 
 type Node = Record<string, unknown>;
 
@@ -391,7 +392,7 @@ describe("undeclared query parameters", () => {
 
   it("when updateUserName, which declares no query parameters, gets one, then 400 naming it and the name stays", async () => {
     const email = uniqueEmail("named");
-    const userId = await api.services.users.addMember(tenant.accountId, tenant.admin.email, { email, name: "Kept Name", role: "member" });
+    const userId = await users.addMember(api.services, tenant.accountId, tenant.admin.email, { email, name: "Kept Name", role: "member" });
     const res = await api
       .request()
       .put(`/v1/users/${userId}/name?dryRun=true`)

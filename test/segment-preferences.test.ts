@@ -9,6 +9,7 @@ import * as segments from "../server/services/segments.ts";
 import * as segmentPreferences from "../server/services/segment-preferences.ts";
 import * as userDatasets from "../server/services/user-datasets.ts";
 import * as datasets from "../server/services/datasets.ts";
+import * as users from "../server/services/users.ts";
 
 let api: TestApi;
 let tenant: Tenant;
@@ -24,7 +25,7 @@ function newSegment(t: Tenant, datasetId = t.datasets[0]): Promise<number> {
 
 async function newMember(t: Tenant, datasetIds: string[]): Promise<Person> {
   const email = uniqueEmail("user");
-  return { id: await api.services.users.addMember(t.accountId, t.admin.email, { email, name: "User", role: "member", datasetIds }), email };
+  return { id: await users.addMember(api.services, t.accountId, t.admin.email, { email, name: "User", role: "member", datasetIds }), email };
 }
 
 /** Every default under the dataset as [userId, segmentId], by user. */

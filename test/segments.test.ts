@@ -8,6 +8,7 @@ import { as, startWithTenants } from "./support/suite.ts";
 import * as segments from "../server/services/segments.ts";
 import * as segmentPreferences from "../server/services/segment-preferences.ts";
 import * as userDatasets from "../server/services/user-datasets.ts";
+import * as users from "../server/services/users.ts";
 
 let api: TestApi;
 let tenant: Tenant;
@@ -56,7 +57,7 @@ async function segmentNames(t: Tenant, datasetId: string): Promise<string[]> {
 /** A new member of the account with access to the given datasets. */
 async function newMember(t: Tenant, datasetIds: string[]): Promise<{ id: number; email: string }> {
   const email = uniqueEmail("extra");
-  return { id: await api.services.users.addMember(t.accountId, t.admin.email, { email, name: "Extra", role: "member", datasetIds }), email };
+  return { id: await users.addMember(api.services, t.accountId, t.admin.email, { email, name: "Extra", role: "member", datasetIds }), email };
 }
 
 describe("createSegment", () => {
@@ -436,7 +437,7 @@ describe("updateSegmentUser", () => {
 
   it("when the new user is an admin without an association, then 204 (admins reach every dataset)", async () => {
     const email = uniqueEmail("admin2");
-    const adminId = await api.services.users.addMember(tenant.accountId, tenant.admin.email, { email, name: "Second Admin", role: "admin" });
+    const adminId = await users.addMember(api.services, tenant.accountId, tenant.admin.email, { email, name: "Second Admin", role: "admin" });
     const id = await newSegment(tenant, tenant.datasets[1]);
     expect((await setUser(tenant, id, adminId)).status).toBe(204);
     expect(await stored(id)).toMatchObject({ userId: BigInt(adminId) });

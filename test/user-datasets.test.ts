@@ -6,6 +6,7 @@ import { type Tenant, uniqueEmail } from "./support/tenants.ts";
 import * as segments from "../server/services/segments.ts";
 import * as segmentPreferences from "../server/services/segment-preferences.ts";
 import * as userDatasets from "../server/services/user-datasets.ts";
+import * as users from "../server/services/users.ts";
 
 let api: TestApi;
 let tenant: Tenant;
@@ -17,7 +18,7 @@ afterAll(() => api?.close());
 /** A new member of the tenant's account with access to the given datasets. */
 async function newMember(t: Tenant, datasetIds: string[] = []): Promise<{ id: number; email: string }> {
   const email = uniqueEmail("extra");
-  const id = await api.services.users.addMember(t.accountId, t.admin.email, { email, name: "Extra Member", role: "member", datasetIds });
+  const id = await users.addMember(api.services, t.accountId, t.admin.email, { email, name: "Extra Member", role: "member", datasetIds });
   return { id, email };
 }
 

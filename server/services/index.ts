@@ -19,7 +19,6 @@ import { leadService } from "./leads.ts";
 import { lookupService } from "./lookup.ts";
 import type { EnrichmentDeps } from "../tracking/write/enrichment.ts";
 import type { WriterOptions } from "../tracking/log/writer.ts";
-import { userService } from "./users.ts";
 import { sharedResolver } from "../tracking/ipdata/resolver.ts";
 import { networkService } from "./networks.ts";
 import { domainEvidence } from "../tracking/write/domain-evidence.ts";
@@ -142,6 +141,8 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
     db,
     hotSql,
     now,
+    // invitation links and their mail (services/users.ts)
+    invitations,
     jobs,
     ingestWiring,
     webhooks: webhookService(db, { config: webhooks, secrets: webhookSecrets, jobs: () => jobs, now }),
@@ -150,7 +151,6 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
     segmentAlerts,
     segmentEntries,
     accounts: accountService(db, hotSql, { keyCacheMs }),
-    users: userService(db, invitations),
     trackingDomains: trackingDomainService(db, trackingDomains, certificateJobs),
     certificateJobs,
     leadOperations: leadOperationService(db, segmentEntries),

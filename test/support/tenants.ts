@@ -3,6 +3,7 @@
 import { randomBytes } from "node:crypto";
 import type { Services } from "../../server/services/index.ts";
 import * as datasets from "../../server/services/datasets.ts";
+import * as users from "../../server/services/users.ts";
 
 export interface Person {
   id: number;
@@ -37,7 +38,7 @@ export async function createTenant(services: Services, name = "Tenant"): Promise
   const first = await datasets.create(services, accountId, adminEmail, { name: `${name} website` });
   const second = await datasets.create(services, accountId, adminEmail, { name: `${name} shop` });
   const memberEmail = uniqueEmail("member");
-  const memberId = await services.users.addMember(accountId, adminEmail, {
+  const memberId = await users.addMember(services, accountId, adminEmail, {
     email: memberEmail,
     name: "Max Member",
     role: "member",
