@@ -86,7 +86,7 @@ export function createApp({
   const chain: OperationChain = {
     // The key is checked before the body is read: 401 and the licence's 403 win over a
     // malformed body's 400 (the spec's order of precedence), and anonymous bodies are not read.
-    guard: [...(httpsOnly ? [requireHttps()] : []), rateLimit(rateLimiter), apiKeyAuth(services.accounts)],
+    guard: [...(httpsOnly ? [requireHttps()] : []), rateLimit(rateLimiter), apiKeyAuth(services)],
     input: [urlLengthLimit(limits.urlLength), jsonBody(limits.bodyBytes)],
     check,
   };

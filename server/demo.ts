@@ -7,6 +7,7 @@ import * as segments from "./services/segments.ts";
 import * as segmentPreferences from "./services/segment-preferences.ts";
 import * as datasets from "./services/datasets.ts";
 import * as users from "./services/users.ts";
+import * as accounts from "./services/accounts.ts";
 
 export const DEMO_ADMIN_EMAIL = "admin@demo.example";
 const DEMO_KEY_LABEL = "demo key (npm start)";
@@ -33,10 +34,10 @@ export interface Demo {
  */
 export async function ensureDemo(services: Services): Promise<Demo> {
   const accountId = (await completeDemoAccount(services)) ?? (await createDemoAccount(services));
-  for (const key of await services.accounts.listApiKeys(accountId)) {
-    if (key.label === DEMO_KEY_LABEL) await services.accounts.revokeApiKey(key.id);
+  for (const key of await accounts.listApiKeys(services, accountId)) {
+    if (key.label === DEMO_KEY_LABEL) await accounts.revokeApiKey(services, key.id);
   }
-  const { key } = await services.accounts.createApiKey(accountId, DEMO_KEY_LABEL);
+  const { key } = await accounts.createApiKey(services, accountId, DEMO_KEY_LABEL);
   const datasetIds = (await datasets.list(services, accountId)).map((d) => d.id);
   // the demo website's form is tracked and enriched (a found profile costs a credit)
   await datasets.setFormTracking(services, accountId, DEMO_ADMIN_EMAIL, datasetIds[0]!, { formTracking: true, contactEnrichment: true });
@@ -48,9 +49,9 @@ export async function ensureDemo(services: Services): Promise<Demo> {
 }
 
 /** The demo website's dataset once the demo is completely seeded (the page `/` links its /demo), else undefined. */
-export async function demoWebsiteDataset(services: Pick<Services, "accounts" | "db">): Promise<string | undefined> {
-  const accountId = await services.accounts.accountAdministeredBy(DEMO_ADMIN_EMAIL);
-  if (!accountId || (await services.accounts.nameOf(accountId)) !== DEMO_NAME) return undefined;
+export async function demoWebsiteDataset(services: Pick<Services, "db">): Promise<string | undefined> {
+  const accountId = await accounts.accountAdministeredBy(services, DEMO_ADMIN_EMAIL);
+  if (!accountId || (await accounts.nameOf(services, accountId)) !== DEMO_NAME) return undefined;
   return (await datasets.list(services, accountId))[0]?.id;
 }
 
@@ -64,15 +65,15 @@ const DEMO_NAME_SEEDING = "Demo Company (seeding)";
  * seeded again: the seed runs many statements, but it never stays half done.
  */
 async function completeDemoAccount(services: Services): Promise<string | undefined> {
-  const accountId = await services.accounts.accountAdministeredBy(DEMO_ADMIN_EMAIL);
+  const accountId = await accounts.accountAdministeredBy(services, DEMO_ADMIN_EMAIL);
   if (!accountId) return undefined;
-  if ((await services.accounts.nameOf(accountId)) !== DEMO_NAME_SEEDING) return accountId;
-  await services.accounts.deleteAccount(accountId);
+  if ((await accounts.nameOf(services, accountId)) !== DEMO_NAME_SEEDING) return accountId;
+  await accounts.deleteAccount(services, accountId);
   return undefined;
 }
 
 async function createDemoAccount(services: Services): Promise<string> {
-  const { accountId } = await services.accounts.createAccount({
+  const { accountId } = await accounts.createAccount(services, {
     name: DEMO_NAME_SEEDING,
     licenceDays: 365,
     admin: { email: DEMO_ADMIN_EMAIL, name: "Alex Admin" },
@@ -82,7 +83,7 @@ async function createDemoAccount(services: Services): Promise<string> {
   const maria = await users.addMember(services, accountId, DEMO_ADMIN_EMAIL, { email: "maria@demo.example", name: "Maria Member", role: "member", datasetIds: [website] });
   await users.addMember(services, accountId, DEMO_ADMIN_EMAIL, { email: "li@demo.example", name: "Li Analyst", role: "member" });
   await seedLeads(services, accountId, website, maria);
-  await services.accounts.rename(accountId, DEMO_NAME); // the seed is complete
+  await accounts.rename(services, accountId, DEMO_NAME); // the seed is complete
   return accountId;
 }
 

@@ -18,6 +18,7 @@ import { builtProgram } from "./support/server-process.ts";
 import * as contacts from "../server/services/contacts.ts";
 import * as creditReports from "../server/services/credit-reports.ts";
 import * as datasets from "../server/services/datasets.ts";
+import * as accounts from "../server/services/accounts.ts";
 
 const run = promisify(execFile);
 const ADMIN = builtProgram("scripts/admin");
@@ -183,7 +184,7 @@ describe("operator commands", () => {
   beforeAll(async () => {
     await migratedDataDir(dataDir);
     await inDatabase(async (services) => {
-      ({ accountId } = await services.accounts.createAccount({ name: "CLI", licenceDays: 1, admin: { email: "cli@x.example", name: "C" } }));
+      ({ accountId } = await accounts.createAccount(services, { name: "CLI", licenceDays: 1, admin: { email: "cli@x.example", name: "C" } }));
       datasetId = await datasets.create(services, accountId, "cli@x.example", { name: "Site" });
     });
   }, slow);

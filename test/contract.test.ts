@@ -9,6 +9,7 @@ import type { TestApi } from "./support/api.ts";
 import { as, startWithTenants } from "./support/suite.ts";
 import { createTenant, type Tenant, uniqueEmail } from "./support/tenants.ts";
 import * as users from "../server/services/users.ts";
+import * as accounts from "../server/services/accounts.ts";
 
 type Node = Record<string, unknown>;
 
@@ -232,7 +233,7 @@ describe("authentication on every operation", () => {
   let lapsed: Tenant;
   beforeAll(async () => {
     lapsed = await createTenant(api.services, "Lapsed everywhere");
-    await api.services.accounts.setLicence(lapsed.accountId, new Date(Date.now() - 86_400_000));
+    await accounts.setLicence(api.services, lapsed.accountId, new Date(Date.now() - 86_400_000));
   });
 
   for (const route of routes) {
@@ -347,7 +348,7 @@ describe("malformed JSON", () => {
 
   it("when the body is malformed and the licence has expired, then the licence's 403 wins", async () => {
     const lapsed = await createTenant(api.services, "Lapsed");
-    await api.services.accounts.setLicence(lapsed.accountId, new Date(Date.now() - 86_400_000));
+    await accounts.setLicence(api.services, lapsed.accountId, new Date(Date.now() - 86_400_000));
     const res = await api
       .request()
       .post(`/v1/users?email=${encodeURIComponent(lapsed.admin.email)}`)

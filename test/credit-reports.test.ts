@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestApi, type TestApi } from "./support/api.ts";
 import { createTenant, type Tenant } from "./support/tenants.ts";
 import * as credits from "../server/services/credits.ts";
+import * as accounts from "../server/services/accounts.ts";
 
 let api: TestApi;
 let tenant: Tenant;
@@ -177,7 +178,7 @@ for (const [operationId, send] of [
 
     it("when the licence has lapsed, then 403 ErrorVM", async () => {
       const lapsed = await createTenant(api.services, `Lapsed ${operationId}`);
-      await api.services.accounts.setLicence(lapsed.accountId, new Date(Date.now() - 86_400_000));
+      await accounts.setLicence(api.services, lapsed.accountId, new Date(Date.now() - 86_400_000));
       const res = await send(lapsed, period);
       expect(res.status).toBe(403);
       expect(res.body).toEqual({ message: "error.no_valid_licence", description: expect.any(String) });

@@ -8,6 +8,7 @@ import { eventually } from "./support/eventually.ts";
 import { createTenant, type Tenant } from "./support/tenants.ts";
 import * as contacts from "../server/services/contacts.ts";
 import * as credits from "../server/services/credits.ts";
+import * as accounts from "../server/services/accounts.ts";
 
 /** A clock the tests move (month ends, key expiry); it runs from a fixed instant. */
 let clock = new Date("2026-03-10T12:00:00.000Z");
@@ -248,7 +249,7 @@ describe("lookupEmail", () => {
 
   it("when the account's licence has lapsed, then 403 no_valid_licence and nothing is charged", async () => {
     const t = await freshTenant("Lapsed");
-    await api.services.accounts.setLicence(t.accountId, new Date(Date.now() - 86_400_000));
+    await accounts.setLicence(api.services, t.accountId, new Date(Date.now() - 86_400_000));
     const res = await lookup(t, { email: jane.email });
     expect(res.status).toBe(403);
     expect(res.body).toEqual({ error: "no_valid_licence", message: expect.any(String) });
@@ -459,7 +460,7 @@ describe("lookupEmailByQuery", () => {
 
   it("when the licence has lapsed, then 403", async () => {
     const t = await freshTenant("Query lapsed");
-    await api.services.accounts.setLicence(t.accountId, new Date(Date.now() - 86_400_000));
+    await accounts.setLicence(api.services, t.accountId, new Date(Date.now() - 86_400_000));
     const res = await get(t, `email=${jane.email}`);
     expect(res.status).toBe(403);
     expect(res.body.error).toBe("no_valid_licence");

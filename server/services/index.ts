@@ -9,7 +9,7 @@ import { createMailer, type Mailer, registerMailJobs } from "../notify/mail.ts";
 import { registerSegmentAlertJobs, segmentAlertService } from "../notify/segment-alerts.ts";
 import { segmentEntryService } from "./segment-entries.ts";
 import { createLogger, type Logger } from "../logging.ts";
-import { accountService } from "./accounts.ts";
+import { newKeyCache } from "./accounts.ts";
 import { certificateJobService } from "./certificate-jobs.ts";
 import * as contacts from "./contacts.ts";
 import * as credits from "./credits.ts";
@@ -141,6 +141,8 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
     db,
     hotSql,
     now,
+    // the API keys' records this process reuses for KEY_CACHE_MS (services/accounts.ts)
+    keyCache: newKeyCache(keyCacheMs),
     // invitation links and their mail (services/users.ts)
     invitations,
     jobs,
@@ -150,7 +152,6 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
     mailer,
     segmentAlerts,
     segmentEntries,
-    accounts: accountService(db, hotSql, { keyCacheMs }),
     trackingDomains: trackingDomainService(db, trackingDomains, certificateJobs),
     certificateJobs,
     leadOperations: leadOperationService(db, segmentEntries),

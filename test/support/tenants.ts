@@ -4,6 +4,7 @@ import { randomBytes } from "node:crypto";
 import type { Services } from "../../server/services/index.ts";
 import * as datasets from "../../server/services/datasets.ts";
 import * as users from "../../server/services/users.ts";
+import * as accounts from "../../server/services/accounts.ts";
 
 export interface Person {
   id: number;
@@ -29,12 +30,12 @@ export function uniqueEmail(who: string): string {
 
 export async function createTenant(services: Services, name = "Tenant"): Promise<Tenant> {
   const adminEmail = uniqueEmail("admin");
-  const { accountId, adminUserId } = await services.accounts.createAccount({
+  const { accountId, adminUserId } = await accounts.createAccount(services, {
     name,
     licenceDays: 30,
     admin: { email: adminEmail, name: "Ada Admin" },
   });
-  const { key } = await services.accounts.createApiKey(accountId, "tests");
+  const { key } = await accounts.createApiKey(services, accountId, "tests");
   const first = await datasets.create(services, accountId, adminEmail, { name: `${name} website` });
   const second = await datasets.create(services, accountId, adminEmail, { name: `${name} shop` });
   const memberEmail = uniqueEmail("member");
