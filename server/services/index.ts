@@ -137,13 +137,11 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
     },
   };
   return {
-    // the shared handles the services' modules take as their deps (services/<tag>.ts)
+    // what the account-side modules take as deps (services/<tag>.ts): the database, the hot path's driver, the clock, accounts.ts's key cache, users.ts's invitation settings
     db,
     hotSql,
     now,
-    // the API keys' records this process reuses for KEY_CACHE_MS (services/accounts.ts)
     keyCache: newKeyCache(keyCacheMs),
-    // invitation links and their mail (services/users.ts)
     invitations,
     jobs,
     ingestWiring,
