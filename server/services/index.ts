@@ -119,11 +119,13 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
     onLeadsRemoved: events.onLeadsRemoved,
     logger,
   });
+  // what the enrichment's contact look-up and charge read through
+  const handles = { db, hotSql };
   const ingestWiring: { deps: EnrichmentDeps; hooks: Pick<WriterOptions, "onIngested" | "identify" | "pending" | "onEnriched" | "evidence" | "onCommitted"> } = {
     // tracking/ is below services/: the enrichment gets the contact look-up and the charge handed in
     deps: {
-      contacts: { find: (email) => contacts.find({ db }, email) },
-      credits: { charge: (charge) => credits.charge({ hotSql }, charge) },
+      contacts: { find: (email) => contacts.find(handles, email) },
+      credits: { charge: (charge) => credits.charge(handles, charge) },
       now,
     },
     hooks: {
