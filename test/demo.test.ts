@@ -1,8 +1,15 @@
 // The demo account of `npm start`: leads, segments and an exclusion rule that work out of the box.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { type Demo, DEMO_COMPETITOR_DOMAIN, ensureDemo } from "../server/demo.ts";
+import * as segmentPreferences from "../server/services/segment-preferences.ts";
 import { generateLeads } from "../server/lead-generator.ts";
 import { startTestApi, type TestApi } from "./support/api.ts";
+
+// the seed's last step, made to fail once below as a kill at that moment would leave the seed
+vi.mock("../server/services/segment-preferences.ts", async (importOriginal) => {
+  const original = await importOriginal<typeof import("../server/services/segment-preferences.ts")>();
+  return { ...original, set: vi.fn(original.set) };
+});
 
 let api: TestApi;
 let demo: Demo;
@@ -73,10 +80,12 @@ describe("demo account, interrupted", () => {
   /** The services, with one step of the seed failing as a kill at that moment would leave it. */
   function failingAt(step: "leads" | "segments"): TestApi["services"] {
     const { services } = fresh;
-    const fail = () => Promise.reject(new Error("killed while seeding"));
-    return step === "leads"
-      ? { ...services, leads: { ...services.leads, insertLeads: fail } }
-      : { ...services, segmentPreferences: { ...services.segmentPreferences, set: fail } };
+    const killed = new Error("killed while seeding");
+    if (step === "segments") {
+      vi.mocked(segmentPreferences.set).mockRejectedValueOnce(killed);
+      return services;
+    }
+    return { ...services, leads: { ...services.leads, insertLeads: () => Promise.reject(killed) } };
   }
 
   it("when the seed stops after the account is made, then the next start ends with a complete demo account", async () => {

@@ -9,7 +9,7 @@ import type { Prisma } from "../../generated/prisma/client.ts";
 import type { Db } from "../db/database.ts";
 import { isUniqueViolation } from "../db/errors.ts";
 import { Invalid, Conflict, NotFound } from "../domain/errors.ts";
-import type { AccessService } from "./access.ts";
+import * as access from "./access.ts";
 import type { CertificateJobService } from "./certificate-jobs.ts";
 
 type Schemas = components["schemas"];
@@ -19,7 +19,7 @@ type Outcome = Awaited<ReturnType<CertificateJobService["waitForOutcome"]>>;
 const GET_PATH = "GET /v1/management/ctd";
 
 // Why long: a service factory whose methods share its dependencies; issue 37 item 4 makes it a module with explicit dependencies.
-export function trackingDomainService(db: Db, access: AccessService, config: TrackingDomainConfig, jobs: CertificateJobService) {
+export function trackingDomainService(db: Db, config: TrackingDomainConfig, jobs: CertificateJobService) {
   const checkCname = cnameChecker(config.dns);
   const record = (name: string): Schemas["DnsRecord"] => ({ type: "CNAME", name, value: config.cnameTarget });
   const entryOf = (accountId: string, datasetId: string) =>
@@ -129,7 +129,7 @@ export function trackingDomainService(db: Db, access: AccessService, config: Tra
 
   return {
     async validate(accountId: string, datasetId: string, input: string): Promise<Schemas["CustomTrackingDomainValidationResponse"]> {
-      const dataset = await access.dataset(accountId, datasetId);
+      const dataset = await access.dataset({ db }, accountId, datasetId);
       const { ascii, checks } = await nameChecks(dataset, input);
       const base = { ctd: ascii ?? input, expectedTarget: config.cnameTarget };
       if (!ascii) return { ...base, valid: false, checks };
@@ -141,7 +141,7 @@ export function trackingDomainService(db: Db, access: AccessService, config: Tra
     },
 
     async add(accountId: string, datasetId: string, input: string): Promise<Schemas["CustomTrackingDomainAddResponse"]> {
-      const dataset = await access.dataset(accountId, datasetId);
+      const dataset = await access.dataset({ db }, accountId, datasetId);
       const domain = await acceptableName(dataset, input);
       const outcome = await jobs.waitForOutcome(await register(accountId, datasetId, domain));
       const problem = notLive(outcome, datasetId);
@@ -151,7 +151,7 @@ export function trackingDomainService(db: Db, access: AccessService, config: Tra
     },
 
     async update(accountId: string, datasetId: string, input: string): Promise<void> {
-      const dataset = await access.dataset(accountId, datasetId);
+      const dataset = await access.dataset({ db }, accountId, datasetId);
       const domain = await acceptableName(dataset, input);
       const existing = await entryOf(accountId, datasetId);
       if (!existing) throw new NotFound(`Dataset ${datasetId} has no custom tracking domain; add one first.`);
@@ -163,7 +163,7 @@ export function trackingDomainService(db: Db, access: AccessService, config: Tra
     },
 
     async status(accountId: string, datasetId: string): Promise<Schemas["CustomTrackingDomainStatus"]> {
-      await access.dataset(accountId, datasetId);
+      await access.dataset({ db }, accountId, datasetId);
       const entry = await db.trackingDomain.findUnique({
         where: { accountId_datasetId: { accountId, datasetId } },
         include: { job: { select: { state: true, attempts: true, lastError: true } } },

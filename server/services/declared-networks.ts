@@ -3,7 +3,8 @@
 import type { components } from "../../generated/openapi.ts";
 import type { QueryOf } from "../domain/types.ts";
 import { declarationOf, type DeclaredNetworks, readDeclaredPosition } from "../identity/declared-networks.ts";
-import type { AccessService } from "./access.ts";
+import type { Db } from "../db/database.ts";
+import * as access from "./access.ts";
 import { decodeCursor, toPage } from "./paging.ts";
 
 type Schemas = components["schemas"];
@@ -15,12 +16,12 @@ export interface DeclaredNetworkHooks {
   onRemoved?: (accountId: string, cidr: string) => Promise<void>;
 }
 
-export function declaredNetworkService(access: AccessService, networks: DeclaredNetworks, { onDeclared, onRemoved }: DeclaredNetworkHooks = {}) {
+export function declaredNetworkService(db: Db, networks: DeclaredNetworks, { onDeclared, onRemoved }: DeclaredNetworkHooks = {}) {
   return {
     /** 400 for the body comes before 403 for the acting user, as the spec orders them. */
     async declare(accountId: string, email: string, body: Schemas["DeclareNetwork"]): Promise<Schemas["CreateResponseDTOString"]> {
       const declaration = declarationOf(body);
-      await access.admin(accountId, email);
+      await access.admin({ db }, accountId, email);
       const id = await networks.declare(accountId, declaration);
       onDeclared?.(accountId, declaration.cidr);
       return { id };
@@ -28,14 +29,14 @@ export function declaredNetworkService(access: AccessService, networks: Declared
 
     async list(accountId: string, { email, cursor, limit }: QueryOf<"listDeclaredNetworks">): Promise<Schemas["DeclaredNetworkPage"]> {
       const after = decodeCursor(cursor, readDeclaredPosition);
-      await access.admin(accountId, email);
+      await access.admin({ db }, accountId, email);
       const rows = await networks.list(accountId, limit + 1, after);
       const page = toPage(rows, limit, (last) => ({ t: last.createdAt.getTime(), id: last.id }));
       return { data: page.data.map((row) => ({ ...row, createdAt: row.createdAt.toISOString() })), nextCursor: page.nextCursor };
     },
 
     async remove(accountId: string, email: string, networkId: string): Promise<void> {
-      await access.admin(accountId, email);
+      await access.admin({ db }, accountId, email);
       const cidr = await networks.remove(accountId, networkId);
       await onRemoved?.(accountId, cidr);
     },

@@ -9,24 +9,16 @@ import { createMailer, type Mailer, registerMailJobs } from "../notify/mail.ts";
 import { registerSegmentAlertJobs, segmentAlertService } from "../notify/segment-alerts.ts";
 import { segmentEntryService } from "./segment-entries.ts";
 import { createLogger, type Logger } from "../logging.ts";
-import { accessService } from "./access.ts";
-import { accountService } from "./accounts.ts";
+import { newKeyCache } from "./accounts.ts";
 import { certificateJobService } from "./certificate-jobs.ts";
-import { contactService } from "./contacts.ts";
-import { creditReportService } from "./credit-reports.ts";
-import { creditService } from "./credits.ts";
+import * as contacts from "./contacts.ts";
+import * as credits from "./credits.ts";
 import { trackingDomainService } from "./custom-tracking-domains.ts";
-import { datasetService } from "./datasets.ts";
-import { idempotencyService } from "./idempotency.ts";
 import { leadOperationService } from "./lead-operations.ts";
 import { leadService } from "./leads.ts";
 import { lookupService } from "./lookup.ts";
 import type { EnrichmentDeps } from "../tracking/write/enrichment.ts";
 import type { WriterOptions } from "../tracking/log/writer.ts";
-import { segmentPreferenceService } from "./segment-preferences.ts";
-import { segmentService } from "./segments.ts";
-import { userDatasetService } from "./user-datasets.ts";
-import { userService } from "./users.ts";
 import { sharedResolver } from "../tracking/ipdata/resolver.ts";
 import { networkService } from "./networks.ts";
 import { domainEvidence } from "../tracking/write/domain-evidence.ts";
@@ -70,10 +62,6 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
   const { trackingDomains, webhooks, notify, retention } = config;
   const networks = networkService(db, { ttlSeconds: config.tracking.settingsTtlSeconds, now });
   const hotSql: Sql = sql ?? ((statement) => db.$queryRawUnsafe(statement.text, ...statement.values));
-  const access = accessService(db);
-  const contacts = contactService(db);
-  const credits = creditService(db, hotSql);
-  const idempotency = idempotencyService(db, now);
   // the durable background jobs of this process (server/main.ts starts and stops it)
   // an idle queue looks for due jobs every JOB_POLL_MS
   const jobs = createJobQueue(db, logger, { now, pollMs: config.jobs.pollMs });
@@ -88,7 +76,6 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
   // a lead entering a segment: an instant alert (queued in the entries' transaction), then the webhook event below
   const segmentEntries = segmentEntryService(db, { now, committed: () => jobs.wake() });
   segmentEntries.onSegmentEntered(segmentAlerts.instantAlerts);
-  const segments = segmentService(db, access, segmentEntries);
   const configuredUrl = notify.publicUrl;
   const invitations = {
     jobs,
@@ -132,8 +119,15 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
     onLeadsRemoved: events.onLeadsRemoved,
     logger,
   });
+  // what the enrichment's contact look-up and charge read through
+  const handles = { db, hotSql };
   const ingestWiring: { deps: EnrichmentDeps; hooks: Pick<WriterOptions, "onIngested" | "identify" | "pending" | "onEnriched" | "evidence" | "onCommitted"> } = {
-    deps: { contacts, credits, now },
+    // tracking/ is below services/: the enrichment gets the contact look-up and the charge handed in
+    deps: {
+      contacts: { find: (email) => contacts.find(handles, email) },
+      credits: { charge: (charge) => credits.charge(handles, charge) },
+      now,
+    },
     hooks: {
       onIngested,
       identify: identifyOwn,
@@ -145,6 +139,12 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
     },
   };
   return {
+    // what the account-side modules take as deps (services/<tag>.ts): the database, the hot path's driver, the clock, accounts.ts's key cache, users.ts's invitation settings
+    db,
+    hotSql,
+    now,
+    keyCache: newKeyCache(keyCacheMs),
+    invitations,
     jobs,
     ingestWiring,
     webhooks: webhookService(db, { config: webhooks, secrets: webhookSecrets, jobs: () => jobs, now }),
@@ -152,30 +152,20 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
     mailer,
     segmentAlerts,
     segmentEntries,
-    accounts: accountService(db, hotSql, { keyCacheMs }),
-    access,
-    users: userService(db, access, invitations),
-    userDatasets: userDatasetService(db, access),
-    datasets: datasetService(db, access),
-    trackingDomains: trackingDomainService(db, access, trackingDomains, certificateJobs),
+    trackingDomains: trackingDomainService(db, trackingDomains, certificateJobs),
     certificateJobs,
-    segments,
-    segmentPreferences: segmentPreferenceService(db, access, segments),
-    leadOperations: leadOperationService(db, access, segmentEntries),
-    leads: leadService(db, access, segments),
-    contacts,
-    credits,
-    lookup: lookupService({ credits, contacts, idempotency, now }),
-    creditReports: creditReportService(db, access),
+    leadOperations: leadOperationService(db, segmentEntries),
+    leads: leadService(db),
+    lookup: lookupService({ db, hotSql, now }),
     // IP and domain look-ups, a lead's visits (server/tracking holds the collector and writer)
-    tracking: trackingService(db, { access, contacts, resolver: sharedResolver, networkOverrides: networks.current, evidence, identities }),
+    tracking: trackingService(db, { resolver: sharedResolver, networkOverrides: networks.current, evidence, identities }),
     // operators' network types per ASN (scripts/admin.ts `networks`)
     networks,
     domainEvidence: evidence,
     // the identities store: what the ingest writer, erasure and retention call (server/identity/identities.ts)
     identities,
     // partners' declared networks (admins only)
-    declaredNetworks: declaredNetworkService(access, declared, {
+    declaredNetworks: declaredNetworkService(db, declared, {
       // a declared network's pending events are its organisation's: attributed in the background
       onDeclared: (accountId, cidr) =>
         void pending.backfillNetwork(accountId, cidr).catch((error: Error) => logger.warn("backfill of a declared network failed", { error: error.message })),
@@ -187,7 +177,7 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
         ),
     }),
     // consent and retention settings, export and erasure of a data subject
-    privacy: privacyService(db, { access, now, ingestLog: config.ingestLog, identities, onLeadsRemoved: events.onLeadsRemoved }),
+    privacy: privacyService(db, { now, ingestLog: config.ingestLog, identities, onLeadsRemoved: events.onLeadsRemoved }),
     // the daily `retention` job (server/main.ts schedules it)
     retention: registerRetentionJobs(db, jobs, retention, logger, now, { pendingDays: config.tracking.identities.pendingDays, identities, onLeadsRemoved: events.onLeadsRemoved }),
   };

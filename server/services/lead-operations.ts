@@ -5,7 +5,7 @@ import { Invalid, NotFound } from "../domain/errors.ts";
 import type { WithDefaults } from "../domain/types.ts";
 import { assignLead, updateTags } from "../tracking/write/lead-store.ts";
 import type { SegmentEntryService } from "./segment-entries.ts";
-import type { AccessService } from "./access.ts";
+import * as access from "./access.ts";
 import { normaliseTags } from "./tags.ts";
 
 type Schemas = components["schemas"];
@@ -25,12 +25,12 @@ function tagChanges(update: LeadTagsUpdate): { add: string[]; remove: string[] }
   return { add: add.tags, remove: remove.tags };
 }
 
-export function leadOperationService(db: Db, access: AccessService, entries: SegmentEntryService) {
+export function leadOperationService(db: Db, entries: SegmentEntryService) {
   return {
     /** Adds and removes tags (one UPDATE: concurrent changes are not lost); repeating a request changes nothing. */
     async updateTags(accountId: string, update: LeadTagsUpdate): Promise<void> {
       const { add, remove } = tagChanges(update);
-      await access.dataset(accountId, update.datasetId);
+      await access.dataset({ db }, accountId, update.datasetId);
       const updated = await db.$transaction(async (tx) => {
         const count = await updateTags(tx, { accountId, datasetId: update.datasetId, leadId: update.leadId }, add, remove);
         // a tag may make the lead match a segment
@@ -43,11 +43,11 @@ export function leadOperationService(db: Db, access: AccessService, entries: Seg
 
     /** Makes a member who reaches the dataset the lead's assignee. */
     async assign(accountId: string, { datasetId, leadId, assigneeUserId }: LeadAssignment): Promise<void> {
-      await access.dataset(accountId, datasetId);
+      await access.dataset({ db }, accountId, datasetId);
       const lead = await db.lead.findFirst({ where: { accountId, datasetId, id: leadId }, select: { id: true } });
       if (!lead) throw leadNotFound(datasetId, leadId);
-      await access.member(accountId, assigneeUserId);
-      await access.requireReach(accountId, datasetId, [assigneeUserId]);
+      await access.member({ db }, accountId, assigneeUserId);
+      await access.requireReach({ db }, accountId, datasetId, [assigneeUserId]);
       await db.$transaction(async (tx) => {
         await assignLead(tx, { accountId, datasetId, leadId }, BigInt(assigneeUserId));
         // an assignment may make the lead match a segment (assigneeUserId filters)

@@ -7,11 +7,11 @@ import type { Db } from "../db/database.ts";
 import { Conflict, NotFound } from "../domain/errors.ts";
 import { EXCLUSION_TYPES, type ExclusionType, notExcluded, ruleKey } from "../domain/exclusions.ts";
 import { insertLeads } from "../tracking/write/lead-store.ts";
-import type { AccessService } from "./access.ts";
+import * as access from "./access.ts";
 import { checkFilter, filterSql, type SegmentFilter } from "./lead-filter.ts";
 import { scoreSql } from "./lead-score.ts";
 import { decodeCursor, toPage } from "./paging.ts";
-import type { SegmentService } from "./segments.ts";
+import * as segments from "./segments.ts";
 import { normaliseTag } from "./tags.ts";
 
 type Schemas = components["schemas"];
@@ -122,14 +122,14 @@ const positionOf = (sort: LeadSort) => (last: LeadDto) => (sort === "score" ? { 
 /** Tags as stored: normalised, without duplicates, in code-unit order. */
 const storedTags = (tags: readonly string[] = []) => [...new Set(tags.map(normaliseTag))].sort();
 
-export function leadService(db: Db, access: AccessService, segments: SegmentService) {
+export function leadService(db: Db) {
   return {
     /**
      * Stores leads reported by tracking (also how tests and the demo get leads): there is no API
      * that creates them. Returns how many were inserted.
      */
     async insertLeads(accountId: string, datasetId: string, leads: readonly NewLead[]): Promise<number> {
-      await access.dataset(accountId, datasetId);
+      await access.dataset({ db }, accountId, datasetId);
       const rows = leads.map((lead) => ({
         accountId,
         datasetId,
@@ -157,10 +157,10 @@ export function leadService(db: Db, access: AccessService, segments: SegmentServ
       const sort = query.sort;
       const after = decodeCursor(query.cursor, positionReader(sort));
       if (query.filter) checkFilter(query.filter, "query", "filter");
-      const actor = await access.actor(accountId, query.email);
-      await access.dataset(accountId, query.datasetId);
-      const segmentFilter = query.segmentId === undefined ? undefined : await segments.filtersOf(accountId, query.datasetId, query.segmentId);
-      await access.requireAccess(actor, query.datasetId);
+      const actor = await access.actor({ db }, accountId, query.email);
+      await access.dataset({ db }, accountId, query.datasetId);
+      const segmentFilter = query.segmentId === undefined ? undefined : await segments.filtersOf({ db }, accountId, query.datasetId, query.segmentId);
+      await access.requireAccess({ db }, actor, query.datasetId);
       const bySource = query.identitySource && identitySourceFilter(query.identitySource);
       const filters = [segmentFilter, query.filter, bySource].filter((f): f is SegmentFilter => !!f);
       const limit = query.limit;
@@ -170,7 +170,7 @@ export function leadService(db: Db, access: AccessService, segments: SegmentServ
 
     /** The dataset's rules grouped by type (in enum order), values in code-unit order. */
     async exclusions(accountId: string, datasetId: string, type?: ExclusionType): Promise<ExclusionGroup[]> {
-      await access.dataset(accountId, datasetId);
+      await access.dataset({ db }, accountId, datasetId);
       const rules = await db.datasetExclusion.findMany({ where: { accountId, datasetId, ...(type && { type }) }, select: { type: true, value: true } });
       return EXCLUSION_TYPES
         .map((t) => ({ type: t, data: rules.filter((r) => r.type === t).map((r) => r.value).sort() }))
@@ -179,7 +179,7 @@ export function leadService(db: Db, access: AccessService, segments: SegmentServ
 
     /** Adds a rule; the primary key on its compared form refuses a duplicate in one statement. */
     async addExclusion(accountId: string, { datasetId, type, data }: ExclusionRule): Promise<void> {
-      await access.dataset(accountId, datasetId);
+      await access.dataset({ db }, accountId, datasetId);
       const inserted = await db.$executeRaw`
         INSERT INTO "DatasetExclusion" ("accountId", "datasetId", "type", "value", "valueKey")
         VALUES (${accountId}, ${datasetId}, ${type}::"ExclusionType", ${data}, ${ruleKey(type, data)})
@@ -188,7 +188,7 @@ export function leadService(db: Db, access: AccessService, segments: SegmentServ
     },
 
     async removeExclusion(accountId: string, { datasetId, type, data }: ExclusionRule): Promise<void> {
-      await access.dataset(accountId, datasetId);
+      await access.dataset({ db }, accountId, datasetId);
       const removed = await db.$executeRaw`
         DELETE FROM "DatasetExclusion"
         WHERE "datasetId" = ${datasetId} AND "type" = ${type}::"ExclusionType" AND "valueKey" = ${ruleKey(type, data)}`;

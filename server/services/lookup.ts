@@ -3,9 +3,12 @@ import type { ContactProfile } from "../contacts/profile.ts";
 import { NotFound, PaymentRequired, revive, type StoredDomainError, storedFormOf } from "../domain/errors.ts";
 import { fullFormats } from "ajv-formats/dist/formats.js";
 import { normaliseEmail } from "../ids.ts";
-import { contactQuery, type ContactRow, type ContactService, toProfile } from "./contacts.ts";
-import { type CreditService, type IdempotentAnswer } from "./credits.ts";
-import { fingerprint, type IdempotencyService, type KeyClaim } from "./idempotency.ts";
+import type { Db, Sql } from "../db/database.ts";
+import * as contacts from "./contacts.ts";
+import { contactQuery, type ContactRow, toProfile } from "./contacts.ts";
+import * as credits from "./credits.ts";
+import * as idempotency from "./idempotency.ts";
+import { fingerprint, type IdempotentAnswer, type KeyClaim, storedWithCharge } from "./idempotency.ts";
 import type { Schemas } from "../domain/types.ts";
 import { contradictedHint } from "./lookup-hints.ts";
 
@@ -62,8 +65,8 @@ const miss = () => new NotFound("No profile was found for this e-mail address an
 const REFUSED = 0;
 
 // Why long: a service factory whose methods share its dependencies; issue 37 item 4 makes it a module with explicit dependencies.
-export function lookupService(deps: { credits: CreditService; contacts: ContactService; idempotency: IdempotencyService; now: () => Date }) {
-  const { credits, contacts, idempotency, now } = deps;
+export function lookupService(deps: { db: Db; hotSql: Sql; now: () => Date }) {
+  const { now } = deps;
   let lastPurge = 0;
 
   /**
@@ -72,10 +75,10 @@ export function lookupService(deps: { credits: CreditService; contacts: ContactS
    */
   async function lookup(caller: Caller, request: LookupRequest, answerOf?: (profile: ContactProfile) => IdempotentAnswer) {
     const { email, datasetId, ...hints } = request;
-    const row = await credits.requireCredit<ContactRow>(caller.accountId, datasetId, now(), contactQuery(email));
+    const row = await credits.requireCredit<ContactRow>(deps, caller.accountId, datasetId, now(), contactQuery(email));
     const profile = row && toProfile(row);
     if (!profile || contradictedHint(profile, hints)) throw miss();
-    await credits.charge({ ...caller, datasetId, at: now(), answer: answerOf?.(profile) });
+    await credits.charge(deps, { ...caller, datasetId, at: now(), hook: answerOf && storedWithCharge(answerOf(profile)) });
     return profile;
   }
 
@@ -85,9 +88,9 @@ export function lookupService(deps: { credits: CreditService; contacts: ContactS
       return await lookup(caller, request, (profile) => ({ ...claim, status: 200, body: profile }));
     } catch (error) {
       if (error instanceof NotFound || error instanceof PaymentRequired) {
-        await idempotency.store(claim, { status: REFUSED, body: storedFormOf(error) });
+        await idempotency.store(deps, claim, { status: REFUSED, body: storedFormOf(error) });
       } else {
-        await idempotency.release(claim).catch(() => {});
+        await idempotency.release(deps, claim).catch(() => {});
       }
       throw error;
     }
@@ -99,21 +102,21 @@ export function lookupService(deps: { credits: CreditService; contacts: ContactS
    */
   async function bulkLookup(caller: Caller, request: BulkLookupRequest, claim?: KeyClaim): Promise<BulkLookupAnswer> {
     const { items, datasetId } = request;
-    await credits.requireCredit(caller.accountId, datasetId, now());
-    const matches = matchItems(items, await contacts.findMany(items.map((item) => normaliseEmail(item.email))));
+    await credits.requireCredit(deps, caller.accountId, datasetId, now());
+    const matches = matchItems(items, await contacts.findMany(deps, items.map((item) => normaliseEmail(item.email))));
     const wanted = matches.filter((match) => match.status === "found" && match.charged).length;
     const charge = { ...caller, datasetId, at: now(), credits: wanted };
     const hooks = claim && idempotency.storeWithBulkCharge(claim, (charged) => ({ status: 200, body: settle(matches, charged) }));
-    return settle(matches, await credits.chargeUpTo(charge, hooks));
+    return settle(matches, await credits.chargeUpTo(deps, charge, hooks));
   }
 
   /** Purges expired keys at most once an hour, then claims `key` for this request. */
   async function claimKey(caller: Caller, key: string, print: string) {
     if (Date.now() - lastPurge > PURGE_EVERY_MS) {
       lastPurge = Date.now();
-      await idempotency.purgeExpired();
+      await idempotency.purgeExpired(deps);
     }
-    return idempotency.claim(caller.accountId, key, print);
+    return idempotency.claim(deps, caller.accountId, key, print);
   }
 
   return {
@@ -145,9 +148,9 @@ export function lookupService(deps: { credits: CreditService; contacts: ContactS
         return await bulkLookup(caller, request, claimed.claim);
       } catch (error) {
         if (error instanceof NotFound || error instanceof PaymentRequired) {
-          await idempotency.store(claimed.claim, { status: REFUSED, body: storedFormOf(error) });
+          await idempotency.store(deps, claimed.claim, { status: REFUSED, body: storedFormOf(error) });
         } else {
-          await idempotency.release(claimed.claim).catch(() => {});
+          await idempotency.release(deps, claimed.claim).catch(() => {});
         }
         throw error;
       }

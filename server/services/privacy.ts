@@ -16,7 +16,7 @@ import { exportPending, pendingVisitorsOf } from "../tracking/write/pending.ts";
 import type { QueueRow } from "../tracking/collect/events.ts";
 import { type VisitorsByDataset, waitingEventsOf } from "../tracking/log/waiting-events.ts";
 import { carries, deliveriesOf, jsonList, type Subject, visitorIdsOf } from "../tracking/write/erasure.ts";
-import type { AccessService } from "./access.ts";
+import * as access from "./access.ts";
 import { updateDataset } from "./datasets.ts";
 import { decodeCursor, toPage } from "./paging.ts";
 
@@ -82,11 +82,11 @@ function queuedEventDto({ datasetId, receivedAt, event }: QueueRow): Schemas["Ex
 // Why long: a service factory whose methods share its dependencies; issue 37 item 4 makes it a module with explicit dependencies.
 export function privacyService(
   db: Db,
-  { access, now, ingestLog, identities, onLeadsRemoved }: { access: AccessService; now: () => Date; ingestLog?: IngestLogConfig; identities?: IdentityStore; onLeadsRemoved?: OnLeadsRemoved },
+  { now, ingestLog, identities, onLeadsRemoved }: { now: () => Date; ingestLog?: IngestLogConfig; identities?: IdentityStore; onLeadsRemoved?: OnLeadsRemoved },
 ) {
   /** The datasets an operation reaches: the one named (404 when not the account's), else all of the account's. */
   async function datasetsOf(accountId: string, datasetId: string | undefined): Promise<string[]> {
-    if (datasetId !== undefined) return [(await access.dataset(accountId, datasetId)).id];
+    if (datasetId !== undefined) return [(await access.dataset({ db }, accountId, datasetId)).id];
     const all = await db.dataset.findMany({ where: { accountId }, select: { id: true }, orderBy: { id: "asc" } });
     return all.map((d) => d.id);
   }
@@ -122,14 +122,14 @@ export function privacyService(
 
   return {
     async settings(accountId: string, actorEmail: string, datasetId: string): Promise<PrivacySettings> {
-      await access.admin(accountId, actorEmail);
-      const dataset = await access.dataset(accountId, datasetId);
+      await access.admin({ db }, accountId, actorEmail);
+      const dataset = await access.dataset({ db }, accountId, datasetId);
       return settingsDto(dataset);
     },
 
     async updateSettings(accountId: string, actorEmail: string, datasetId: string, change: Schemas["PrivacySettingsUpdate"]): Promise<PrivacySettings> {
-      await access.admin(accountId, actorEmail);
-      await access.dataset(accountId, datasetId);
+      await access.admin({ db }, accountId, actorEmail);
+      await access.dataset({ db }, accountId, datasetId);
       await updateDataset(db, { id: datasetId, accountId }, change);
       const updated = await db.dataset.findUniqueOrThrow({ where: { id: datasetId, accountId }, select: settingsSelect });
       return settingsDto(updated);
@@ -137,7 +137,7 @@ export function privacyService(
 
     /** Erases the subject in every dataset of the scope; the receipt (also the audit record). */
     async erase(accountId: string, actorEmail: string, input: Schemas["DataSubject"]): Promise<ErasureRecord> {
-      const actor = await access.admin(accountId, actorEmail);
+      const actor = await access.admin({ db }, accountId, actorEmail);
       const subject = subjectOf(input);
       const scope = { accountId, datasetIds: await datasetsOf(accountId, input.datasetId), datasetId: input.datasetId ?? null, erasedAt: now() };
       const counts = await eraseSubject(db, scope, subject, identities, onLeadsRemoved);
@@ -149,7 +149,7 @@ export function privacyService(
 
     /** Everything the erasure of the same subject would erase, as JSON. */
     async exportSubject(accountId: string, actorEmail: string, input: Schemas["DataSubject"]): Promise<Schemas["DataSubjectExport"]> {
-      await access.admin(accountId, actorEmail);
+      await access.admin({ db }, accountId, actorEmail);
       const subject = subjectOf(input);
       const visitorIds: VisitorsByDataset = new Map();
       for (const datasetId of await datasetsOf(accountId, input.datasetId)) {
@@ -180,7 +180,7 @@ export function privacyService(
 
     /** The account's erasure records, newest first. */
     async erasures(accountId: string, query: QueryOf<"listErasures">): Promise<Schemas["ErasurePage"]> {
-      await access.admin(accountId, query.email);
+      await access.admin({ db }, accountId, query.email);
       const after = decodeCursor(query.cursor, readPosition);
       const rows = await db.privacyErasure.findMany({
         where: {

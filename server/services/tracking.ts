@@ -11,8 +11,8 @@ import { LEAD_NETWORKS, type NetworkType } from "../tracking/ipdata/network-clas
 import { knownOrganizationOfDomain } from "../identity/organizations.ts";
 import type { Resolver } from "../tracking/ipdata/resolver.ts";
 import type { IdentityStore } from "../identity/identities.ts";
-import type { AccessService } from "./access.ts";
-import type { ContactService } from "./contacts.ts";
+import * as access from "./access.ts";
+import * as contacts from "./contacts.ts";
 import { notExcluded } from "../domain/exclusions.ts";
 import { decodeCursor, toPage } from "./paging.ts";
 
@@ -51,20 +51,18 @@ const strongest = (sources: (LeadDomainSource | null)[]): LeadDomainSource | nul
 export function trackingService(
   db: Db,
   deps: {
-    access: AccessService;
-    contacts: ContactService;
     resolver: () => Resolver;
     networkOverrides: () => Promise<ReadonlyMap<number, NetworkType>>;
     evidence: DomainEvidence;
     identities: IdentityStore;
   },
 ) {
-  const { access, contacts, evidence } = deps;
+  const { evidence } = deps;
 
   /** The visitor's profile, only once its enrichment was paid for. */
   async function contactOf(row: VisitRow, cache: Map<string, ContactProfile | null>): Promise<ContactProfile | null> {
     if (row.enrichment !== "enriched" || !row.email) return null;
-    if (!cache.has(row.email)) cache.set(row.email, (await contacts.find(row.email)) ?? null);
+    if (!cache.has(row.email)) cache.set(row.email, (await contacts.find({ db }, row.email)) ?? null);
     return cache.get(row.email)!;
   }
 
@@ -121,9 +119,9 @@ export function trackingService(
      */
     async visits(accountId: string, query: VisitQuery): Promise<Schemas["GetAllResponseVisitDTO"]> {
       const after = decodeCursor(query.cursor, readPosition);
-      const actor = await access.actor(accountId, query.email);
-      await access.dataset(accountId, query.datasetId);
-      await access.requireAccess(actor, query.datasetId);
+      const actor = await access.actor({ db }, accountId, query.email);
+      await access.dataset({ db }, accountId, query.datasetId);
+      await access.requireAccess({ db }, actor, query.datasetId);
       const [visible] = await db.$queryRaw<unknown[]>`
         SELECT 1 FROM "Lead" l WHERE l."datasetId" = ${query.datasetId} AND l.id = ${query.leadId} AND ${notExcluded}`;
       if (!visible) throw new NotFound(`Lead ${query.leadId} does not exist in dataset ${query.datasetId}`, "lead_not_found");
