@@ -162,7 +162,7 @@ describe("shared addresses", () => {
 
   it("when an organisation's PTR name and another organisation's e-mail meet at an address, then it is shared", async () => {
     const net = freshNet();
-    const [owner, guest] = [freshDomain("cowork"), freshDomain()];
+    const [owner, guest] = [freshDomain("owner"), freshDomain()];
     await store.recordPtrEvidence([ptr(net(9), `office.${owner}`)]);
     expect((await identityOf(net(9)))?.source).toBe("reverse_dns");
     await store.recordFormEvidence([form(net(9), person(guest))]);
