@@ -41,7 +41,8 @@ import { writeEvents } from "../write/batch.ts";
 import { EMPTY_RESULT, type IngestResult, mergedResults } from "../write/write-result.ts";
 import { MalformedBatch, NOT_JSON, type QueueRow, rowsOfLogged } from "../collect/events.ts";
 import { BATCH_TRANSACTION_MS, entrySizer, type IngestLog, type WriteOptions } from "./log-interface.ts";
-import { DEFAULT_MAX_ATTEMPTS, eventsIn, failedWrite, insertDeadLetters, isolate, type NewDeadLetter } from "./isolation.ts";
+import { insertDeadLetters, type NewDeadLetter } from "./dead-letters.ts";
+import { DEFAULT_MAX_ATTEMPTS, eventsIn, failedWrite, isolate } from "./isolation.ts";
 import { trackingMetrics } from "../collect/metrics.ts";
 import type { IngestLogConfig } from "../../config.ts";
 

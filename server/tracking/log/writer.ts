@@ -15,7 +15,7 @@ import type { IngestResult, WriterHooks } from "../write/write-result.ts";
 import { mergedNotes, type PendingAttribution } from "../write/pending.ts";
 import type { PendingNote } from "../write/write-result.ts";
 import { type IngestLog, tableLog } from "./ingest-log.ts";
-import type { DeadLetterNotice } from "./isolation.ts";
+import type { DeadLetterNotice } from "./log-interface.ts";
 import { reportWriterGauges, trackingMetrics } from "../collect/metrics.ts";
 
 export interface WriterOptions extends WriterHooks {
