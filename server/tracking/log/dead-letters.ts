@@ -1,7 +1,7 @@
-// The dead-letter table "IngestDeadLetter", its only writer: the writers set batches aside here
-// (when: isolation.ts); an operator lists what waits, replays a batch into the ingest log once its
-// cause is gone (a dataset restored, a bug fixed), or drops it (the commands:
-// dead-letter-command.ts, `npm run admin -- dead-letters list|replay|drop`).
+// The dead-letter table "IngestDeadLetter" (this file is the only one that writes it): the writers
+// set batches aside here (when: isolation.ts); an operator lists what waits, replays a batch into
+// the ingest log once its cause is gone (a dataset restored, a bug fixed), or drops it (the
+// commands: dead-letter-command.ts, `npm run admin -- dead-letters list|replay|drop`).
 // A dead letter holds visitors' events: an erasure takes the subject's out of it, an export lists
 // them, and the retention job deletes it after RETENTION_DEAD_LETTER_DAYS or its dataset's retention.
 import type { Db } from "../../db/database.ts";
