@@ -27,7 +27,7 @@ import { notifyAdminsOfDisabledEndpoint, registerWebhookJobs } from "../notify/w
 import { webhookEvents } from "./webhook-events.ts";
 import { webhookService } from "./webhooks.ts";
 import { privacyService } from "./privacy.ts";
-import { identityStore } from "../identity/identities.ts";
+import { IdentityStore } from "../identity/identities.ts";
 import { addressKeys } from "../identity/addresses.ts";
 import { writeEvents } from "../tracking/write/batch.ts";
 import { pendingAttribution } from "../tracking/write/pending.ts";
@@ -89,7 +89,7 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
   // organisation domains from evidence: the ingest writer settles each batch's, ip-lookup asks reverse DNS
   const evidence = domainEvidence(db, config.tracking.reverseDns, logger);
   // the organisation behind an address of a shared network (server/identity): evidence, declarations, look-ups
-  const identities = identityStore(db, { identities: config.tracking.identities, reverseDns: config.tracking.reverseDns, now, logger });
+  const identities = new IdentityStore(db, { identities: config.tracking.identities, reverseDns: config.tracking.reverseDns, now, logger });
   const declared = declaredNetworks(db);
   // One publisher of webhook events for every process: a lead entering a segment is a
   // segment.lead_entered event, in the entries' transaction (whose caller wakes the queue after its commit).
