@@ -1,6 +1,6 @@
 // How well the service names the organisation behind each visit, in simulated B2B traffic worlds
 // with ground truth, driven from outside (POST /collect and the partner API only):
-//   npm run bench:match [-- --seeds 1-5 --mixes v4,v6half --quick --fresh --orgs 80 --visits 3000
+//   npm run bench:match [-- --seeds 1-10 --mixes v4,v6half --quick --fresh --orgs 80 --visits 3000
 //                          --days 20 --isps 4 --concurrency 4 --drain-seconds 180 --settle-seconds 5]
 // One run per seed and mix (--quick: the first seed only), each with an account of its own on one
 // service process and a fresh embedded database (a temporary directory, deleted afterwards;
@@ -47,7 +47,7 @@ const MAX_RUN_MINUTES = 15;
 
 const { values } = parseArgs({
   options: {
-    seeds: { type: "string", default: "1-5" },
+    seeds: { type: "string", default: "1-10" },
     mixes: { type: "string", default: MIXES.join(",") },
     quick: { type: "boolean", default: false },
     fresh: { type: "boolean", default: false },
