@@ -11,11 +11,10 @@ import { segmentEntryService } from "./segment-entries.ts";
 import { createLogger, type Logger } from "../logging.ts";
 import { accessService } from "./access.ts";
 import { accountService } from "./accounts.ts";
-import { certificateJobService } from "./certificate-jobs.ts";
+import { certificateContext, registerCertificateJobs } from "./certificate-jobs.ts";
 import { contactService } from "./contacts.ts";
 import { creditReportService } from "./credit-reports.ts";
 import { creditService } from "./credits.ts";
-import { trackingDomainService } from "./custom-tracking-domains.ts";
 import { datasetService } from "./datasets.ts";
 import { idempotencyService } from "./idempotency.ts";
 import { leadOperationService } from "./lead-operations.ts";
@@ -78,7 +77,8 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
   // an idle queue looks for due jobs every JOB_POLL_MS
   const jobs = createJobQueue(db, logger, { now, pollMs: config.jobs.pollMs });
   // certificate provisioning: the `certificate` kind (CTD_JOB_* settings) of the same queue
-  const certificateJobs = certificateJobService(db, { config: trackingDomains, logger, queue: jobs, pollMs: config.jobs.pollMs });
+  const certificates = certificateContext(trackingDomains, logger, config.jobs.pollMs);
+  registerCertificateJobs({ db, jobs, certificates });
   // endpoint secrets are sealed with the tracking-domain key (CTD_ENCRYPTION_KEY), asked for on first use
   const webhookSecrets = secretBox(() => resolveEncryptionKey(trackingDomains, logger));
   const mailer: Mailer = createMailer(config.mail);
@@ -145,6 +145,9 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
     },
   };
   return {
+    // the shared handles of the tracking-side service modules (custom-tracking-domains.ts, certificate-jobs.ts, ...)
+    db,
+    certificates,
     jobs,
     ingestWiring,
     webhooks: webhookService(db, { config: webhooks, secrets: webhookSecrets, jobs: () => jobs, now }),
@@ -157,8 +160,6 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
     users: userService(db, access, invitations),
     userDatasets: userDatasetService(db, access),
     datasets: datasetService(db, access),
-    trackingDomains: trackingDomainService(db, access, trackingDomains, certificateJobs),
-    certificateJobs,
     segments,
     segmentPreferences: segmentPreferenceService(db, access, segments),
     leadOperations: leadOperationService(db, access, segmentEntries),
