@@ -19,7 +19,6 @@ import { datasetService } from "./datasets.ts";
 import { idempotencyService } from "./idempotency.ts";
 import { leadOperationService } from "./lead-operations.ts";
 import { leadService } from "./leads.ts";
-import { lookupService } from "./lookup.ts";
 import type { EnrichmentDeps } from "../tracking/write/enrichment.ts";
 import type { WriterOptions } from "../tracking/log/writer.ts";
 import { segmentPreferenceService } from "./segment-preferences.ts";
@@ -147,7 +146,10 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
   return {
     // the shared handles of the tracking-side service modules (custom-tracking-domains.ts, certificate-jobs.ts, ...)
     db,
+    now,
     certificates,
+    idempotency,
+    idempotencyPurge: { lastAt: 0 },
     jobs,
     ingestWiring,
     webhooks: webhookService(db, { config: webhooks, secrets: webhookSecrets, jobs: () => jobs, now }),
@@ -166,7 +168,6 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
     leads: leadService(db, access, segments),
     contacts,
     credits,
-    lookup: lookupService({ credits, contacts, idempotency, now }),
     creditReports: creditReportService(db, access),
     // IP and domain look-ups, a lead's visits (server/tracking holds the collector and writer)
     tracking: trackingService(db, { access, contacts, resolver: sharedResolver, networkOverrides: networks.current, evidence, identities }),
