@@ -31,7 +31,6 @@ import { domainEvidence } from "../tracking/write/domain-evidence.ts";
 import { trackingService } from "./tracking.ts";
 import { notifyAdminsOfDisabledEndpoint, registerWebhookJobs } from "../notify/webhook-job.ts";
 import { webhookEvents } from "./webhook-events.ts";
-import { webhookService } from "./webhooks.ts";
 import { privacyService } from "./privacy.ts";
 import { identityStore } from "../identity/identities.ts";
 import { addressKeys } from "../identity/addresses.ts";
@@ -150,9 +149,9 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
     certificates,
     idempotency,
     idempotencyPurge: { lastAt: 0 },
+    webhookSecrets,
     jobs,
     ingestWiring,
-    webhooks: webhookService(db, { config: webhooks, secrets: webhookSecrets, jobs: () => jobs, now }),
     webhookConfig: webhooks,
     mailer,
     segmentAlerts,
