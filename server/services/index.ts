@@ -30,7 +30,8 @@ import { networkService } from "./networks.ts";
 import { domainEvidence } from "../tracking/write/domain-evidence.ts";
 import { trackingService } from "./tracking.ts";
 import { notifyAdminsOfDisabledEndpoint, registerWebhookJobs } from "../notify/webhook-job.ts";
-import { webhookEvents } from "./webhook-events.ts";
+import * as webhookEvents from "./webhook-events.ts";
+import type { OnLeadsRemoved } from "../tracking/write/lead-store.ts";
 import { privacyService } from "./privacy.ts";
 import { identityStore } from "../identity/identities.ts";
 import { addressKeys } from "../identity/addresses.ts";
@@ -104,8 +105,9 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
   const declared = declaredNetworks(db);
   // One publisher of webhook events for every process: a lead entering a segment is a
   // segment.lead_entered event, in the entries' transaction (whose caller wakes the queue after its commit).
-  const events = webhookEvents(db, jobs, { now, wake: () => jobs.wake() });
-  segmentEntries.onSegmentEntered(events.onSegmentEntered);
+  const eventDeps: webhookEvents.WebhookEventDeps = { db, jobs, now };
+  segmentEntries.onSegmentEntered((entries, tx) => webhookEvents.onSegmentEntered(eventDeps, entries, tx));
+  const onLeadsRemoved: OnLeadsRemoved = (tx, removed, reason) => webhookEvents.onLeadsRemoved(eventDeps, tx, removed, reason);
   /**
    * What every ingest writer (in the service, `npm run ingest`, tests) is wired with:
    * lead.created / lead.visited, then segment entries (so a lead's lead.created is queued before
@@ -113,7 +115,7 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
    * enrichment; then the batch's organisation domains from evidence.
    */
   const onIngested: WriterOptions["onIngested"] = async (result, tx) => {
-    await events.onIngested(result, tx);
+    await webhookEvents.onIngested(eventDeps, result, tx);
     await segmentEntries.onIngested(result, tx);
   };
   const identify: WriterOptions["identify"] = (queries, tx) => identities.identitiesOf(queries, tx);
@@ -127,7 +129,7 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
     identities,
     write: (tx, rows) => writeEvents(tx, rows, { onIngested, identify }),
     onCommitted: () => jobs.wake(),
-    onLeadsRemoved: events.onLeadsRemoved,
+    onLeadsRemoved,
     logger,
   });
   const ingestWiring: { deps: EnrichmentDeps; hooks: Pick<WriterOptions, "onIngested" | "identify" | "pending" | "onEnriched" | "evidence" | "onCommitted"> } = {
@@ -136,7 +138,7 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
       onIngested,
       identify: identifyOwn,
       pending,
-      onEnriched: events.onEnriched,
+      onEnriched: (outcomes) => webhookEvents.onEnriched(eventDeps, outcomes),
       evidence,
       // the alert and webhook jobs onIngested queued run as soon as their batch committed
       onCommitted: () => jobs.wake(),
@@ -188,9 +190,9 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
         ),
     }),
     // consent and retention settings, export and erasure of a data subject
-    privacy: privacyService(db, { access, now, ingestLog: config.ingestLog, identities, onLeadsRemoved: events.onLeadsRemoved }),
+    privacy: privacyService(db, { access, now, ingestLog: config.ingestLog, identities, onLeadsRemoved }),
     // the daily `retention` job (server/main.ts schedules it)
-    retention: registerRetentionJobs(db, jobs, retention, logger, now, { pendingDays: config.tracking.identities.pendingDays, identities, onLeadsRemoved: events.onLeadsRemoved }),
+    retention: registerRetentionJobs(db, jobs, retention, logger, now, { pendingDays: config.tracking.identities.pendingDays, identities, onLeadsRemoved }),
   };
 }
 
