@@ -32,7 +32,6 @@ import { trackingService } from "./tracking.ts";
 import { notifyAdminsOfDisabledEndpoint, registerWebhookJobs } from "../notify/webhook-job.ts";
 import * as webhookEvents from "./webhook-events.ts";
 import type { OnLeadsRemoved } from "../tracking/write/lead-store.ts";
-import { privacyService } from "./privacy.ts";
 import { identityStore } from "../identity/identities.ts";
 import { addressKeys } from "../identity/addresses.ts";
 import { writeEvents } from "../tracking/write/batch.ts";
@@ -152,6 +151,7 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
     idempotency,
     idempotencyPurge: { lastAt: 0 },
     webhookSecrets,
+    ingestLog: config.ingestLog,
     jobs,
     ingestWiring,
     webhookConfig: webhooks,
@@ -189,8 +189,6 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
           (error: Error) => logger.warn("withdrawal of a removed declaration failed", { error: error.message }),
         ),
     }),
-    // consent and retention settings, export and erasure of a data subject
-    privacy: privacyService(db, { access, now, ingestLog: config.ingestLog, identities, onLeadsRemoved }),
     // the daily `retention` job (server/main.ts schedules it)
     retention: registerRetentionJobs(db, jobs, retention, logger, now, { pendingDays: config.tracking.identities.pendingDays, identities, onLeadsRemoved }),
   };

@@ -38,7 +38,6 @@ export interface SegmentEntry {
 }
 
 type Client = Tx | Prisma.TransactionClient;
-type Enqueue = Pick<JobQueue, "enqueue">;
 
 /** The body sent: `{type, timestamp, data}` as JSON, refused above 20 KB. */
 export function payloadOf(type: string, at: Date, data: Record<string, unknown>): string {
