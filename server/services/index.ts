@@ -26,9 +26,8 @@ import { segmentService } from "./segments.ts";
 import { userDatasetService } from "./user-datasets.ts";
 import { userService } from "./users.ts";
 import { sharedResolver } from "../tracking/ipdata/resolver.ts";
-import { networkService } from "./networks.ts";
+import { networkTypeCache } from "./networks.ts";
 import { domainEvidence } from "../tracking/write/domain-evidence.ts";
-import { trackingService } from "./tracking.ts";
 import { notifyAdminsOfDisabledEndpoint, registerWebhookJobs } from "../notify/webhook-job.ts";
 import * as webhookEvents from "./webhook-events.ts";
 import type { OnLeadsRemoved } from "../tracking/write/lead-store.ts";
@@ -65,7 +64,6 @@ const isUnit = (prefix: string, ip: string) => addressKeys(ip)?.unit === prefix;
 // Why long: the wiring of every service to its dependencies, in the order they need each other.
 export function createServices(db: Db, { config, logger = createLogger(), now = () => new Date(), keyCacheMs, sql, listeningUrl }: ServiceOptions) {
   const { trackingDomains, webhooks, notify, retention } = config;
-  const networks = networkService(db, { ttlSeconds: config.tracking.settingsTtlSeconds, now });
   const hotSql: Sql = sql ?? ((statement) => db.$queryRawUnsafe(statement.text, ...statement.values));
   const access = accessService(db);
   const contacts = contactService(db);
@@ -152,6 +150,9 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
     idempotencyPurge: { lastAt: 0 },
     webhookSecrets,
     ingestLog: config.ingestLog,
+    // operators' network types per ASN, as this process caches them (networks.ts)
+    networkTypes: networkTypeCache(config.tracking.settingsTtlSeconds),
+    resolver: sharedResolver,
     jobs,
     ingestWiring,
     webhookConfig: webhooks,
@@ -170,10 +171,6 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
     contacts,
     credits,
     creditReports: creditReportService(db, access),
-    // IP and domain look-ups, a lead's visits (server/tracking holds the collector and writer)
-    tracking: trackingService(db, { access, contacts, resolver: sharedResolver, networkOverrides: networks.current, evidence, identities }),
-    // operators' network types per ASN (scripts/admin.ts `networks`)
-    networks,
     domainEvidence: evidence,
     // the identities store: what the ingest writer, erasure and retention call (server/identity/identities.ts)
     identities,
