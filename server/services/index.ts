@@ -36,7 +36,6 @@ import { addressKeys } from "../identity/addresses.ts";
 import { writeEvents } from "../tracking/write/batch.ts";
 import { pendingAttribution } from "../tracking/write/pending.ts";
 import { declaredNetworks } from "../identity/declared-networks.ts";
-import { declaredNetworkService } from "./declared-networks.ts";
 
 /** The parts of the configuration the services are built from. */
 export type ServiceConfig = Pick<Config, "trackingDomains" | "tracking" | "webhooks" | "jobs" | "mail" | "notify" | "retention" | "ingestLog">;
@@ -153,6 +152,10 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
     // operators' network types per ASN, as this process caches them (networks.ts)
     networkTypes: networkTypeCache(config.tracking.settingsTtlSeconds),
     resolver: sharedResolver,
+    logger,
+    // partners' declared networks (declared-networks.ts) and the pending events they attribute
+    declaredNetworkStore: declared,
+    pending,
     jobs,
     ingestWiring,
     webhookConfig: webhooks,
@@ -174,18 +177,6 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
     domainEvidence: evidence,
     // the identities store: what the ingest writer, erasure and retention call (server/identity/identities.ts)
     identities,
-    // partners' declared networks (admins only)
-    declaredNetworks: declaredNetworkService(access, declared, {
-      // a declared network's pending events are its organisation's: attributed in the background
-      onDeclared: (accountId, cidr) =>
-        void pending.backfillNetwork(accountId, cidr).catch((error: Error) => logger.warn("backfill of a declared network failed", { error: error.message })),
-      // what the declaration attributed goes back to pending unless other evidence names the same organisation
-      onRemoved: (accountId, cidr) =>
-        pending.withdrawNetwork(accountId, cidr).then(
-          () => undefined,
-          (error: Error) => logger.warn("withdrawal of a removed declaration failed", { error: error.message }),
-        ),
-    }),
     // the daily `retention` job (server/main.ts schedules it)
     retention: registerRetentionJobs(db, jobs, retention, logger, now, { pendingDays: config.tracking.identities.pendingDays, identities, onLeadsRemoved }),
   };
