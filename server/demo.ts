@@ -2,6 +2,8 @@
 import { generateProfile, generateProfiles } from "./contacts/generate.ts";
 import { generateLeads } from "./lead-generator.ts";
 import type { Services } from "./services/index.ts";
+import { addExclusion, insertLeads } from "./services/leads.ts";
+import * as leadOperations from "./services/lead-operations.ts";
 
 export const DEMO_ADMIN_EMAIL = "admin@demo.example";
 const DEMO_KEY_LABEL = "demo key (npm start)";
@@ -106,8 +108,8 @@ async function seedLeads(services: Services, accountId: string, datasetId: strin
       visitCount: 14,
     });
   }
-  await services.leads.insertLeads(accountId, datasetId, leads);
-  await services.leads.addExclusion(accountId, { datasetId, type: "organizationDomain", data: DEMO_COMPETITOR_DOMAIN });
+  await insertLeads(services, accountId, datasetId, leads);
+  await addExclusion(services, accountId, { datasetId, type: "organizationDomain", data: DEMO_COMPETITOR_DOMAIN });
   await services.segments.create(accountId, DEMO_ADMIN_EMAIL, {
     datasetId,
     name: "German enterprise visitors",
@@ -121,6 +123,6 @@ async function seedLeads(services: Services, accountId: string, datasetId: strin
   });
   await services.segmentPreferences.set(accountId, DEMO_ADMIN_EMAIL, { segmentId: hot, datasetId, userIds: [mariaId] });
   for (const lead of leads.slice(0, 5)) {
-    await services.leadOperations.assign(accountId, { datasetId, leadId: lead.leadId, assigneeUserId: mariaId });
+    await leadOperations.assign(services, accountId, { datasetId, leadId: lead.leadId, assigneeUserId: mariaId });
   }
 }

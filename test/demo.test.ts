@@ -2,6 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Demo, DEMO_COMPETITOR_DOMAIN, ensureDemo } from "../server/demo.ts";
 import { generateLeads } from "../server/lead-generator.ts";
+import type { Db } from "../server/db/database.ts";
 import { startTestApi, type TestApi } from "./support/api.ts";
 
 let api: TestApi;
@@ -70,12 +71,22 @@ describe("demo account, interrupted", () => {
   beforeAll(async () => (fresh = await startTestApi()));
   afterAll(() => fresh?.close());
 
+  /** The database with its lead inserts failing (the leads module writes through `services.db`). */
+  function failingLeadInserts(db: Db, fail: () => Promise<never>): Db {
+    const bound = (target: object, key: string | symbol) => {
+      const value = Reflect.get(target, key) as unknown;
+      return typeof value === "function" ? value.bind(target) : value;
+    };
+    const lead = new Proxy(db.lead, { get: (target, key) => (key === "createMany" ? fail : bound(target, key)) });
+    return new Proxy(db, { get: (target, key) => (key === "lead" ? lead : bound(target, key)) });
+  }
+
   /** The services, with one step of the seed failing as a kill at that moment would leave it. */
   function failingAt(step: "leads" | "segments"): TestApi["services"] {
     const { services } = fresh;
     const fail = () => Promise.reject(new Error("killed while seeding"));
     return step === "leads"
-      ? { ...services, leads: { ...services.leads, insertLeads: fail } }
+      ? { ...services, db: failingLeadInserts(services.db, fail) }
       : { ...services, segmentPreferences: { ...services.segmentPreferences, set: fail } };
   }
 

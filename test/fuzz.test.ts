@@ -21,6 +21,7 @@ import { newLead } from "./support/leads.ts";
 import { startWithTenants } from "./support/suite.ts";
 import type { Tenant } from "./support/tenants.ts";
 import { ADDRESSES, BROWSER_UA, testTrackingConfig } from "./support/tracking.ts";
+import { insertLeads } from "../server/services/leads.ts";
 
 const SEED = 20261123;
 const RUNS = Number(process.env.FUZZ_RUNS ?? 8);
@@ -48,7 +49,7 @@ beforeAll(async () => {
     filters: { match: "all", conditions: [{ field: "country", operator: "eq", value: "DE" }] },
   });
   const lead = newLead({ organizationDomain: "fuzz.example", country: "DE" });
-  await api.services.leads.insertLeads(tenant.accountId, tenant.datasets[0], [lead]);
+  await insertLeads(api.services, tenant.accountId, tenant.datasets[0], [lead]);
   Object.assign(pool, {
     email: [tenant.admin.email, tenant.admin.email, tenant.member.email],
     datasetId: tenant.datasets,

@@ -4,6 +4,7 @@ import type { TestApi } from "./support/api.ts";
 import { newLead } from "./support/leads.ts";
 import { type Tenant, uniqueEmail } from "./support/tenants.ts";
 import { as, startWithTenants } from "./support/suite.ts";
+import { insertLeads } from "../server/services/leads.ts";
 
 let api: TestApi;
 let tenant: Tenant;
@@ -15,7 +16,7 @@ afterAll(() => api?.close());
 /** A lead inserted as tracking would; returns its id. */
 async function leadIn(t: Tenant, datasetId: string, fields: Parameters<typeof newLead>[0] = {}): Promise<string> {
   const lead = newLead(fields);
-  await api.services.leads.insertLeads(t.accountId, datasetId, [lead]);
+  await insertLeads(api.services, t.accountId, datasetId, [lead]);
   return lead.leadId;
 }
 

@@ -7,7 +7,7 @@ import { createJobQueue } from "../jobs/queue.ts";
 import { registerRetentionJobs } from "../tracking/privacy/retention.ts";
 import { createMailer, type Mailer, registerMailJobs } from "../notify/mail.ts";
 import { registerSegmentAlertJobs, segmentAlertService } from "../notify/segment-alerts.ts";
-import { segmentEntryService } from "./segment-entries.ts";
+import * as segmentEntries from "./segment-entries.ts";
 import { createLogger, type Logger } from "../logging.ts";
 import { accessService } from "./access.ts";
 import { accountService } from "./accounts.ts";
@@ -17,8 +17,6 @@ import { creditReportService } from "./credit-reports.ts";
 import { creditService } from "./credits.ts";
 import { datasetService } from "./datasets.ts";
 import { idempotencyService } from "./idempotency.ts";
-import { leadOperationService } from "./lead-operations.ts";
-import { leadService } from "./leads.ts";
 import type { EnrichmentDeps } from "../tracking/write/enrichment.ts";
 import type { WriterOptions } from "../tracking/log/writer.ts";
 import { segmentPreferenceService } from "./segment-preferences.ts";
@@ -81,9 +79,10 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
   const segmentAlerts = segmentAlertService(db, jobs, { now, digestHourUtc: notify.digestHourUtc });
   registerSegmentAlertJobs(db, jobs, mailer, logger);
   // a lead entering a segment: an instant alert (queued in the entries' transaction), then the webhook event below
-  const segmentEntries = segmentEntryService(db, { now, committed: () => jobs.wake() });
-  segmentEntries.onSegmentEntered(segmentAlerts.instantAlerts);
-  const segments = segmentService(db, access, segmentEntries);
+  const segmentListeners: segmentEntries.SegmentEnteredListeners = new Set();
+  const entryDeps: segmentEntries.SegmentEntryDeps = { now, jobs, segmentListeners };
+  segmentEntries.onSegmentEntered(entryDeps, segmentAlerts.instantAlerts);
+  const segments = segmentService(db, access, entryDeps);
   const configuredUrl = notify.publicUrl;
   const invitations = {
     jobs,
@@ -102,7 +101,7 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
   // One publisher of webhook events for every process: a lead entering a segment is a
   // segment.lead_entered event, in the entries' transaction (whose caller wakes the queue after its commit).
   const eventDeps: webhookEvents.WebhookEventDeps = { db, jobs, now };
-  segmentEntries.onSegmentEntered((entries, tx) => webhookEvents.onSegmentEntered(eventDeps, entries, tx));
+  segmentEntries.onSegmentEntered(entryDeps, (entries, tx) => webhookEvents.onSegmentEntered(eventDeps, entries, tx));
   const onLeadsRemoved: OnLeadsRemoved = (tx, removed, reason) => webhookEvents.onLeadsRemoved(eventDeps, tx, removed, reason);
   /**
    * What every ingest writer (in the service, `npm run ingest`, tests) is wired with:
@@ -112,7 +111,7 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
    */
   const onIngested: WriterOptions["onIngested"] = async (result, tx) => {
     await webhookEvents.onIngested(eventDeps, result, tx);
-    await segmentEntries.onIngested(result, tx);
+    await segmentEntries.onIngested(entryDeps, result, tx);
   };
   const identify: WriterOptions["identify"] = (queries, tx) => identities.identitiesOf(queries, tx);
   // at write time only an address's own identity (or a declared one): a prefix's holds an address
@@ -152,6 +151,8 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
     // operators' network types per ASN, as this process caches them (networks.ts)
     networkTypes: networkTypeCache(config.tracking.settingsTtlSeconds),
     resolver: sharedResolver,
+    // the listeners of segment entries: the instant alert and segment.lead_entered (segment-entries.ts)
+    segmentListeners,
     logger,
     // partners' declared networks (declared-networks.ts) and the pending events they attribute
     declaredNetworkStore: declared,
@@ -161,7 +162,6 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
     webhookConfig: webhooks,
     mailer,
     segmentAlerts,
-    segmentEntries,
     accounts: accountService(db, hotSql, { keyCacheMs }),
     access,
     users: userService(db, access, invitations),
@@ -169,8 +169,6 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
     datasets: datasetService(db, access),
     segments,
     segmentPreferences: segmentPreferenceService(db, access, segments),
-    leadOperations: leadOperationService(db, access, segmentEntries),
-    leads: leadService(db, access, segments),
     contacts,
     credits,
     creditReports: creditReportService(db, access),

@@ -4,7 +4,7 @@ import type { components } from "../../generated/openapi.ts";
 import type { QueryOf } from "../domain/types.ts";
 import type { Db } from "../db/database.ts";
 import { NotFound } from "../domain/errors.ts";
-import type { SegmentEntryService } from "./segment-entries.ts";
+import * as segmentEntries from "./segment-entries.ts";
 import type { AccessService } from "./access.ts";
 import { checkFilter, type SegmentFilter } from "./lead-filter.ts";
 import { decodeCursor, toPage } from "./paging.ts";
@@ -66,7 +66,7 @@ function readPosition(value: unknown): number | undefined {
 }
 
 // Why long: a service factory whose methods share its dependencies; issue 37 item 4 makes it a module with explicit dependencies.
-export function segmentService(db: Db, access: AccessService, entries: SegmentEntryService) {
+export function segmentService(db: Db, access: AccessService, entries: segmentEntries.SegmentEntryDeps) {
   return {
     /** One page of a dataset's segments, by id; the acting user must reach the dataset. */
     async list(keyAccountId: string, query: SegmentQuery): Promise<Schemas["GetAllResponseSmartlistDTO"]> {
@@ -103,10 +103,10 @@ export function segmentService(db: Db, access: AccessService, entries: SegmentEn
           },
           select: { id: true },
         });
-        await entries.evaluate(tx, { accountId, datasetId: input.datasetId, segmentIds: [segment.id] });
+        await segmentEntries.evaluate(entries, tx, { accountId, datasetId: input.datasetId, segmentIds: [segment.id] });
         return segment;
       });
-      entries.committed();
+      segmentEntries.committed(entries);
       return created.id;
     },
 
@@ -120,11 +120,11 @@ export function segmentService(db: Db, access: AccessService, entries: SegmentEn
           select: { datasetId: true },
         });
         // a changed filter may let leads enter (entries are never removed: a lead enters once)
-        if (rows[0] && changes.filters) await entries.evaluate(tx, { accountId, datasetId: rows[0].datasetId, segmentIds: [segmentId] });
+        if (rows[0] && changes.filters) await segmentEntries.evaluate(entries, tx, { accountId, datasetId: rows[0].datasetId, segmentIds: [segmentId] });
         return rows.length;
       });
       if (updated === 0) throw segmentNotFound(segmentId);
-      entries.committed();
+      segmentEntries.committed(entries);
     },
 
     /** Deletes the segment; the foreign key removes the default-segment preferences that name it. */
