@@ -140,23 +140,6 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
     },
   };
   return {
-    // the shared handles of the tracking-side service modules (custom-tracking-domains.ts, certificate-jobs.ts, ...)
-    db,
-    now,
-    certificates,
-    idempotency,
-    idempotencyPurge: { lastAt: 0 },
-    webhookSecrets,
-    ingestLog: config.ingestLog,
-    // operators' network types per ASN, as this process caches them (networks.ts)
-    networkTypes: networkTypeCache(config.tracking.settingsTtlSeconds),
-    resolver: sharedResolver,
-    // the listeners of segment entries: the instant alert and segment.lead_entered (segment-entries.ts)
-    segmentListeners,
-    logger,
-    // partners' declared networks (declared-networks.ts) and the pending events they attribute
-    declaredNetworkStore: declared,
-    pending,
     jobs,
     ingestWiring,
     webhookConfig: webhooks,
@@ -177,6 +160,20 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
     identities,
     // the daily `retention` job (server/main.ts schedules it)
     retention: registerRetentionJobs(db, jobs, retention, logger, now, { pendingDays: config.tracking.identities.pendingDays, identities, onLeadsRemoved }),
+    // the deps of the tracking-side modules (certificate-jobs, custom-tracking-domains, lookup, webhooks, webhook-events, privacy, networks, tracking, declared-networks, segment-entries, leads, lead-operations)
+    db,
+    now,
+    logger,
+    certificates,
+    idempotency,
+    idempotencyPurge: { lastAt: 0 },
+    webhookSecrets,
+    ingestLog: config.ingestLog,
+    networkTypes: networkTypeCache(config.tracking.settingsTtlSeconds),
+    resolver: sharedResolver,
+    segmentListeners,
+    declaredNetworkStore: declared,
+    pending,
   };
 }
 
