@@ -44,6 +44,8 @@ import { type OpenLoopResult, runOpenLoop } from "./open-loop.ts";
 import { freePort, startProcess, startService, stopService } from "./service.ts";
 import { loadConfig } from "../server/config.ts";
 import { HERMETIC_DNS_ENV } from "../test/support/config.ts";
+import * as datasets from "../server/services/datasets.ts";
+import * as accounts from "../server/services/accounts.ts";
 
 const MAX_SECONDS = 60;
 const TARGETS = { floorRatio: 0.5, p99Ratio: 2, drainSeconds: 2, achievedShare: 0.95, microsPerAddress: 5, resolutionMb: 150 };
@@ -198,8 +200,8 @@ async function prepareDatabase(url: string): Promise<string> {
     await db.migrate();
     const services = createServices(db.prisma, { config: loadConfig(HERMETIC_DNS_ENV) });
     const email = "bench@bench.example";
-    const { accountId } = await services.accounts.createAccount({ name: "Bench", licenceDays: 1, admin: { email, name: "Bench" } });
-    return await services.datasets.create(accountId, email, { name: "Bench site" });
+    const { accountId } = await accounts.createAccount(services, { name: "Bench", licenceDays: 1, admin: { email, name: "Bench" } });
+    return await datasets.create(services, accountId, email, { name: "Bench site" });
   } finally {
     await db.close();
   }

@@ -13,6 +13,8 @@ import { type LeadPosition, leadListingSql } from "../server/services/leads.ts";
 import { loadConfig } from "../server/config.ts";
 import { HERMETIC_DNS_ENV } from "../test/support/config.ts";
 import * as leads from "../server/services/leads.ts";
+import * as datasets from "../server/services/datasets.ts";
+import * as accounts from "../server/services/accounts.ts";
 
 const LEADS = Number(process.env.LEADS ?? 100_000);
 const PAGE = 50;
@@ -21,10 +23,10 @@ const db = await openDatabase({ url: process.env.DATABASE_URL });
 await db.migrate();
 const services = createServices(db.prisma, { config: loadConfig(HERMETIC_DNS_ENV) });
 const adminEmail = `bench-${Date.now()}@bench.example`;
-const { accountId } = await services.accounts.createAccount({ name: "Bench", licenceDays: 1, admin: { email: adminEmail, name: "Bench" } });
-const datasetId = await services.datasets.create(accountId, adminEmail, { name: "Bench website" });
+const { accountId } = await accounts.createAccount(services, { name: "Bench", licenceDays: 1, admin: { email: adminEmail, name: "Bench" } });
+const datasetId = await datasets.create(services, accountId, adminEmail, { name: "Bench website" });
 // a second dataset, so that the index has to separate datasets
-const neighbour = await services.datasets.create(accountId, adminEmail, { name: "Neighbour" });
+const neighbour = await datasets.create(services, accountId, adminEmail, { name: "Neighbour" });
 
 const started = Date.now();
 const end = new Date("2026-11-01T00:00:00Z");

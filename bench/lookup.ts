@@ -35,6 +35,10 @@ import { HERMETIC_DNS_ENV, hermeticEnv } from "../test/support/config.ts";
 import { openDatabaseOrExit, type Database } from "../server/db/database.ts";
 import { createServices } from "../server/services/index.ts";
 import { type LoadResult, percentile, runLoad, treeCpuSeconds } from "./closed-loop.ts";
+import * as contacts from "../server/services/contacts.ts";
+import * as credits from "../server/services/credits.ts";
+import * as datasets from "../server/services/datasets.ts";
+import * as accounts from "../server/services/accounts.ts";
 
 const SEED = 1;
 /** No run may take longer than this, whatever the options say. */
@@ -106,12 +110,12 @@ const databaseOf = (kind: Kind): DatabaseConfig => (kind === "postgres" ? { url:
 /** Loads profiles 0..count-1 unless the last of them is there already. */
 async function loadProfiles(db: Database): Promise<void> {
   const services = createServices(db.prisma, { config: loadConfig(HERMETIC_DNS_ENV) });
-  if (await services.contacts.find(generateProfile(SEED, count - 1).email)) {
+  if (await contacts.find(services, generateProfile(SEED, count - 1).email)) {
     console.log(`profiles: ${count.toLocaleString("en")} already loaded (${db.kind})`);
     return;
   }
   const started = Date.now();
-  const writer = new BatchWriter(services.contacts, 2000);
+  const writer = new BatchWriter(contacts.importStore(services), 2000);
   const progress = createProgress({ total: count, enabled: true });
   let done = 0;
   for (const profile of generateProfiles(SEED, count)) {
@@ -130,17 +134,17 @@ interface BenchAccount {
 }
 
 /** An account whose datasets cannot run out of credit during the run. */
-async function benchAccount(db: Database, datasets: number): Promise<BenchAccount> {
+async function benchAccount(db: Database, datasetCount: number): Promise<BenchAccount> {
   const services = createServices(db.prisma, { config: loadConfig(HERMETIC_DNS_ENV) });
   const email = `bench-${randomBytes(6).toString("hex")}@bench.example`;
-  const { accountId } = await services.accounts.createAccount({ name: "Bench", licenceDays: 1, admin: { email, name: "Bench" } });
+  const { accountId } = await accounts.createAccount(services, { name: "Bench", licenceDays: 1, admin: { email, name: "Bench" } });
   const datasetIds: string[] = [];
-  for (let i = 0; i < datasets; i++) {
-    const datasetId = await services.datasets.create(accountId, email, { name: `Bench site ${i}` });
-    await services.credits.setMonthlyLimit(datasetId, 2_000_000_000);
+  for (let i = 0; i < datasetCount; i++) {
+    const datasetId = await datasets.create(services, accountId, email, { name: `Bench site ${i}` });
+    await credits.setMonthlyLimit(services, datasetId, 2_000_000_000);
     datasetIds.push(datasetId);
   }
-  const { key } = await services.accounts.createApiKey(accountId, "bench");
+  const { key } = await accounts.createApiKey(services, accountId, "bench");
   return { accountId, key, datasetIds };
 }
 

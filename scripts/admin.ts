@@ -133,8 +133,8 @@ const commands: Record<string, Command> = {
     options: ["name", "admin-email", "admin-name", "licence-days"],
     async run(args, context) {
       const [name, adminEmail, licenceDays] = [args.required("name"), args.required("admin-email"), args.days("licence-days")];
-      const accounts = await accountService(context);
-      const result = await accounts.createAccount({ name, licenceDays, admin: { email: adminEmail, name: args.optional("admin-name") ?? adminEmail } });
+      const { createAccount, deps } = await accountModule(context);
+      const result = await createAccount(deps, { name, licenceDays, admin: { email: adminEmail, name: args.optional("admin-name") ?? adminEmail } });
       args.out(result, `account ${result.accountId} created; admin user id ${result.adminUserId}`);
     },
   },
@@ -143,7 +143,8 @@ const commands: Record<string, Command> = {
     options: ["account", "days"],
     async run(args, context) {
       const [accountId, validUntil] = [args.required("account"), new Date(Date.now() + args.days("days") * DAY_MS)];
-      await (await accountService(context)).setLicence(accountId, validUntil);
+      const { setLicence, deps } = await accountModule(context);
+      await setLicence(deps, accountId, validUntil);
       args.out({ accountId, licenceValidUntil: validUntil }, `licence valid until ${validUntil.toISOString()}`);
     },
   },
@@ -153,7 +154,8 @@ const commands: Record<string, Command> = {
     async run(args, context) {
       const [accountId, label] = [args.required("account"), args.required("label")];
       const expiresAt = args.optional("expires-days") ? new Date(Date.now() + args.days("expires-days") * DAY_MS) : undefined;
-      const { key, info } = await (await accountService(context)).createApiKey(accountId, label, expiresAt);
+      const { createApiKey, deps } = await accountModule(context);
+      const { key, info } = await createApiKey(deps, accountId, label, expiresAt);
       args.out({ ...info, key }, `key ${info.id} (${info.label}) created. Copy it now, it is not shown again:\n${key}`);
     },
   },
@@ -162,7 +164,8 @@ const commands: Record<string, Command> = {
     options: ["account"],
     async run(args, context) {
       const accountId = args.required("account");
-      const keys = await (await accountService(context)).listApiKeys(accountId);
+      const { listApiKeys, deps } = await accountModule(context);
+      const keys = await listApiKeys(deps, accountId);
       const state = (k: (typeof keys)[number]) =>
         k.revokedAt ? "revoked" : k.expiresAt && k.expiresAt <= new Date() ? "expired" : "active";
       const text = keys
@@ -176,7 +179,8 @@ const commands: Record<string, Command> = {
     options: ["key"],
     async run(args, context) {
       const keyId = args.required("key");
-      if (!(await (await accountService(context)).revokeApiKey(keyId))) throw new CommandFailed(`no key ${keyId}`);
+      const { revokeApiKey, deps } = await accountModule(context);
+      if (!(await revokeApiKey(deps, keyId))) throw new CommandFailed(`no key ${keyId}`);
       args.out({ id: keyId, revoked: true }, `key ${keyId} revoked`);
     },
   },
@@ -190,11 +194,11 @@ const commands: Record<string, Command> = {
       const format = args.optional("format");
       if (format !== undefined && format !== "ndjson" && format !== "csv") throw new UsageError("--format must be ndjson or csv");
       const batchSize = args.whole("batch-size", 1);
-      const [{ importContacts, ImportFileError }, { contactService }] = await Promise.all([
+      const [{ importContacts, ImportFileError }, { importStore }] = await Promise.all([
         import("../server/contacts/import.ts"),
         import("../server/services/contacts.ts"),
       ]);
-      const store = contactService((await context.database()).prisma);
+      const store = importStore({ db: (await context.database()).prisma });
       const summary = await importContacts({ file, format, store, batchSize, progress: args.flag("progress") || !!process.stderr.isTTY }).catch(
         (error: unknown) => {
           throw error instanceof ImportFileError ? new CommandFailed(error.message) : error;
@@ -220,9 +224,9 @@ const commands: Record<string, Command> = {
     options: ["dataset", "limit"],
     async run(args, context) {
       const [datasetId, limit] = [args.required("dataset"), args.whole("limit")];
-      const { creditService } = await import("../server/services/credits.ts");
+      const { setMonthlyLimit } = await import("../server/services/credits.ts");
       const db = await context.database();
-      if (!(await creditService(db.prisma, db.sql).setMonthlyLimit(datasetId, limit))) throw new CommandFailed(`no dataset ${datasetId}`);
+      if (!(await setMonthlyLimit({ db: db.prisma }, datasetId, limit))) throw new CommandFailed(`no dataset ${datasetId}`);
       args.out({ datasetId, monthlyCreditLimit: limit }, `dataset ${datasetId}: ${limit} credits per calendar month (UTC)`);
     },
   },
@@ -292,9 +296,10 @@ async function deadLetters(action: DeadLetterAction, args: Args, context: Contex
   if (incomplete) throw new CommandFailed("some dead letters were left (the lines above say why): drop them or remove their cause");
 }
 
-async function accountService(context: Context) {
-  const [{ accountService }, db] = await Promise.all([import("../server/services/accounts.ts"), context.database()]);
-  return accountService(db.prisma, db.sql);
+/** The accounts module (loaded when a command needs it) and the deps its functions take. */
+async function accountModule(context: Context) {
+  const [accounts, db] = await Promise.all([import("../server/services/accounts.ts"), context.database()]);
+  return { ...accounts, deps: { db: db.prisma, hotSql: db.sql, keyCache: accounts.newKeyCache() } };
 }
 
 /** The operators' network types (server/services/networks.ts) and the database they are written to. */

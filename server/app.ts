@@ -26,6 +26,7 @@ import { ACME_CHALLENGE_PATH, acmeChallenge } from "./routes/custom-tracking-dom
 import { createHandlers } from "./routes/index.ts";
 import type { Services } from "./services/index.ts";
 import * as networks from "./services/networks.ts";
+import * as users from "./services/users.ts";
 import { invitationRoutes } from "./http/invitations.ts";
 import { loadContract } from "./contract.ts";
 import { collectorRoutes } from "./http/collector.ts";
@@ -86,7 +87,7 @@ export function createApp({
   const chain: OperationChain = {
     // The key is checked before the body is read: 401 and the licence's 403 win over a
     // malformed body's 400 (the spec's order of precedence), and anonymous bodies are not read.
-    guard: [...(httpsOnly ? [requireHttps()] : []), rateLimit(rateLimiter), apiKeyAuth(services.accounts)],
+    guard: [...(httpsOnly ? [requireHttps()] : []), rateLimit(rateLimiter), apiKeyAuth(services)],
     input: [urlLengthLimit(limits.urlLength), jsonBody(limits.bodyBytes)],
     check,
   };
@@ -123,7 +124,7 @@ export function createApp({
   others.get(ACME_CHALLENGE_PATH, acmeChallenge(services));
   others.use(collector);
   // The invited person's accept page (no key: the link's token is the credential); outside the partner spec.
-  others.use(invitationRoutes({ open: services.users.openInvitation, accept: services.users.acceptInvitation }));
+  others.use(invitationRoutes({ open: (token) => users.openInvitation(services, token), accept: (token) => users.acceptInvitation(services, token) }));
   others.use(operations); // a path nobody serves: the guard, then 404
   app.use((req, res, next) => (partnerSegments.has(firstSegment(req.path)) ? partnerApi : others)(req, res, next));
   app.use(errorHandler({ logger, contract, check }));

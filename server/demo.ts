@@ -4,6 +4,12 @@ import { generateLeads } from "./lead-generator.ts";
 import type { Services } from "./services/index.ts";
 import { addExclusion, insertLeads } from "./services/leads.ts";
 import * as leadOperations from "./services/lead-operations.ts";
+import * as contacts from "./services/contacts.ts";
+import * as segments from "./services/segments.ts";
+import * as segmentPreferences from "./services/segment-preferences.ts";
+import * as datasets from "./services/datasets.ts";
+import * as users from "./services/users.ts";
+import * as accounts from "./services/accounts.ts";
 
 export const DEMO_ADMIN_EMAIL = "admin@demo.example";
 const DEMO_KEY_LABEL = "demo key (npm start)";
@@ -30,25 +36,25 @@ export interface Demo {
  */
 export async function ensureDemo(services: Services): Promise<Demo> {
   const accountId = (await completeDemoAccount(services)) ?? (await createDemoAccount(services));
-  for (const key of await services.accounts.listApiKeys(accountId)) {
-    if (key.label === DEMO_KEY_LABEL) await services.accounts.revokeApiKey(key.id);
+  for (const key of await accounts.listApiKeys(services, accountId)) {
+    if (key.label === DEMO_KEY_LABEL) await accounts.revokeApiKey(services, key.id);
   }
-  const { key } = await services.accounts.createApiKey(accountId, DEMO_KEY_LABEL);
-  const datasetIds = (await services.datasets.list(accountId)).map((d) => d.id);
+  const { key } = await accounts.createApiKey(services, accountId, DEMO_KEY_LABEL);
+  const datasetIds = (await datasets.list(services, accountId)).map((d) => d.id);
   // the demo website's form is tracked and enriched (a found profile costs a credit)
-  await services.datasets.setFormTracking(accountId, DEMO_ADMIN_EMAIL, datasetIds[0]!, { formTracking: true, contactEnrichment: true });
+  await datasets.setFormTracking(services, accountId, DEMO_ADMIN_EMAIL, datasetIds[0]!, { formTracking: true, contactEnrichment: true });
   // an upsert: a restart leaves them as they are
-  await services.contacts.upsertMany([...generateProfiles(DEMO_CONTACT_SEED, DEMO_CONTACTS)]);
+  await contacts.upsertMany(services, [...generateProfiles(DEMO_CONTACT_SEED, DEMO_CONTACTS)]);
   const contact = generateProfile(DEMO_CONTACT_SEED, 0);
   const contactLastName = contact.fullName.split(" ").at(-1)!;
   return { accountId, adminEmail: DEMO_ADMIN_EMAIL, key, datasetIds, contactEmail: contact.email, contactLastName };
 }
 
 /** The demo website's dataset once the demo is completely seeded (the page `/` links its /demo), else undefined. */
-export async function demoWebsiteDataset(services: Pick<Services, "accounts" | "datasets">): Promise<string | undefined> {
-  const accountId = await services.accounts.accountAdministeredBy(DEMO_ADMIN_EMAIL);
-  if (!accountId || (await services.accounts.nameOf(accountId)) !== DEMO_NAME) return undefined;
-  return (await services.datasets.list(accountId))[0]?.id;
+export async function demoWebsiteDataset(services: Pick<Services, "db">): Promise<string | undefined> {
+  const accountId = await accounts.accountAdministeredBy(services, DEMO_ADMIN_EMAIL);
+  if (!accountId || (await accounts.nameOf(services, accountId)) !== DEMO_NAME) return undefined;
+  return (await datasets.list(services, accountId))[0]?.id;
 }
 
 const DEMO_NAME = "Demo Company";
@@ -61,25 +67,25 @@ const DEMO_NAME_SEEDING = "Demo Company (seeding)";
  * seeded again: the seed runs many statements, but it never stays half done.
  */
 async function completeDemoAccount(services: Services): Promise<string | undefined> {
-  const accountId = await services.accounts.accountAdministeredBy(DEMO_ADMIN_EMAIL);
+  const accountId = await accounts.accountAdministeredBy(services, DEMO_ADMIN_EMAIL);
   if (!accountId) return undefined;
-  if ((await services.accounts.nameOf(accountId)) !== DEMO_NAME_SEEDING) return accountId;
-  await services.accounts.deleteAccount(accountId);
+  if ((await accounts.nameOf(services, accountId)) !== DEMO_NAME_SEEDING) return accountId;
+  await accounts.deleteAccount(services, accountId);
   return undefined;
 }
 
 async function createDemoAccount(services: Services): Promise<string> {
-  const { accountId } = await services.accounts.createAccount({
+  const { accountId } = await accounts.createAccount(services, {
     name: DEMO_NAME_SEEDING,
     licenceDays: 365,
     admin: { email: DEMO_ADMIN_EMAIL, name: "Alex Admin" },
   });
-  const website = await services.datasets.create(accountId, DEMO_ADMIN_EMAIL, { name: "demo.example website", domain: "demo.example" });
-  await services.datasets.create(accountId, DEMO_ADMIN_EMAIL, { name: "Demo shop", domain: "shop.demo.example" });
-  const maria = await services.users.addMember(accountId, DEMO_ADMIN_EMAIL, { email: "maria@demo.example", name: "Maria Member", role: "member", datasetIds: [website] });
-  await services.users.addMember(accountId, DEMO_ADMIN_EMAIL, { email: "li@demo.example", name: "Li Analyst", role: "member" });
+  const website = await datasets.create(services, accountId, DEMO_ADMIN_EMAIL, { name: "demo.example website", domain: "demo.example" });
+  await datasets.create(services, accountId, DEMO_ADMIN_EMAIL, { name: "Demo shop", domain: "shop.demo.example" });
+  const maria = await users.addMember(services, accountId, DEMO_ADMIN_EMAIL, { email: "maria@demo.example", name: "Maria Member", role: "member", datasetIds: [website] });
+  await users.addMember(services, accountId, DEMO_ADMIN_EMAIL, { email: "li@demo.example", name: "Li Analyst", role: "member" });
   await seedLeads(services, accountId, website, maria);
-  await services.accounts.rename(accountId, DEMO_NAME); // the seed is complete
+  await accounts.rename(services, accountId, DEMO_NAME); // the seed is complete
   return accountId;
 }
 
@@ -110,18 +116,18 @@ async function seedLeads(services: Services, accountId: string, datasetId: strin
   }
   await insertLeads(services, accountId, datasetId, leads);
   await addExclusion(services, accountId, { datasetId, type: "organizationDomain", data: DEMO_COMPETITOR_DOMAIN });
-  await services.segments.create(accountId, DEMO_ADMIN_EMAIL, {
+  await segments.create(services, accountId, DEMO_ADMIN_EMAIL, {
     datasetId,
     name: "German enterprise visitors",
     filters: { match: "all", conditions: [{ field: "country", operator: "eq", value: "DE" }, { field: "employeeCount", operator: "gte", value: 500 }] },
     emailPreferences: { enabled: true, frequency: "weekly" },
   });
-  const hot = await services.segments.create(accountId, DEMO_ADMIN_EMAIL, {
+  const hot = await segments.create(services, accountId, DEMO_ADMIN_EMAIL, {
     datasetId,
     name: "Hot software leads",
     filters: { match: "all", conditions: [{ field: "tags", operator: "contains", value: "hot" }, { field: "industry", operator: "eq", value: "Software" }] },
   });
-  await services.segmentPreferences.set(accountId, DEMO_ADMIN_EMAIL, { segmentId: hot, datasetId, userIds: [mariaId] });
+  await segmentPreferences.set(services, accountId, DEMO_ADMIN_EMAIL, { segmentId: hot, datasetId, userIds: [mariaId] });
   for (const lead of leads.slice(0, 5)) {
     await leadOperations.assign(services, accountId, { datasetId, leadId: lead.leadId, assigneeUserId: mariaId });
   }

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { TestApi } from "./support/api.ts";
 import { startWithTenants } from "./support/suite.ts";
 import { createTenant, type Tenant } from "./support/tenants.ts";
+import * as accounts from "../server/services/accounts.ts";
 
 let api: TestApi;
 let tenant: Tenant;
@@ -27,7 +28,7 @@ function expectErrorBody(body: unknown, error: string) {
 }
 
 const keyInfo = async (accountId: string, keyId: string) =>
-  (await api.services.accounts.listApiKeys(accountId)).find((k) => k.id === keyId);
+  (await accounts.listApiKeys(api.services, accountId)).find((k) => k.id === keyId);
 
 describe("getUserDatasets", () => {
   it("when the x-api-key header is missing, then 401 missing_api_key", async () => {
@@ -49,10 +50,10 @@ describe("getUserDatasets", () => {
   });
 
   it("when the key was revoked, then 401 revoked_api_key and lastUsedAt is not set", async () => {
-    const { key, info } = await api.services.accounts.createApiKey(tenant.accountId, "to revoke");
+    const { key, info } = await accounts.createApiKey(api.services, tenant.accountId, "to revoke");
     expect((await listDatasets(tenant, key)).status).toBe(200);
     const usedAt = (await keyInfo(tenant.accountId, info.id))?.lastUsedAt;
-    expect(await api.services.accounts.revokeApiKey(info.id)).toBe(true);
+    expect(await accounts.revokeApiKey(api.services, info.id)).toBe(true);
     const res = await listDatasets(tenant, key);
     expect(res.status).toBe(401);
     expectErrorBody(res.body, "revoked_api_key");
@@ -62,7 +63,7 @@ describe("getUserDatasets", () => {
   });
 
   it("when the key expired, then 401 expired_api_key and lastUsedAt stays empty", async () => {
-    const { key, info } = await api.services.accounts.createApiKey(tenant.accountId, "expired", new Date(Date.now() - DAY_MS));
+    const { key, info } = await accounts.createApiKey(api.services, tenant.accountId, "expired", new Date(Date.now() - DAY_MS));
     const res = await listDatasets(tenant, key);
     expect(res.status).toBe(401);
     expectErrorBody(res.body, "expired_api_key");
@@ -70,7 +71,7 @@ describe("getUserDatasets", () => {
   });
 
   it("when the key expires in the future, then 200", async () => {
-    const { key } = await api.services.accounts.createApiKey(tenant.accountId, "expires later", new Date(Date.now() + DAY_MS));
+    const { key } = await accounts.createApiKey(api.services, tenant.accountId, "expires later", new Date(Date.now() + DAY_MS));
     const res = await listDatasets(tenant, key);
     expect(res.status).toBe(200);
     expect(res.body.data).toHaveLength(2);
@@ -79,7 +80,7 @@ describe("getUserDatasets", () => {
   it("when the account's licence has expired, then 403 no_valid_licence", async () => {
     const unlicensed = await createTenant(api.services, "Lapsed");
     expect((await listDatasets(unlicensed, unlicensed.key)).status).toBe(200);
-    await api.services.accounts.setLicence(unlicensed.accountId, new Date(Date.now() - DAY_MS));
+    await accounts.setLicence(api.services, unlicensed.accountId, new Date(Date.now() - DAY_MS));
     const res = await listDatasets(unlicensed, unlicensed.key);
     expect(res.status).toBe(403);
     expectErrorBody(res.body, "no_valid_licence");
@@ -89,7 +90,7 @@ describe("getUserDatasets", () => {
 
   it("when the licence has expired and the key is invalid too, then 401 wins", async () => {
     const unlicensed = await createTenant(api.services, "Lapsed too");
-    await api.services.accounts.setLicence(unlicensed.accountId, new Date(Date.now() - DAY_MS));
+    await accounts.setLicence(api.services, unlicensed.accountId, new Date(Date.now() - DAY_MS));
     const res = await listDatasets(unlicensed, "lik_not_a_real_key");
     expect(res.status).toBe(401);
     expectErrorBody(res.body, "invalid_api_key");
@@ -97,7 +98,7 @@ describe("getUserDatasets", () => {
 
   it("when the licence has expired and the request is invalid too, then the licence's 403 wins over 400", async () => {
     const unlicensed = await createTenant(api.services, "Lapsed and invalid");
-    await api.services.accounts.setLicence(unlicensed.accountId, new Date(Date.now() - DAY_MS));
+    await accounts.setLicence(api.services, unlicensed.accountId, new Date(Date.now() - DAY_MS));
     const res = await api
       .request()
       .get(`/v1/user-datasets?accountId=${unlicensed.accountId}&email=not-an-address`)
@@ -107,7 +108,7 @@ describe("getUserDatasets", () => {
   });
 
   it("when a call succeeds, then the key's lastUsedAt is set", async () => {
-    const { key, info } = await api.services.accounts.createApiKey(tenant.accountId, "fresh");
+    const { key, info } = await accounts.createApiKey(api.services, tenant.accountId, "fresh");
     expect(info.lastUsedAt).toBeNull();
     expect((await keyInfo(tenant.accountId, info.id))?.lastUsedAt).toBeNull();
     const before = new Date();

@@ -5,6 +5,8 @@ import { createPartnerClient } from "../client/index.ts";
 import type { ContactProfile } from "../server/contacts/profile.ts";
 import { startTestApi, type TestApi } from "./support/api.ts";
 import { createTenant, type Tenant } from "./support/tenants.ts";
+import * as contacts from "../server/services/contacts.ts";
+import * as credits from "../server/services/credits.ts";
 
 const clock = new Date("2026-05-12T09:00:00.000Z");
 
@@ -20,7 +22,7 @@ const people: ContactProfile[] = Array.from({ length: 5 }, (_, i) => ({
 
 beforeAll(async () => {
   api = await startTestApi({ now: () => clock });
-  await api.services.contacts.upsertMany(people);
+  await contacts.upsertMany(api.services, people);
   baseUrl = await api.listen();
 });
 afterAll(async () => {
@@ -30,7 +32,7 @@ afterAll(async () => {
 /** A tenant of its own whose first dataset may spend `limit` credits a month. */
 async function tenantWithLimit(name: string, limit: number): Promise<Tenant> {
   const t = await createTenant(api.services, name);
-  for (const ds of t.datasets) await api.services.credits.setMonthlyLimit(ds, ds === t.datasets[0] ? limit : 0);
+  for (const ds of t.datasets) await credits.setMonthlyLimit(api.services, ds, ds === t.datasets[0] ? limit : 0);
   return t;
 }
 

@@ -7,6 +7,7 @@ import { createPartnerClient, type PartnerClient, type PartnerClientOptions, ret
 import { memoryRateLimiter } from "../server/rate-limiter.ts";
 import { startTestApi, type TestApi } from "./support/api.ts";
 import { createTenant, type Tenant, uniqueEmail } from "./support/tenants.ts";
+import * as contacts from "../server/services/contacts.ts";
 
 let api: TestApi;
 let tenant: Tenant;
@@ -114,7 +115,7 @@ describe("typed client: headers", () => {
 describe("typed client: retries", () => {
   it("when a look-up is rate limited, then the client waits Retry-After and retries with the same Idempotency-Key, charged once", async () => {
     const account = await createTenant(api.services, "Retry Co");
-    await api.services.contacts.upsertMany([
+    await contacts.upsertMany(api.services, [
       { email: "rita.retry@retry.example", fullName: "Rita Retry", languages: [], experience: [{ title: "CTO", companyName: "Retry Co", current: true }] },
     ]);
     // One request per second for this key: the first call takes the window, the look-up gets 429.

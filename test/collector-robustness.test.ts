@@ -4,12 +4,13 @@
 // a batch in another media type than the two the spec lists is a 415. Nothing is written.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ADDRESSES, BROWSER_UA, startTracking, type TrackingSuite } from "./support/tracking.ts";
+import * as datasets from "../server/services/datasets.ts";
 
 let t: TrackingSuite;
 let ds: string;
 beforeAll(async () => {
   t = await startTracking();
-  ds = await t.api.services.datasets.create(t.tenant.accountId, t.tenant.admin.email, { name: "Robust collector" });
+  ds = await datasets.create(t.api.services, t.tenant.accountId, t.tenant.admin.email, { name: "Robust collector" });
 });
 afterAll(() => t?.close());
 

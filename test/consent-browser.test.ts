@@ -14,6 +14,7 @@ import { chromiumMissing, closeServers, launchChromium, listenOn } from "./suppo
 import { as } from "./support/suite.ts";
 import { createTenant, type Tenant } from "./support/tenants.ts";
 import { ADDRESSES, BROWSER_UA, ONLY_EVIDENCE, startWiredWriter, testTrackingConfig } from "./support/tracking.ts";
+import * as datasets from "../server/services/datasets.ts";
 
 let api: TestApi;
 let tenant: Tenant;
@@ -91,7 +92,7 @@ let datasetCount = 0;
 /** A new dataset with form tracking on and these privacy settings (through the API). */
 async function dataset(privacy: Record<string, unknown>): Promise<string> {
   datasetCount += 1;
-  const id = await api.services.datasets.create(tenant.accountId, tenant.admin.email, { name: `Consent site ${datasetCount}` });
+  const id = await datasets.create(api.services, tenant.accountId, tenant.admin.email, { name: `Consent site ${datasetCount}` });
   const email = { email: tenant.admin.email };
   await api.request().put(`/v1/datasets/${id}/form-tracking`).query({ ...email, formTracking: true, allowIpMasking: false, formInputAttribute: "name" }).set(as(tenant.key)).expect(204);
   await api.request().patch(`/v1/datasets/${id}/privacy`).query(email).set(as(tenant.key)).send(privacy).expect(200);

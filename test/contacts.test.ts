@@ -15,6 +15,10 @@ import { startTestApi, type TestApi } from "./support/api.ts";
 import { migratedDataDir } from "./support/database.ts";
 import { hermeticEnv, testConfig } from "./support/config.ts";
 import { builtProgram } from "./support/server-process.ts";
+import * as contacts from "../server/services/contacts.ts";
+import * as creditReports from "../server/services/credit-reports.ts";
+import * as datasets from "../server/services/datasets.ts";
+import * as accounts from "../server/services/accounts.ts";
 
 const run = promisify(execFile);
 const ADMIN = builtProgram("scripts/admin");
@@ -37,7 +41,7 @@ function file(name: string, lines: string[]): string {
 /** Imports into the test database, collecting the rejected lines. */
 async function load(at: string, batchSize = 1000) {
   const rejected: [number, string][] = [];
-  const summary = await importContacts({ file: at, store: api.services.contacts, batchSize, onReject: (line, reason) => rejected.push([line, reason]) });
+  const summary = await importContacts({ file: at, store: contacts.importStore(api.services), batchSize, onReject: (line, reason) => rejected.push([line, reason]) });
   return { summary, rejected };
 }
 
@@ -151,7 +155,7 @@ describe("contacts generate", () => {
     expect(a.summary).toMatchObject({ records: 300, rejected: 0, inserted: 300 });
     const b = await load(csv, 128);
     expect(b.summary).toMatchObject({ records: 300, rejected: 0, inserted: 0, updated: 0, unchanged: 300 });
-    expect(await api.services.contacts.find(generateProfile(11, 299).email)).toEqual(generateProfile(11, 299));
+    expect(await contacts.find(api.services, generateProfile(11, 299).email)).toEqual(generateProfile(11, 299));
   });
 });
 
@@ -180,8 +184,8 @@ describe("operator commands", () => {
   beforeAll(async () => {
     await migratedDataDir(dataDir);
     await inDatabase(async (services) => {
-      ({ accountId } = await services.accounts.createAccount({ name: "CLI", licenceDays: 1, admin: { email: "cli@x.example", name: "C" } }));
-      datasetId = await services.datasets.create(accountId, "cli@x.example", { name: "Site" });
+      ({ accountId } = await accounts.createAccount(services, { name: "CLI", licenceDays: 1, admin: { email: "cli@x.example", name: "C" } }));
+      datasetId = await datasets.create(services, accountId, "cli@x.example", { name: "Site" });
     });
   }, slow);
 
@@ -194,15 +198,15 @@ describe("operator commands", () => {
     expect(stderr).toContain("line 2001: not valid JSON");
     expect(stderr).toMatch(/\[#{30}\] 100\.0%/);
     await inDatabase(async (services) => {
-      expect(await services.contacts.count()).toBe(2000);
-      expect(await services.contacts.find(generateProfile(5, 1999).email)).toEqual(generateProfile(5, 1999));
+      expect(await contacts.count(services)).toBe(2000);
+      expect(await contacts.find(services, generateProfile(5, 1999).email)).toEqual(generateProfile(5, 1999));
     });
   }, slow);
 
   it("when credits set-limit names a dataset, then its monthly limit is set", async () => {
     const { stdout } = await admin("credits", "set-limit", "--dataset", datasetId, "--limit", "25");
     expect(stdout).toContain("25 credits per calendar month");
-    const { datasets } = await inDatabase((services) => services.creditReports.summary(accountId, { from: "2026-01-01", to: "2026-01-31" }));
+    const { datasets } = await inDatabase((services) => creditReports.summary(services, accountId, { from: "2026-01-01", to: "2026-01-31" }));
     expect(datasets).toEqual([expect.objectContaining({ datasetId, monthlyLimit: 25, used: 0 })]);
   }, slow);
 });

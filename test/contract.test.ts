@@ -8,6 +8,8 @@ import { loadSpec } from "../server/spec.ts";
 import type { TestApi } from "./support/api.ts";
 import { as, startWithTenants } from "./support/suite.ts";
 import { createTenant, type Tenant, uniqueEmail } from "./support/tenants.ts";
+import * as users from "../server/services/users.ts";
+import * as accounts from "../server/services/accounts.ts";
 
 type Node = Record<string, unknown>;
 
@@ -231,7 +233,7 @@ describe("authentication on every operation", () => {
   let lapsed: Tenant;
   beforeAll(async () => {
     lapsed = await createTenant(api.services, "Lapsed everywhere");
-    await api.services.accounts.setLicence(lapsed.accountId, new Date(Date.now() - 86_400_000));
+    await accounts.setLicence(api.services, lapsed.accountId, new Date(Date.now() - 86_400_000));
   });
 
   for (const route of routes) {
@@ -346,7 +348,7 @@ describe("malformed JSON", () => {
 
   it("when the body is malformed and the licence has expired, then the licence's 403 wins", async () => {
     const lapsed = await createTenant(api.services, "Lapsed");
-    await api.services.accounts.setLicence(lapsed.accountId, new Date(Date.now() - 86_400_000));
+    await accounts.setLicence(api.services, lapsed.accountId, new Date(Date.now() - 86_400_000));
     const res = await api
       .request()
       .post(`/v1/users?email=${encodeURIComponent(lapsed.admin.email)}`)
@@ -391,7 +393,7 @@ describe("undeclared query parameters", () => {
 
   it("when updateUserName, which declares no query parameters, gets one, then 400 naming it and the name stays", async () => {
     const email = uniqueEmail("named");
-    const userId = await api.services.users.addMember(tenant.accountId, tenant.admin.email, { email, name: "Kept Name", role: "member" });
+    const userId = await users.addMember(api.services, tenant.accountId, tenant.admin.email, { email, name: "Kept Name", role: "member" });
     const res = await api
       .request()
       .put(`/v1/users/${userId}/name?dryRun=true`)

@@ -3,6 +3,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestApi, type TestApi } from "./support/api.ts";
 import { createTenant, type Tenant } from "./support/tenants.ts";
+import * as credits from "../server/services/credits.ts";
+import * as accounts from "../server/services/accounts.ts";
 
 let api: TestApi;
 let tenant: Tenant;
@@ -12,7 +14,7 @@ let keyId: string;
 /** Charges `count` credits one by one to the dataset at `at`. */
 async function charge(t: Tenant, datasetIndex: 0 | 1, at: string, count = 1): Promise<void> {
   for (let i = 0; i < count; i++) {
-    await api.services.credits.charge({ accountId: t.accountId, datasetId: t.datasets[datasetIndex], at: new Date(at), operation: "lookupEmail", keyId });
+    await credits.charge(api.services, { accountId: t.accountId, datasetId: t.datasets[datasetIndex], at: new Date(at), operation: "lookupEmail", keyId });
   }
 }
 
@@ -21,7 +23,7 @@ beforeAll(async () => {
   tenant = await createTenant(api.services, "Acme");
   other = await createTenant(api.services, "Globex");
   keyId = (await api.db.prisma.apiKey.findFirstOrThrow({ where: { accountId: tenant.accountId } })).id;
-  for (const id of [...tenant.datasets, ...other.datasets]) await api.services.credits.setMonthlyLimit(id, 100);
+  for (const id of [...tenant.datasets, ...other.datasets]) await credits.setMonthlyLimit(api.services, id, 100);
   // 2026-01-29 is a Thursday; weeks start on Mondays 2026-01-26 and 2026-02-02
   await charge(tenant, 0, "2026-01-01T08:00:00Z"); // before the period
   await charge(tenant, 0, "2026-01-27T08:00:00Z"); // in the first week's bucket, but before `from`
@@ -143,7 +145,7 @@ describe("getCreditUsageSummary", () => {
   it("when a dataset used more than a lowered limit, then remaining is 0, not negative", async () => {
     const t = await createTenant(api.services, "Lowered");
     await charge(t, 0, "2026-02-10T00:00:00Z", 3);
-    await api.services.credits.setMonthlyLimit(t.datasets[0], 2);
+    await credits.setMonthlyLimit(api.services, t.datasets[0], 2);
     const res = await summary(t, { from: "2026-02-01", to: "2026-02-28", datasetId: t.datasets[0] });
     expect(res.body.datasets[0]).toMatchObject({ limit: 2, used: 3, remaining: 0 });
   });
@@ -176,7 +178,7 @@ for (const [operationId, send] of [
 
     it("when the licence has lapsed, then 403 ErrorVM", async () => {
       const lapsed = await createTenant(api.services, `Lapsed ${operationId}`);
-      await api.services.accounts.setLicence(lapsed.accountId, new Date(Date.now() - 86_400_000));
+      await accounts.setLicence(api.services, lapsed.accountId, new Date(Date.now() - 86_400_000));
       const res = await send(lapsed, period);
       expect(res.status).toBe(403);
       expect(res.body).toEqual({ message: "error.no_valid_licence", description: expect.any(String) });

@@ -3,6 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { TestApi } from "./support/api.ts";
 import { as, startWithTenants } from "./support/suite.ts";
 import { type Tenant, uniqueEmail } from "./support/tenants.ts";
+import * as datasets from "../server/services/datasets.ts";
+import * as users from "../server/services/users.ts";
 
 let api: TestApi;
 let tenant: Tenant;
@@ -28,13 +30,13 @@ const nameOf = async (t: Tenant, id: string) => (await datasetsOf(t)).find((d) =
 
 /** A dataset of its own for tests that change one. */
 async function newDataset(t: Tenant, name = freshName()): Promise<string> {
-  return api.services.datasets.create(t.accountId, t.admin.email, { name });
+  return datasets.create(api.services, t.accountId, t.admin.email, { name });
 }
 
 describe("createDataset", () => {
   it("when an admin creates a dataset with users, then 200 with its string id, stored with the users associated", async () => {
     const extraEmail = uniqueEmail("extra");
-    const extraId = await api.services.users.addMember(tenant.accountId, tenant.admin.email, { email: extraEmail, name: "Extra", role: "member" });
+    const extraId = await users.addMember(api.services, tenant.accountId, tenant.admin.email, { email: extraEmail, name: "Extra", role: "member" });
     const name = freshName("Main website");
     const res = await api
       .request()

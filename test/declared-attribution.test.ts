@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { eventually } from "./support/eventually.ts";
 import { as } from "./support/suite.ts";
 import { startTracking, type TrackingSuite } from "./support/tracking.ts";
+import * as datasets from "../server/services/datasets.ts";
 
 let t: TrackingSuite;
 beforeAll(async () => {
@@ -20,7 +21,7 @@ const newVisitor = () => `vid${randomBytes(8).toString("hex")}`;
 
 describe("declareNetwork", () => {
   it("when visits come from a declared network that other organisations' forms also came from, then the lead is the declared organisation's with identitySource and domainSource declared, and the listing counts the other organisations", async () => {
-    const datasetId = await t.api.services.datasets.create(t.tenant.accountId, t.tenant.admin.email, { name: "Declared attribution" });
+    const datasetId = await datasets.create(t.api.services, t.tenant.accountId, t.tenant.admin.email, { name: "Declared attribution" });
     await t.settings(datasetId, { formTracking: true });
     const ip = "73.201.7.9"; // Comcast (AS7922, isp)
     const domain = `declared-${randomBytes(3).toString("hex")}.de`;

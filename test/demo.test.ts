@@ -1,9 +1,20 @@
 // The demo account of `npm start`: leads, segments and an exclusion rule that work out of the box.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { type Demo, DEMO_COMPETITOR_DOMAIN, ensureDemo } from "../server/demo.ts";
+import * as segmentPreferences from "../server/services/segment-preferences.ts";
+import * as leads from "../server/services/leads.ts";
 import { generateLeads } from "../server/lead-generator.ts";
-import type { Db } from "../server/db/database.ts";
 import { startTestApi, type TestApi } from "./support/api.ts";
+
+// the seed's leads and last step, made to fail once below as a kill at that moment would leave the seed
+vi.mock("../server/services/segment-preferences.ts", async (importOriginal) => {
+  const original = await importOriginal<typeof import("../server/services/segment-preferences.ts")>();
+  return { ...original, set: vi.fn(original.set) };
+});
+vi.mock("../server/services/leads.ts", async (importOriginal) => {
+  const original = await importOriginal<typeof import("../server/services/leads.ts")>();
+  return { ...original, insertLeads: vi.fn(original.insertLeads) };
+});
 
 let api: TestApi;
 let demo: Demo;
@@ -71,23 +82,13 @@ describe("demo account, interrupted", () => {
   beforeAll(async () => (fresh = await startTestApi()));
   afterAll(() => fresh?.close());
 
-  /** The database with its lead inserts failing (the leads module writes through `services.db`). */
-  function failingLeadInserts(db: Db, fail: () => Promise<never>): Db {
-    const bound = (target: object, key: string | symbol) => {
-      const value = Reflect.get(target, key) as unknown;
-      return typeof value === "function" ? value.bind(target) : value;
-    };
-    const lead = new Proxy(db.lead, { get: (target, key) => (key === "createMany" ? fail : bound(target, key)) });
-    return new Proxy(db, { get: (target, key) => (key === "lead" ? lead : bound(target, key)) });
-  }
-
   /** The services, with one step of the seed failing as a kill at that moment would leave it. */
   function failingAt(step: "leads" | "segments"): TestApi["services"] {
     const { services } = fresh;
-    const fail = () => Promise.reject(new Error("killed while seeding"));
-    return step === "leads"
-      ? { ...services, db: failingLeadInserts(services.db, fail) }
-      : { ...services, segmentPreferences: { ...services.segmentPreferences, set: fail } };
+    const killed = new Error("killed while seeding");
+    if (step === "segments") vi.mocked(segmentPreferences.set).mockRejectedValueOnce(killed);
+    else vi.mocked(leads.insertLeads).mockRejectedValueOnce(killed);
+    return services;
   }
 
   it("when the seed stops after the account is made, then the next start ends with a complete demo account", async () => {

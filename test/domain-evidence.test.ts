@@ -6,6 +6,7 @@ import { businessEmailDomain, domainOfPtr } from "../server/identity/domain-name
 import { reverseName, startDnsServer, type TestDnsServer } from "./support/dns-server.ts";
 import { as } from "./support/suite.ts";
 import { ADDRESSES, startTracking, type TrackingSuite } from "./support/tracking.ts";
+import * as datasets from "../server/services/datasets.ts";
 
 /** DaimlerChrysler Corporation, AS14852 (business, not curated): one address per /24, as tests need fresh /24s. */
 let nextNet = 10;
@@ -28,7 +29,7 @@ afterAll(async () => {
 
 let seq = 0;
 const visitor = () => `visitor${String(++seq).padStart(4, "0")}${Date.now().toString(36)}`;
-const dataset = () => t.api.services.datasets.create(t.tenant.accountId, t.tenant.admin.email, { name: `Evidence ${++seq}` });
+const dataset = () => datasets.create(t.api.services, t.tenant.accountId, t.tenant.admin.email, { name: `Evidence ${++seq}` });
 const ptrAsked = (ip: string) => dns.asked.filter((q) => q.name === reverseName(ip)).length;
 
 const ipLookup = (ip: string) => t.api.request().get("/v1/ip-lookup").query({ ip }).set(as(t.tenant.key));

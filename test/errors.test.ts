@@ -84,8 +84,12 @@ describe("user ids beyond 2^53-1", () => {
 
 describe("unexpected failures", () => {
   it("when a service fails unexpectedly, then 500 internal_error that reveals nothing of the failure, and the log has it", async () => {
-    const users = { ...api.services.users, rename: () => Promise.reject(new Error("database exploded near secret-table")) };
-    const app = api.appWith({ services: { ...api.services, users } });
+    // a database whose membership writes fail (the rename's statement), everything else as it is
+    const exploded = () => Promise.reject(new Error("database exploded near secret-table"));
+    const { db } = api.services;
+    const membership = new Proxy(db.membership, { get: (model, name) => (name === "updateMany" ? exploded : Reflect.get(model, name)) });
+    const failing = new Proxy(db, { get: (client, name) => (name === "membership" ? membership : Reflect.get(client, name)) });
+    const app = api.appWith({ services: { ...api.services, db: failing } });
     const res = await supertest(app).put(`/v1/users/${tenant.member.id}/name`).set("x-api-key", tenant.key).send({ name: "Boom" });
     expect(res.status).toBe(500);
     expect(res.body).toEqual({ error: "internal_error", message: expect.any(String) });

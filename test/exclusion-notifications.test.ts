@@ -13,6 +13,7 @@ import { createTenant, type Tenant } from "./support/tenants.ts";
 import { collectPageView, testTrackingConfig, wiredWriter } from "./support/tracking.ts";
 import { testConfig } from "./support/config.ts";
 import { Receiver } from "./support/webhook-receiver.ts";
+import * as datasets from "../server/services/datasets.ts";
 
 let api: TestApi;
 let tenant: Tenant;
@@ -114,7 +115,7 @@ describe("webhook events of excluded leads", () => {
   }, slow);
 
   it("when a lead first seen while a rule hid it visits after the rule is removed, then the consumer gets lead.created first, then lead.visited and segment.lead_entered, and lead.created once", async () => {
-    const datasetId = await api.services.datasets.create(tenant.accountId, tenant.admin.email, { name: "Hidden, then shown" });
+    const datasetId = await datasets.create(api.services, tenant.accountId, tenant.admin.email, { name: "Hidden, then shown" });
     await exclude(datasetId);
     await createSegment(datasetId, "Apple (revealed)", "daily");
     await createEndpoint();
@@ -143,7 +144,7 @@ describe("webhook events of excluded leads", () => {
   }, slow);
 
   it("when such a lead's first event after the rule is removed is entering a segment by a tag, then lead.created comes first", async () => {
-    const datasetId = await api.services.datasets.create(tenant.accountId, tenant.admin.email, { name: "Hidden, then tagged" });
+    const datasetId = await datasets.create(api.services, tenant.accountId, tenant.admin.email, { name: "Hidden, then tagged" });
     await exclude(datasetId);
     await createSegment(datasetId, "Tagged hot", "daily", where("tags", "contains", "hot"));
     await createEndpoint();
@@ -162,7 +163,7 @@ describe("webhook events of excluded leads", () => {
 
 describe("segment alerts of excluded leads", () => {
   it("when a rule hides a lead after it entered an instant segment, then its alert mail is not sent", async () => {
-    const datasetId = await api.services.datasets.create(tenant.accountId, tenant.admin.email, { name: "Alerts" });
+    const datasetId = await datasets.create(api.services, tenant.accountId, tenant.admin.email, { name: "Alerts" });
     const segmentId = await createSegment(datasetId, "Apple (alert)", "instant");
     await visit(datasetId);
     expect(await api.db.prisma.segmentEntry.count({ where: { segmentId } })).toBe(1);
@@ -172,7 +173,7 @@ describe("segment alerts of excluded leads", () => {
   });
 
   it("when no rule hides it, then the alert mail is sent (the control)", async () => {
-    const datasetId = await api.services.datasets.create(tenant.accountId, tenant.admin.email, { name: "Alerts shown" });
+    const datasetId = await datasets.create(api.services, tenant.accountId, tenant.admin.email, { name: "Alerts shown" });
     await createSegment(datasetId, "Apple (mailed)", "instant");
     await visit(datasetId);
     await api.services.jobs.drain();

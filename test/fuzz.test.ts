@@ -22,6 +22,7 @@ import { startWithTenants } from "./support/suite.ts";
 import type { Tenant } from "./support/tenants.ts";
 import { ADDRESSES, BROWSER_UA, testTrackingConfig } from "./support/tracking.ts";
 import { insertLeads } from "../server/services/leads.ts";
+import * as segments from "../server/services/segments.ts";
 
 const SEED = 20261123;
 const RUNS = Number(process.env.FUZZ_RUNS ?? 8);
@@ -43,7 +44,7 @@ const pool: Record<string, unknown[]> = {};
 
 beforeAll(async () => {
   ({ api, tenant } = await startWithTenants());
-  const segment = await api.services.segments.create(tenant.accountId, tenant.admin.email, {
+  const segment = await segments.create(api.services, tenant.accountId, tenant.admin.email, {
     datasetId: tenant.datasets[0],
     name: "Fuzzed",
     filters: { match: "all", conditions: [{ field: "country", operator: "eq", value: "DE" }] },

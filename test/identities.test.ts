@@ -231,6 +231,20 @@ describe("reverse DNS evidence", () => {
     expect(await identityOf(net(2))).toBeUndefined();
   });
 
+  it("when a dual-stack host's IPv6 site shows its tenants' forms under its PTR domain, then its IPv4 gateway of the same name, where no form was seen, names nobody either", async () => {
+    const net = freshNet();
+    const host = freshDomain("space");
+    const site = `2001:db8:${(++nets).toString(16)}`;
+    await store.recordPtrEvidence([ptr(net(81), `gw.${host}`), ptr(`${site}:1::1`, `gw.${host}`), ptr(`${site}:2::1`, `gw.${host}`)]);
+    // a company's own gateway name, as far as anything says
+    expect((await identityOf(net(81)))?.organizationDomain).toBe(host);
+    await store.recordFormEvidence([form(`${site}:1::1`, person(freshDomain())), form(`${site}:2::1`, person(freshDomain()))]);
+    expect(await identityOf(`${site}:1::1`)).toBeUndefined();
+    // the IPv4 /24 holds no new evidence: its recomputation follows the domain
+    expect(await identityOf(net(81))).toBeUndefined();
+    expect(await describeAddress(net(81))).toMatchObject({ guard: "shared" });
+  });
+
   it("when an address holds an identity from e-mail and its PTR name then turns out to be a dynamic line's, then the identity is withdrawn", async () => {
     const net = await businessNet();
     await store.recordFormEvidence([form(net(1), person(freshDomain()))]);

@@ -44,6 +44,12 @@ describe("hosts", () => {
     expect(named(identitiesOfRange([ptr(1, space), ptr(2, space)], facts), 2)).toBe(space);
   });
 
+  it("when the scope's other ranges show the PTR domain to be a host's (hostDomains), then its unit here, with no form at all, names nobody and says it is shared", () => {
+    expect(named(identitiesOfRange([ptr(2, space)], facts), 2)).toBe(space);
+    const rows = identitiesOfRange([ptr(2, space)], { ...facts, hostDomains: new Set([space]) });
+    expect(rowOf(rows, 2)).toMatchObject({ guard: "shared", shared: true, organizationDomain: null });
+  });
+
   it("when a form at the unit names the PTR domain itself, then the domain is an organisation's with guests, not a host's", () => {
     const rows = identitiesOfRange([ptr(1, space), ...tenantsAtGateway, mail(1, space, "staff"), ptr(2, space)], facts);
     expect(named(rows, 2)).toBe(space);

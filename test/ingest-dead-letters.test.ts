@@ -18,6 +18,7 @@ import type { WriterOptions } from "../server/tracking/log/writer.ts";
 import { eventually } from "./support/eventually.ts";
 import { deleteStream, logConfigOf, messagesLeft, NATS_URL, reachable, uniqueLogEnv } from "./support/jetstream.ts";
 import { ADDRESSES, ONLY_EVIDENCE, startTracking, type TrackingSuite, startWiredWriter, wiredWriter } from "./support/tracking.ts";
+import * as datasets from "../server/services/datasets.ts";
 
 const natsAvailable = await reachable();
 if (!natsAvailable) console.log(`JetStream dead-letter tests skipped: no NATS server at ${NATS_URL} (start one: nats-server -a 127.0.0.1 -p 4222 -js)`);
@@ -435,7 +436,7 @@ describe.skipIf(!natsAvailable)("JetStream's dead letters", () => {
   it("when poison messages (a dataset deleted after acceptance, a null lead id, one grouped with a good batch, one not JSON) are among good ones, then the good ones are written once, each poison one is set aside and terminated, and the lag returns to 0", async () => {
     const run = runOf();
     const collectorLog = await open();
-    const doomed = await t.api.services.datasets.create(t.tenant.accountId, t.tenant.admin.email, { name: `Doomed ${run}` });
+    const doomed = await datasets.create(t.api.services, t.tenant.accountId, t.tenant.admin.email, { name: `Doomed ${run}` });
     const before = {
       redeliveries: await metric("ingest_log_redeliveries_total"),
       deadEvents: await metric("ingest_dead_lettered_events_total"),

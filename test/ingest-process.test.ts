@@ -12,6 +12,7 @@ import { eventually } from "./support/eventually.ts";
 import { builtProgram, type ServerDatabase, type ServerProcess, fetchThrough503, prepareServerDatabase, processTestBound, startServerProcess } from "./support/server-process.ts";
 import { ADDRESSES, BROWSER_UA } from "./support/tracking.ts";
 import { hermeticEnv, testConfig } from "./support/config.ts";
+import * as contacts from "../server/services/contacts.ts";
 
 const contact = { email: "ivy.ingest@apple-visitor.example", fullName: "Ivy Ingest", languages: [], experience: [{ title: "Buyer", companyName: "Apple", current: true }] };
 
@@ -44,7 +45,7 @@ const env = () => ({
 
 beforeAll(async () => {
   database = await prepareServerDatabase();
-  await database.inspect((db) => createServices(db.prisma, { config: testConfig() }).contacts.upsertMany([contact]));
+  await database.inspect((db) => contacts.upsertMany(createServices(db.prisma, { config: testConfig() }), [contact]));
   await new Promise<void>((resolve) => hooks.server.listen(0, "127.0.0.1", resolve));
 }, 300_000);
 afterAll(async () => {

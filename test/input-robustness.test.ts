@@ -9,6 +9,7 @@ import { loadContract } from "../server/contract.ts";
 import type { TestApi } from "./support/api.ts";
 import { as, startWithTenants } from "./support/suite.ts";
 import type { Tenant } from "./support/tenants.ts";
+import * as segments from "../server/services/segments.ts";
 
 let api: TestApi;
 let tenant: Tenant;
@@ -18,7 +19,7 @@ let email: string;
 beforeAll(async () => {
   ({ api, tenant } = await startWithTenants());
   email = encodeURIComponent(tenant.admin.email);
-  segmentId = await api.services.segments.create(tenant.accountId, tenant.admin.email, {
+  segmentId = await segments.create(api.services, tenant.accountId, tenant.admin.email, {
     datasetId: tenant.datasets[0],
     name: "Robustness",
     filters: { match: "all", conditions: [{ field: "country", operator: "eq", value: "DE" }] },

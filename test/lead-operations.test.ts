@@ -5,6 +5,7 @@ import { newLead } from "./support/leads.ts";
 import { type Tenant, uniqueEmail } from "./support/tenants.ts";
 import { as, startWithTenants } from "./support/suite.ts";
 import { insertLeads } from "../server/services/leads.ts";
+import * as users from "../server/services/users.ts";
 
 let api: TestApi;
 let tenant: Tenant;
@@ -149,7 +150,7 @@ describe("assignLead", () => {
 
   it("when the assignee is an admin without an association, then 204 (admins reach every dataset)", async () => {
     const email = uniqueEmail("admin2");
-    const adminId = await api.services.users.addMember(tenant.accountId, tenant.admin.email, { email, name: "Admin Two", role: "admin" });
+    const adminId = await users.addMember(api.services, tenant.accountId, tenant.admin.email, { email, name: "Admin Two", role: "admin" });
     const leadId = await leadIn(tenant, tenant.datasets[1]);
     expect((await put(tenant, { datasetId: tenant.datasets[1], leadId, assigneeUserId: adminId })).status).toBe(204);
     expect(await stored(tenant.datasets[1], leadId)).toMatchObject({ assigneeUserId: adminId });

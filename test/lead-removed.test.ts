@@ -14,6 +14,7 @@ import { eventually } from "./support/eventually.ts";
 import { as } from "./support/suite.ts";
 import { startTracking, type TrackingSuite, wiredWriter } from "./support/tracking.ts";
 import { Receiver } from "./support/webhook-receiver.ts";
+import * as datasets from "../server/services/datasets.ts";
 
 let t: TrackingSuite;
 /** The writer with every hook (webhook events): the suite's own publishes none. */
@@ -53,7 +54,7 @@ const freshDomain = () => `gone-${++seq}-${randomBytes(3).toString("hex")}.de`;
 const ispAddress = () => `73.${120 + Math.floor(seq / 200)}.${++seq % 200}.7`;
 
 async function dataset(): Promise<string> {
-  const id = await t.api.services.datasets.create(t.tenant.accountId, t.tenant.admin.email, { name: `Removed ${++seq}` });
+  const id = await datasets.create(t.api.services, t.tenant.accountId, t.tenant.admin.email, { name: `Removed ${++seq}` });
   await t.settings(id, { formTracking: true });
   return id;
 }

@@ -5,6 +5,7 @@ import { insertLeads, type NewLead } from "../server/services/leads.ts";
 import { newLead, where } from "./support/leads.ts";
 import { as } from "./support/suite.ts";
 import { ADDRESSES, startTracking, type TrackingSuite } from "./support/tracking.ts";
+import * as datasets from "../server/services/datasets.ts";
 
 let t: TrackingSuite;
 beforeAll(async () => {
@@ -17,7 +18,7 @@ afterAll(async () => {
 const DAY = 86_400_000;
 let seq = 0;
 const visitor = () => `scorevisitor${String(++seq).padStart(4, "0")}${Date.now().toString(36)}`;
-const dataset = () => t.api.services.datasets.create(t.tenant.accountId, t.tenant.admin.email, { name: `Score ${++seq}` });
+const dataset = () => datasets.create(t.api.services, t.tenant.accountId, t.tenant.admin.email, { name: `Score ${++seq}` });
 const admin = () => t.tenant.admin.email;
 
 function list(datasetId: string, query: Record<string, string | number> = {}) {
@@ -189,7 +190,7 @@ describe("setPageWeights", () => {
   });
 
   it("when the dataset is another account's, then 404 both ways", async () => {
-    const ds = await t.api.services.datasets.create(t.other.accountId, t.other.admin.email, { name: "Theirs" });
+    const ds = await datasets.create(t.api.services, t.other.accountId, t.other.admin.email, { name: "Theirs" });
     expect((await putWeights(ds, { weights: [] })).status).toBe(404);
     expect((await t.api.request().get(`/v1/datasets/${ds}/page-weights`).set(as(t.tenant.key))).status).toBe(404);
   });

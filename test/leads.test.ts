@@ -8,6 +8,9 @@ import type { TestApi } from "./support/api.ts";
 import { newLead, where } from "./support/leads.ts";
 import type { Tenant } from "./support/tenants.ts";
 import { as, startWithTenants } from "./support/suite.ts";
+import * as segments from "../server/services/segments.ts";
+import * as userDatasets from "../server/services/user-datasets.ts";
+import * as datasets from "../server/services/datasets.ts";
 
 let api: TestApi;
 let tenant: Tenant;
@@ -18,7 +21,7 @@ afterAll(() => api?.close());
 
 let counter = 0;
 /** A dataset of its own, so that rules and leads of one test do not meet another's. */
-const freshDataset = (t = tenant) => api.services.datasets.create(t.accountId, t.admin.email, { name: `Leads ${++counter} ${Math.random()}` });
+const freshDataset = (t = tenant) => datasets.create(api.services, t.accountId, t.admin.email, { name: `Leads ${++counter} ${Math.random()}` });
 
 const insert = (datasetId: string, leads: NewLead[], t = tenant) => insertLeads(api.services, t.accountId, datasetId, leads);
 
@@ -196,7 +199,7 @@ describe("listLeads", () => {
   let fixture: NewLead[];
   beforeAll(async () => {
     datasetId = await freshDataset();
-    await api.services.userDatasets.grant(tenant.accountId, tenant.member.id, datasetId);
+    await userDatasets.grant(api.services, tenant.accountId, tenant.member.id, datasetId);
     fixture = [
       newLead({ leadId: "l1", organizationName: "Acme GmbH", organizationDomain: "Acme.example", industry: "Software", employeeCount: 1200, country: "de", city: "Berlin",
         firstVisitAt: at("2025-01-10T00:00:00Z"), lastVisitAt: at("2025-06-10T12:00:00Z"), visitCount: 7, tags: ["Hot", "vip"], assigneeUserId: tenant.member.id }),
@@ -288,7 +291,7 @@ describe("listLeads", () => {
   });
 
   it("when a segment is named, then exactly the leads its filters select; with an ad-hoc filter, those matching both", async () => {
-    const segmentId = await api.services.segments.create(tenant.accountId, tenant.admin.email, {
+    const segmentId = await segments.create(api.services, tenant.accountId, tenant.admin.email, {
       datasetId,
       name: "Software",
       filters: where("industry", "eq", "software"),
@@ -318,7 +321,7 @@ describe("listLeads", () => {
   });
 
   it("when the segment belongs to another dataset, then 404", async () => {
-    const segmentId = await api.services.segments.create(tenant.accountId, tenant.admin.email, {
+    const segmentId = await segments.create(api.services, tenant.accountId, tenant.admin.email, {
       datasetId: tenant.datasets[0],
       name: `Elsewhere ${++counter}`,
       filters: where("city", "exists", true),

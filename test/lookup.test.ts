@@ -6,6 +6,9 @@ import type { ContactProfile } from "../server/contacts/profile.ts";
 import { startTestApi, type TestApi } from "./support/api.ts";
 import { eventually } from "./support/eventually.ts";
 import { createTenant, type Tenant } from "./support/tenants.ts";
+import * as contacts from "../server/services/contacts.ts";
+import * as credits from "../server/services/credits.ts";
+import * as accounts from "../server/services/accounts.ts";
 
 /** A clock the tests move (month ends, key expiry); it runs from a fixed instant. */
 let clock = new Date("2026-03-10T12:00:00.000Z");
@@ -20,7 +23,7 @@ beforeAll(async () => {
   api = await startTestApi({ now });
   tenant = await createTenant(api.services, "Acme");
   other = await createTenant(api.services, "Globex");
-  await api.services.contacts.upsertMany([jane, max]);
+  await contacts.upsertMany(api.services, [jane, max]);
   baseUrl = await api.listen();
 });
 afterAll(async () => {
@@ -68,7 +71,7 @@ const usage = (datasetId: string) => api.db.prisma.creditUsage.findMany({ where:
 /** A tenant of its own, so that credit counts start at zero. */
 async function freshTenant(name: string, limits?: [number, number]): Promise<Tenant> {
   const t = await createTenant(api.services, name);
-  if (limits) for (const [i, limit] of limits.entries()) await api.services.credits.setMonthlyLimit(t.datasets[i]!, limit);
+  if (limits) for (const [i, limit] of limits.entries()) await credits.setMonthlyLimit(api.services, t.datasets[i]!, limit);
   return t;
 }
 
@@ -246,7 +249,7 @@ describe("lookupEmail", () => {
 
   it("when the account's licence has lapsed, then 403 no_valid_licence and nothing is charged", async () => {
     const t = await freshTenant("Lapsed");
-    await api.services.accounts.setLicence(t.accountId, new Date(Date.now() - 86_400_000));
+    await accounts.setLicence(api.services, t.accountId, new Date(Date.now() - 86_400_000));
     const res = await lookup(t, { email: jane.email });
     expect(res.status).toBe(403);
     expect(res.body).toEqual({ error: "no_valid_licence", message: expect.any(String) });
@@ -352,7 +355,7 @@ describe("lookupEmail with Idempotency-Key", () => {
   it("when a miss and a 402 are retried, then their answers are replayed, also after credit was added", async () => {
     const t = await freshTenant("Replay errors", [0, 0]);
     const spent = await withKey(t, "spent-1", { email: jane.email });
-    await api.services.credits.setMonthlyLimit(t.datasets[0], 10);
+    await credits.setMonthlyLimit(api.services, t.datasets[0], 10);
     const replayed = await withKey(t, "spent-1", { email: jane.email });
     expect([spent.status, replayed.status]).toEqual([402, 402]);
     expect(replayed.body).toEqual(spent.body);
@@ -457,7 +460,7 @@ describe("lookupEmailByQuery", () => {
 
   it("when the licence has lapsed, then 403", async () => {
     const t = await freshTenant("Query lapsed");
-    await api.services.accounts.setLicence(t.accountId, new Date(Date.now() - 86_400_000));
+    await accounts.setLicence(api.services, t.accountId, new Date(Date.now() - 86_400_000));
     const res = await get(t, `email=${jane.email}`);
     expect(res.status).toBe(403);
     expect(res.body.error).toBe("no_valid_licence");

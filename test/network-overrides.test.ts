@@ -8,6 +8,7 @@ import { DomainError } from "../server/domain/errors.ts";
 import { ADDRESSES, startTracking, type TrackingSuite } from "./support/tracking.ts";
 import { as } from "./support/suite.ts";
 import { testConfig } from "./support/config.ts";
+import * as datasets from "../server/services/datasets.ts";
 
 const TTL_MS = 60_000; // the default TRACKING_SETTINGS_TTL_SECONDS
 const COMCAST = 7922; // ADDRESSES.isp
@@ -84,7 +85,7 @@ describe("networks (operator)", () => {
   });
 
   it("when a hosting network is set to business, then its page views become a lead, and a partner's exclusion still hides it", async () => {
-    const datasetId = await t.api.services.datasets.create(t.tenant.accountId, t.tenant.admin.email, { name: "Overrides" });
+    const datasetId = await datasets.create(t.api.services, t.tenant.accountId, t.tenant.admin.email, { name: "Overrides" });
     await t.collect(datasetId, ADDRESSES.hosting, [t.pageView("visitor-before-override")]);
     await t.writer.drain();
     expect(await t.leads(datasetId)).toEqual([]);

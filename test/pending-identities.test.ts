@@ -10,6 +10,7 @@ import { testConfig } from "./support/config.ts";
 import { retention } from "../server/tracking/privacy/retention.ts";
 import { as } from "./support/suite.ts";
 import { ADDRESSES, startTracking, type TrackingSuite } from "./support/tracking.ts";
+import * as datasets from "../server/services/datasets.ts";
 
 let t: TrackingSuite;
 let seq = 0;
@@ -42,7 +43,7 @@ async function businessLine(): Promise<string> {
 }
 
 async function dataset(): Promise<string> {
-  const id = await t.api.services.datasets.create(t.tenant.accountId, t.tenant.admin.email, { name: `Pending ${++seq}` });
+  const id = await datasets.create(t.api.services, t.tenant.accountId, t.tenant.admin.email, { name: `Pending ${++seq}` });
   await t.settings(id, { formTracking: true });
   return id;
 }

@@ -12,6 +12,8 @@ import { as } from "./support/suite.ts";
 import { ADDRESSES, BROWSER_UA, startTracking, type TrackingSuite, wiredWriter } from "./support/tracking.ts";
 import { testConfig } from "./support/config.ts";
 import { dumpOfEveryTable as dumpOf } from "./support/dump.ts";
+import * as contacts from "../server/services/contacts.ts";
+import * as datasets from "../server/services/datasets.ts";
 
 let t: TrackingSuite;
 /** A writer composed as server/main.ts composes it: enrichment outcomes become contact.enriched deliveries. */
@@ -58,7 +60,7 @@ async function seedPerson(datasetId: string, address: string, visitorId = newVis
 
 async function profileFor(address: string): Promise<ContactProfile> {
   const profile: ContactProfile = { email: address.toLowerCase(), fullName: "Pat Subject", headline: "Buyer", languages: [], experience: [] };
-  await t.api.services.contacts.upsertMany([profile]);
+  await contacts.upsertMany(t.api.services, [profile]);
   return profile;
 }
 
@@ -89,7 +91,7 @@ describe("eraseDataSubject", () => {
     expect(after).not.toContain(address.toLowerCase());
     expect(after).not.toContain(visitorId.toLowerCase());
     // the operator's contact store is not the account's data: it stays
-    expect(await t.api.services.contacts.find(address.toLowerCase())).toBeDefined();
+    expect(await contacts.find(t.api.services, address.toLowerCase())).toBeDefined();
   });
 
   it("when a visitor is erased, then its lead's visit count drops, a lead left without visits is removed, other visitors stay, and the receipt counts each lead once", async () => {
@@ -298,7 +300,7 @@ describe("updatePrivacySettings", () => {
 describe("collector consent", () => {
   const privacy = (datasetId: string, body: object) =>
     t.api.request().patch(`/v1/datasets/${datasetId}/privacy`).query(admin()).set(as(t.tenant.key)).send(body).expect(200);
-  const newDataset = (name: string) => t.api.services.datasets.create(t.tenant.accountId, t.tenant.admin.email, { name });
+  const newDataset = (name: string) => datasets.create(t.api.services, t.tenant.accountId, t.tenant.admin.email, { name });
 
   it("when a cookieless dataset's visitor returns the same day, then it is one derived visitor; the next day another, and the past day's salt is deleted", async () => {
     const ds = await newDataset("Cookieless");
@@ -348,7 +350,7 @@ describe("collector consent", () => {
 
 describe("demo page", () => {
   it("when the dataset requires consent, then /demo shows a consent banner that tells the script; otherwise none", async () => {
-    const ds = await t.api.services.datasets.create(t.tenant.accountId, t.tenant.admin.email, { name: "Demo consent" });
+    const ds = await datasets.create(t.api.services, t.tenant.accountId, t.tenant.admin.email, { name: "Demo consent" });
     const page = async () => (await t.api.request().get("/demo").query({ dataset: ds }).expect(200)).text;
     expect(await page()).not.toContain('role="dialog"');
     await t.api.request().patch(`/v1/datasets/${ds}/privacy`).query(admin()).set(as(t.tenant.key)).send({ consentMode: "required" }).expect(200);

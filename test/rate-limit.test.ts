@@ -9,6 +9,7 @@ import { metricsRegistry } from "../server/metrics.ts";
 import { createRateLimiter, memoryRateLimiter, type RateLimiter } from "../server/rate-limiter.ts";
 import { recordLogLine, startTestApi, type TestApi } from "./support/api.ts";
 import { createTenant, type Tenant } from "./support/tenants.ts";
+import * as accounts from "../server/services/accounts.ts";
 
 const LIMIT = 3;
 let api: TestApi;
@@ -31,7 +32,7 @@ async function rejections(): Promise<number> {
 
 describe("getUserDatasets", () => {
   it("when a key makes more requests than the limit, then each carries RateLimit headers and the one beyond is 429 with Retry-After", async () => {
-    const { key } = await api.services.accounts.createApiKey(tenant.accountId, "burst");
+    const { key } = await accounts.createApiKey(api.services, tenant.accountId, "burst");
     const before = await rejections();
     const answers = [];
     for (let i = 0; i <= LIMIT; i++) answers.push(await listDatasets(key));
@@ -47,10 +48,10 @@ describe("getUserDatasets", () => {
   });
 
   it("when one key is exhausted, then another key of the same account and client is not limited", async () => {
-    const spent = (await api.services.accounts.createApiKey(tenant.accountId, "spent")).key;
+    const spent = (await accounts.createApiKey(api.services, tenant.accountId, "spent")).key;
     for (let i = 0; i < LIMIT; i++) await listDatasets(spent);
     expect((await listDatasets(spent)).status).toBe(429);
-    const fresh = await listDatasets((await api.services.accounts.createApiKey(tenant.accountId, "fresh")).key);
+    const fresh = await listDatasets((await accounts.createApiKey(api.services, tenant.accountId, "fresh")).key);
     expect(fresh.status).toBe(200);
     expect(fresh.headers.ratelimit).toBe(`"default";r=${LIMIT - 1};t=60`);
   });
@@ -72,7 +73,7 @@ describe("getUserDatasets", () => {
 
 describe("getCreditUsageSummary", () => {
   it("when the key is over its limit, then 429 with the same body as the /v1 operations", async () => {
-    const { key } = await api.services.accounts.createApiKey(tenant.accountId, "credits");
+    const { key } = await accounts.createApiKey(api.services, tenant.accountId, "credits");
     for (let i = 0; i < LIMIT; i++) await api.request().post("/api/credits/usage/summary").set("x-api-key", key).send({ from: "2026-01-01", to: "2026-01-31" });
     const res = await api.request().post("/api/credits/usage/summary").set("x-api-key", key).send({ from: "2026-01-01", to: "2026-01-31" });
     expect(res.status).toBe(429);

@@ -5,6 +5,11 @@ import type { TestApi } from "./support/api.ts";
 import { where } from "./support/leads.ts";
 import { type Person, type Tenant, uniqueEmail } from "./support/tenants.ts";
 import { as, startWithTenants } from "./support/suite.ts";
+import * as segments from "../server/services/segments.ts";
+import * as segmentPreferences from "../server/services/segment-preferences.ts";
+import * as userDatasets from "../server/services/user-datasets.ts";
+import * as datasets from "../server/services/datasets.ts";
+import * as users from "../server/services/users.ts";
 
 let api: TestApi;
 let tenant: Tenant;
@@ -15,12 +20,12 @@ afterAll(() => api?.close());
 
 let counter = 0;
 function newSegment(t: Tenant, datasetId = t.datasets[0]): Promise<number> {
-  return api.services.segments.create(t.accountId, t.admin.email, { datasetId, name: `Segment ${++counter}`, filters: where("country", "eq", "DE") });
+  return segments.create(api.services, t.accountId, t.admin.email, { datasetId, name: `Segment ${++counter}`, filters: where("country", "eq", "DE") });
 }
 
 async function newMember(t: Tenant, datasetIds: string[]): Promise<Person> {
   const email = uniqueEmail("user");
-  return { id: await api.services.users.addMember(t.accountId, t.admin.email, { email, name: "User", role: "member", datasetIds }), email };
+  return { id: await users.addMember(api.services, t.accountId, t.admin.email, { email, name: "User", role: "member", datasetIds }), email };
 }
 
 /** Every default under the dataset as [userId, segmentId], by user. */
@@ -30,13 +35,13 @@ async function defaults(datasetId: string): Promise<[number, number][]> {
 }
 
 const setDefaults = (t: Tenant, segmentId: number, datasetId: string, userIds: number[]) =>
-  api.services.segmentPreferences.set(t.accountId, t.admin.email, { segmentId, datasetId, userIds });
+  segmentPreferences.set(api.services, t.accountId, t.admin.email, { segmentId, datasetId, userIds });
 
 const byUser = (pairs: [number, number][]) => [...pairs].sort((a, b) => a[0] - b[0]);
 
 /** A dataset of its own, reached by the given new members, so that tests do not share defaults. */
 async function freshDataset(t: Tenant, members: number): Promise<{ datasetId: string; users: Person[] }> {
-  const datasetId = await api.services.datasets.create(t.accountId, t.admin.email, { name: `Dataset ${++counter} ${Math.random()}` });
+  const datasetId = await datasets.create(api.services, t.accountId, t.admin.email, { name: `Dataset ${++counter} ${Math.random()}` });
   const users: Person[] = [];
   for (let i = 0; i < members; i++) users.push(await newMember(t, [datasetId]));
   return { datasetId, users };
@@ -56,7 +61,7 @@ describe("setSegmentPreference", () => {
     await api.db.prisma.segmentPreference.create({ data: { accountId: tenant.accountId, datasetId, userId: BigInt(c), segmentId: s2 } });
     // a's default under another dataset is not "under that dataset": it stays
     const elsewhere = await newSegment(tenant, tenant.datasets[1]);
-    await api.services.userDatasets.grant(tenant.accountId, a, tenant.datasets[1]);
+    await userDatasets.grant(api.services, tenant.accountId, a, tenant.datasets[1]);
     await setDefaults(tenant, elsewhere, tenant.datasets[1], [a]);
 
     const res = await put(tenant, { segmentId: s3, datasetId, userIds: [a, e] });
@@ -221,7 +226,7 @@ describe("setSegmentPreference", () => {
     const owner = users[0]!;
     const own = [];
     for (let i = 0; i < 3; i++) {
-      own.push(await api.services.segments.create(tenant.accountId, owner.email, { datasetId, name: `Own ${i} ${++counter}`, filters: where("city", "exists", true) }));
+      own.push(await segments.create(api.services, tenant.accountId, owner.email, { datasetId, name: `Own ${i} ${++counter}`, filters: where("city", "exists", true) }));
     }
     expect((await put(tenant, { segmentId: own[1], datasetId, userIds: [owner.id] })).status).toBe(204);
     expect(await api.db.prisma.segment.count({ where: { datasetId, userId: BigInt(owner.id) } })).toBe(3);
@@ -305,7 +310,7 @@ describe("deleteSegmentPreference", () => {
     const s = await newSegment(tenant, datasetId);
     await setDefaults(tenant, s, datasetId, users.map((u) => u.id));
     const second = await freshDataset(tenant, 0);
-    await api.services.userDatasets.grant(tenant.accountId, users[0]!.id, second.datasetId);
+    await userDatasets.grant(api.services, tenant.accountId, users[0]!.id, second.datasetId);
     const s2 = await newSegment(tenant, second.datasetId);
     await setDefaults(tenant, s2, second.datasetId, [users[0]!.id]);
 

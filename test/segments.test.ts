@@ -5,6 +5,10 @@ import type { TestApi } from "./support/api.ts";
 import { where } from "./support/leads.ts";
 import { createTenant, type Tenant, uniqueEmail } from "./support/tenants.ts";
 import { as, startWithTenants } from "./support/suite.ts";
+import * as segments from "../server/services/segments.ts";
+import * as segmentPreferences from "../server/services/segment-preferences.ts";
+import * as userDatasets from "../server/services/user-datasets.ts";
+import * as users from "../server/services/users.ts";
 
 let api: TestApi;
 let tenant: Tenant;
@@ -27,7 +31,7 @@ const freshName = (what = "Segment") => `${what} ${++counter} ${Math.random().to
 
 /** A segment made through the service (the admin as its user unless another acting e-mail is given). */
 function newSegment(t: Tenant, datasetId = t.datasets[0], name = freshName(), actor = t.admin.email): Promise<number> {
-  return api.services.segments.create(t.accountId, actor, { datasetId, name, filters: germany });
+  return segments.create(api.services, t.accountId, actor, { datasetId, name, filters: germany });
 }
 
 const stored = (id: number) =>
@@ -53,7 +57,7 @@ async function segmentNames(t: Tenant, datasetId: string): Promise<string[]> {
 /** A new member of the account with access to the given datasets. */
 async function newMember(t: Tenant, datasetIds: string[]): Promise<{ id: number; email: string }> {
   const email = uniqueEmail("extra");
-  return { id: await api.services.users.addMember(t.accountId, t.admin.email, { email, name: "Extra", role: "member", datasetIds }), email };
+  return { id: await users.addMember(api.services, t.accountId, t.admin.email, { email, name: "Extra", role: "member", datasetIds }), email };
 }
 
 describe("createSegment", () => {
@@ -366,12 +370,12 @@ describe("deleteSegment", () => {
   it("when the segment is the default of users, then 204, it is gone and only its preferences go with it", async () => {
     const doomed = await newSegment(tenant);
     const kept = await newSegment(tenant, tenant.datasets[1]);
-    await api.services.segmentPreferences.set(tenant.accountId, tenant.admin.email, {
+    await segmentPreferences.set(api.services, tenant.accountId, tenant.admin.email, {
       segmentId: doomed,
       datasetId: tenant.datasets[0],
       userIds: [tenant.admin.id, tenant.member.id],
     });
-    await api.services.segmentPreferences.set(tenant.accountId, tenant.admin.email, {
+    await segmentPreferences.set(api.services, tenant.accountId, tenant.admin.email, {
       segmentId: kept,
       datasetId: tenant.datasets[1],
       userIds: [tenant.admin.id],
@@ -433,7 +437,7 @@ describe("updateSegmentUser", () => {
 
   it("when the new user is an admin without an association, then 204 (admins reach every dataset)", async () => {
     const email = uniqueEmail("admin2");
-    const adminId = await api.services.users.addMember(tenant.accountId, tenant.admin.email, { email, name: "Second Admin", role: "admin" });
+    const adminId = await users.addMember(api.services, tenant.accountId, tenant.admin.email, { email, name: "Second Admin", role: "admin" });
     const id = await newSegment(tenant, tenant.datasets[1]);
     expect((await setUser(tenant, id, adminId)).status).toBe(204);
     expect(await stored(id)).toMatchObject({ userId: BigInt(adminId) });
@@ -451,7 +455,7 @@ describe("updateSegmentUser", () => {
     const member = await newMember(tenant, []);
     const id = await newSegment(tenant, tenant.datasets[1]);
     expect((await setUser(tenant, id, member.id)).status).toBe(409);
-    await api.services.userDatasets.grant(tenant.accountId, member.id, tenant.datasets[1]);
+    await userDatasets.grant(api.services, tenant.accountId, member.id, tenant.datasets[1]);
     expect((await setUser(tenant, id, member.id)).status).toBe(204);
     expect(await stored(id)).toMatchObject({ userId: BigInt(member.id) });
   });

@@ -54,6 +54,7 @@ export const TIERS = {
     "input-robustness", // runs python3 once to check a pattern, no service or CLI
     "invitations",
     "jobs",
+    "jobs-pgboss", // pg-boss 10 on the test database: why the queue is not pg-boss
     "key-cache",
     "lead-operations",
     "lead-removed",

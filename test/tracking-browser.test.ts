@@ -15,6 +15,8 @@ import { eventually } from "./support/eventually.ts";
 import { as } from "./support/suite.ts";
 import { createTenant, type Tenant } from "./support/tenants.ts";
 import { ADDRESSES, BROWSER_UA, ONLY_EVIDENCE, startWiredWriter, testTrackingConfig } from "./support/tracking.ts";
+import * as contacts from "../server/services/contacts.ts";
+import * as datasetStore from "../server/services/datasets.ts";
 
 const CHROMIUM = "/usr/bin/chromium";
 const haveChromium = existsSync(CHROMIUM);
@@ -115,9 +117,9 @@ beforeAll(async () => {
   api = await startTestApi({ trustProxy: "loopback", tracking: { config: testTrackingConfig(), onQueued: () => writer?.wake() } });
   tenant = await createTenant(api.services, "Browser");
   writer = startWiredWriter(api, { ...ONLY_EVIDENCE, pollMs: 100 });
-  await api.services.contacts.upsertMany([profile]);
+  await contacts.upsertMany(api.services, [profile]);
   [datasets.enriched, datasets.plain] = tenant.datasets;
-  datasets.partial = await api.services.datasets.create(tenant.accountId, tenant.admin.email, { name: "Quotes" });
+  datasets.partial = await datasetStore.create(api.services, tenant.accountId, tenant.admin.email, { name: "Quotes" });
   const settings = (datasetId: string, contactEnrichment: boolean) =>
     api
       .request()

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isSecretFieldName, keptFields, looksLikeCardNumber } from "../server/tracking/collect/form-fields.ts";
 import { withoutPort } from "../server/tracking/ipdata/ip.ts";
 import { ADDRESSES, startTracking, type TrackingSuite } from "./support/tracking.ts";
+import * as datasets from "../server/services/datasets.ts";
 
 describe("form fields (the script's and the collector's rule)", () => {
   const secret = [
@@ -71,7 +72,7 @@ describe("collect", () => {
     ["an IPv4 address", `${ADDRESSES.business.replace(/\.\d+$/, ".34")}:443`],
     ["an IPv6 address", "[2620:149:a44::33]:443"],
   ])("when X-Forwarded-For gives %s with a port, then the visit counts for its organisation", async (_what, forwarded) => {
-    const ds = await t.api.services.datasets.create(t.tenant.accountId, t.tenant.admin.email, { name: `Ports ${forwarded}` });
+    const ds = await datasets.create(t.api.services, t.tenant.accountId, t.tenant.admin.email, { name: `Ports ${forwarded}` });
     const res = await t.collect(ds, forwarded, [t.pageView("portvisitor0001")]);
     expect(res.status).toBe(202);
     expect(res.body).toEqual({ received: 1, queued: 1 });
@@ -80,7 +81,7 @@ describe("collect", () => {
   });
 
   it("when a form's fields are named as secrets in other languages or hold a decorated card number, then they are never stored", async () => {
-    const ds = await t.api.services.datasets.create(t.tenant.accountId, t.tenant.admin.email, { name: "Secrets" });
+    const ds = await datasets.create(t.api.services, t.tenant.accountId, t.tenant.admin.email, { name: "Secrets" });
     await t.settings(ds, { formTracking: true });
     const vid = "secretvisitor001";
     await t.collect(ds, ADDRESSES.business, [

@@ -10,6 +10,9 @@ import type { ContactProfile } from "../server/contacts/profile.ts";
 import { encodedScript } from "../server/tracking/collect/script-response.ts";
 import { ADDRESSES, BOT_UA, ONLY_EVIDENCE, startTracking, type TrackingSuite, wiredWriter } from "./support/tracking.ts";
 import { as } from "./support/suite.ts";
+import * as contacts from "../server/services/contacts.ts";
+import * as credits from "../server/services/credits.ts";
+import * as datasets from "../server/services/datasets.ts";
 
 let t: TrackingSuite;
 beforeAll(async () => {
@@ -35,7 +38,7 @@ const newVisitor = () => `visitor${String(++visitorSeq).padStart(4, "0")}${Date.
 
 /** A fresh dataset of the tenant, so that each test sees only its own leads. */
 async function dataset(name: string): Promise<string> {
-  return t.api.services.datasets.create(t.tenant.accountId, t.tenant.admin.email, { name: `${name} ${visitorSeq++}` });
+  return datasets.create(t.api.services, t.tenant.accountId, t.tenant.admin.email, { name: `${name} ${visitorSeq++}` });
 }
 
 async function visitsOf(datasetId: string, leadId: string) {
@@ -299,7 +302,7 @@ describe("collect (forms)", () => {
   });
 
   it("when contactEnrichment is on and the address has a profile, then the visitor is enriched and 1 credit charged", async () => {
-    await t.api.services.contacts.upsertMany([profile]);
+    await contacts.upsertMany(t.api.services, [profile]);
     const ds = await dataset("Enriched");
     await t.settings(ds, { formTracking: true, contactEnrichment: true });
     const vid = newVisitor();
@@ -318,7 +321,7 @@ describe("collect (forms)", () => {
 
   it("when a submitted form gave the visitor's address, then a partial form with another one (in the same batch and later) neither replaces it nor restarts its enrichment; a partial form alone sets none", async () => {
     const jane = { ...profile, email: "jane.doe@example.com" };
-    await t.api.services.contacts.upsertMany([jane]);
+    await contacts.upsertMany(t.api.services, [jane]);
     const ds = await dataset("Identity");
     await t.settings(ds, { formTracking: true, partialFormTracking: true, contactEnrichment: true });
     const [vid, other] = [newVisitor(), newVisitor()];
@@ -343,7 +346,7 @@ describe("collect (forms)", () => {
   });
 
   it("when contactEnrichment is off, then the address is attached but not enriched nor charged", async () => {
-    await t.api.services.contacts.upsertMany([profile]);
+    await contacts.upsertMany(t.api.services, [profile]);
     const ds = await dataset("NotEnriched");
     await t.settings(ds, { formTracking: true });
     const vid = newVisitor();
@@ -366,9 +369,9 @@ describe("collect (forms)", () => {
   });
 
   it("when the dataset has no credit left, then enrichment is skipped and marked, and the visit is recorded", async () => {
-    await t.api.services.contacts.upsertMany([profile]);
+    await contacts.upsertMany(t.api.services, [profile]);
     const ds = await dataset("Broke");
-    await t.api.services.credits.setMonthlyLimit(ds, 0);
+    await credits.setMonthlyLimit(t.api.services, ds, 0);
     await t.settings(ds, { formTracking: true, contactEnrichment: true });
     const vid = newVisitor();
     await t.collect(ds, ADDRESSES.business, [t.pageView(vid), t.form(vid, { email: profile.email })]);

@@ -3,6 +3,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { TestApi } from "./support/api.ts";
 import { as, startWithTenants } from "./support/suite.ts";
 import { type Tenant, uniqueEmail } from "./support/tenants.ts";
+import * as segments from "../server/services/segments.ts";
+import * as segmentPreferences from "../server/services/segment-preferences.ts";
+import * as userDatasets from "../server/services/user-datasets.ts";
+import * as users from "../server/services/users.ts";
 
 let api: TestApi;
 let tenant: Tenant;
@@ -14,7 +18,7 @@ afterAll(() => api?.close());
 /** A new member of the tenant's account with access to the given datasets. */
 async function newMember(t: Tenant, datasetIds: string[] = []): Promise<{ id: number; email: string }> {
   const email = uniqueEmail("extra");
-  const id = await api.services.users.addMember(t.accountId, t.admin.email, { email, name: "Extra Member", role: "member", datasetIds });
+  const id = await users.addMember(api.services, t.accountId, t.admin.email, { email, name: "Extra Member", role: "member", datasetIds });
   return { id, email };
 }
 
@@ -274,19 +278,19 @@ describe("removeUserDataset", () => {
 
   it("when a member loses access, then their default segment under that dataset goes too; an admin's stays", async () => {
     const m = await newMember(tenant, [tenant.datasets[0]]);
-    await api.services.userDatasets.grant(tenant.accountId, tenant.admin.id, tenant.datasets[0]);
-    const segmentId = await api.services.segments.create(tenant.accountId, tenant.admin.email, {
+    await userDatasets.grant(api.services, tenant.accountId, tenant.admin.id, tenant.datasets[0]);
+    const segmentId = await segments.create(api.services, tenant.accountId, tenant.admin.email, {
       datasetId: tenant.datasets[0],
       name: `Default ${m.id}`,
       filters: { match: "all", conditions: [{ field: "country", operator: "eq", value: "DE" }] },
     });
     const preference = { segmentId, datasetId: tenant.datasets[0], userIds: [m.id, tenant.admin.id] };
-    await api.services.segmentPreferences.set(tenant.accountId, tenant.admin.email, preference);
+    await segmentPreferences.set(api.services, tenant.accountId, tenant.admin.email, preference);
     for (const userId of [m.id, tenant.admin.id]) {
       const res = await api.request().delete("/v1/user-datasets").set(as(tenant.key)).send({ userId, datasetId: tenant.datasets[0] });
       expect(res.status).toBe(204);
     }
-    const defaults = await api.services.segmentPreferences.usersOf(tenant.accountId, tenant.admin.email, segmentId, tenant.datasets[0]);
+    const defaults = await segmentPreferences.usersOf(api.services, tenant.accountId, tenant.admin.email, segmentId, tenant.datasets[0]);
     expect(defaults).toEqual([tenant.admin.id]);
   });
 

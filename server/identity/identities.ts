@@ -29,7 +29,7 @@ import type { NetworkType } from "../domain/types.ts";
 import { hasher, keyOf as erasureKeyOf } from "./erasure-key.ts";
 import { addressKeys, gatewayOf, prefixLength } from "./addresses.ts";
 import type { AddressQuery, Identity, IdentitySource } from "./types.ts";
-import { attributes, type Evidence, type EvidenceKind, type EvidenceSource, type Guard, identitiesOfRange, type IdentityRow, OPERATOR_UNITS } from "./rules.ts";
+import { attributes, type Evidence, type EvidenceKind, type EvidenceSource, type Guard, HOST_TENANTS, identitiesOfRange, type IdentityRow, OPERATOR_UNITS } from "./rules.ts";
 import { isOperatorDomain } from "./operator-domains.ts";
 
 type Tx = Prisma.TransactionClient;
@@ -192,6 +192,23 @@ export function identityStore(db: Db, { identities, reverseDns, now = () => new 
     return new Set(rows.map((r) => r.contributor));
   }
 
+  /**
+   * Of these PTR domains, the hosts' by the scope's evidence in every range (HOST_TENANTS, rules.ts):
+   * forms at the units bearing the domain, wherever they are, name other organisations and never
+   * the domain. A dual-stack coworking space shows its tenants' forms on one family and only its
+   * gateway's name on the other.
+   */
+  async function hostDomainsOf(tx: Client, scope: string, withPool: boolean, domains: readonly string[], at: Date): Promise<Set<string>> {
+    if (!domains.length) return new Set();
+    const rows = await tx.$queryRaw<{ domain: string }[]>`
+      SELECT p.domain FROM "IdentityEvidence" p
+        JOIN "IdentityEvidence" f ON f.scope = ${scope} AND f.unit = p.unit AND f.kind = 'form_email' AND f."lastSeenAt" > ${since(at)}
+      WHERE p.kind = 'reverse_dns' AND p.domain = ANY(${domains}::text[]) AND p."lastSeenAt" > ${since(at)}
+        AND (p.scope = ${scope} OR (${withPool}::boolean AND p.scope = ${POOL}))
+      GROUP BY p.domain HAVING count(DISTINCT f.domain) >= ${HOST_TENANTS} AND bool_and(f.domain <> p.domain)`;
+    return new Set(rows.map((r) => r.domain));
+  }
+
   /** Recomputes the identity rows of one range of one scope from its evidence (the caller holds the range's lock). */
   async function recompute(tx: Tx, scope: string, range: string): Promise<void> {
     const at = now();
@@ -205,6 +222,7 @@ export function identityStore(db: Db, { identities, reverseDns, now = () => new 
       version: versionOfRange(range),
       operatorDomains: await operatorDomains(tx, domains),
       movingPeople: await movingPeople(tx, scope, people, at),
+      hostDomains: await hostDomainsOf(tx, scope, withPool, [...new Set(evidence.filter((e) => e.kind === "reverse_dns").map((e) => e.domain))], at),
       windowMs,
     });
     await tx.$executeRaw`DELETE FROM "NetworkIdentity" WHERE scope = ${scope} AND "range" = ${range}`;
@@ -247,19 +265,26 @@ export function identityStore(db: Db, { identities, reverseDns, now = () => new 
 
   /**
    * What else new evidence changes: the ranges where the same people left evidence (they may now
-   * be moving), every account's rows of a range whose pooled PTR evidence changed, and the rows
-   * naming a PTR domain that has become a network operator's.
+   * be moving), every account's rows of a range whose pooled PTR evidence changed, the rows
+   * naming a PTR domain that has become a network operator's, and the other ranges bearing the PTR
+   * domain of a unit with new evidence (it may have become a host's there too: hostDomainsOf; only
+   * a domain of fewer ranges than an operator's, so that an operator's name recomputes nothing).
    */
   async function affectedElsewhere(rows: readonly NewEvidence[]): Promise<{ scope: string; range: string }[]> {
     const people = rows.filter((r) => r.contributor).map((r) => ({ scope: r.scope, contributor: r.contributor }));
     const pooledRanges = [...new Set(rows.filter((r) => r.scope === POOL).map((r) => r.range))];
     const ptrDomains = [...new Set(rows.filter((r) => r.kind === "reverse_dns").map((r) => r.domain))];
     const operators = [...(await operatorDomains(db, ptrDomains))];
+    const named = rows.filter((r) => r.scope !== POOL && (r.kind === "form_email" || r.kind === "reverse_dns")).map((r) => ({ scope: r.scope, unit: r.unit }));
     return db.$queryRaw<{ scope: string; range: string }[]>`
       SELECT DISTINCT e.scope, e."range" FROM "IdentityEvidence" e
         JOIN jsonb_to_recordset(${JSON.stringify(people)}::jsonb) AS p(scope text, contributor text) ON e.scope = p.scope AND e.contributor = p.contributor
       UNION SELECT DISTINCT scope, "range" FROM "IdentityEvidence" WHERE "range" = ANY(${pooledRanges}::text[])
-      UNION SELECT DISTINCT scope, "range" FROM "NetworkIdentity" WHERE "organizationDomain" = ANY(${operators}::text[])`;
+      UNION SELECT DISTINCT scope, "range" FROM "NetworkIdentity" WHERE "organizationDomain" = ANY(${operators}::text[])
+      UNION SELECT DISTINCT n.scope, e."range" FROM jsonb_to_recordset(${JSON.stringify(named)}::jsonb) AS n(scope text, unit text)
+        JOIN "IdentityEvidence" p ON p.unit = n.unit AND p.kind = 'reverse_dns' AND p.scope IN (n.scope, ${POOL})
+        JOIN "IdentityEvidence" e ON e.kind = 'reverse_dns' AND e.domain = p.domain AND e.scope IN (n.scope, ${POOL})
+        WHERE (SELECT count(DISTINCT x."range") FROM "IdentityEvidence" x WHERE x.kind = 'reverse_dns' AND x.domain = p.domain) < ${reverseDns.operatorPrefixes}`;
   }
 
   /** Stores evidence and recomputes what it changes: its ranges (each in one transaction with its evidence), then the others. */

@@ -110,6 +110,12 @@ export interface RangeFacts {
   operatorDomains: ReadonlySet<string>;
   /** People (contributors) whose e-mail evidence lies at two or more units within the window. */
   movingPeople: ReadonlySet<string>;
+  /**
+   * PTR domains the scope's evidence in any range shows to be hosts' (HOST_TENANTS counted over
+   * every unit bearing the domain): a coworking space's IPv4 gateway and its IPv6 site carry one
+   * brand, and forms seen at either tell what it is at both. Absent: this range's evidence only.
+   */
+  hostDomains?: ReadonlySet<string>;
   /** How long evidence counts after it was last seen. */
   windowMs: number;
 }
@@ -213,7 +219,8 @@ function unitRow(u: UnitEvidence, dynamicRange: boolean, facts: RangeFacts, rang
   const none = { ...base, organizationDomain: null, organizationName: null, source: null, confidence: 0 };
   if (named.size >= 2) return { ...none, guard: "shared", shared: true };
   const [domain] = named;
-  if (domain === undefined) return { ...none, guard: u.dynamicLine ? "dynamic_line" : null, shared: false };
+  // a host's gateway with no other evidence: its tenants' or guests' line, say so
+  if (domain === undefined) return { ...none, guard: u.dynamicLine ? "dynamic_line" : u.hosted ? "shared" : null, shared: u.hosted };
   // more people with free-mail than with business addresses (two at least): a place many people share (CGNAT, a café, a hotel)
   const crowded = u.consumers.size >= CONSUMERS && u.consumers.size > people.size;
   if (crowded && !u.ptrDomains.has(domain)) return { ...none, guard: "shared", shared: true };
@@ -288,7 +295,7 @@ export function identitiesOfRange(evidence: readonly Evidence[], facts: RangeFac
   );
   const byUnit = new Map<string, Evidence[]>();
   for (const row of counted) byUnit.set(row.unit, [...(byUnit.get(row.unit) ?? []), row]);
-  const hosts = hostDomains([...byUnit].map(([unit, rows]) => unitEvidence(unit, rows)));
+  const hosts = new Set([...hostDomains([...byUnit].map(([unit, rows]) => unitEvidence(unit, rows))), ...(facts.hostDomains ?? [])]);
   const units = [...byUnit].map(([unit, rows]) => unitEvidence(unit, rows, hosts));
   // a range of businesses' static lines names many organisations too: it is a pool only where
   // access lines are seen, or where as many people give free-mail addresses as business ones

@@ -130,7 +130,8 @@ export function purgeFinishedJobs(db: Pick<PrismaClient, "$executeRaw">, before:
 }
 
 /** `pollMs`: how often an idle queue looks for due jobs (JOB_POLL_MS, server/config.ts). */
-// Why long: a factory whose methods share the poll loop's state (kinds, jobs in hand, timer); issue 37 item 5 moves the queue to pg-boss.
+// Why long: a factory whose methods share the poll loop's state (kinds, jobs in hand, timer). It is not pg-boss 10: no lease
+// renewal there (test/jobs-pgboss.test.ts, docs/jobs-mail-webhooks.md).
 export function createJobQueue(db: PrismaClient, logger: Logger, options: { pollMs: number; now?: () => Date }): JobQueue {
   const { pollMs } = options;
   const now = options.now ?? (() => new Date());

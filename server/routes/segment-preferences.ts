@@ -1,8 +1,9 @@
 // Segment Preference: HTTP in, service call, HTTP out.
 import type { Handler } from "../http/operations.ts";
 import type { Services } from "../services/index.ts";
+import * as segmentPreferences from "../services/segment-preferences.ts";
 
-export function segmentPreferenceRoutes({ segmentPreferences }: Services): {
+export function segmentPreferenceRoutes(services: Services): {
   getSegmentPreference: Handler<"getSegmentPreference">;
   setSegmentPreference: Handler<"setSegmentPreference">;
   deleteSegmentPreference: Handler<"deleteSegmentPreference">;
@@ -10,14 +11,14 @@ export function segmentPreferenceRoutes({ segmentPreferences }: Services): {
   return {
     getSegmentPreference: async ({ auth, query }) => ({
       status: 200,
-      body: { data: await segmentPreferences.usersOf(auth.accountId, query.email, query.segmentId, query.datasetId) },
+      body: { data: await segmentPreferences.usersOf(services, auth.accountId, query.email, query.segmentId, query.datasetId) },
     }),
     setSegmentPreference: async ({ auth, query, body }) => {
-      await segmentPreferences.set(auth.accountId, query.email, body);
+      await segmentPreferences.set(services, auth.accountId, query.email, body);
       return { status: 204 };
     },
     deleteSegmentPreference: async ({ auth, query }) => {
-      await segmentPreferences.remove(auth.accountId, query.email, query.datasetId);
+      await segmentPreferences.remove(services, auth.accountId, query.email, query.datasetId);
       return { status: 204 };
     },
   };

@@ -1,8 +1,9 @@
 // UserDatasets: HTTP in, service call, HTTP out.
 import type { Handler } from "../http/operations.ts";
 import type { Services } from "../services/index.ts";
+import * as userDatasets from "../services/user-datasets.ts";
 
-export function userDatasetRoutes({ userDatasets }: Services): {
+export function userDatasetRoutes(services: Services): {
   getUserDatasets: Handler<"getUserDatasets">;
   addUserDataset: Handler<"addUserDataset">;
   removeUserDataset: Handler<"removeUserDataset">;
@@ -10,14 +11,14 @@ export function userDatasetRoutes({ userDatasets }: Services): {
   return {
     getUserDatasets: async ({ auth, query }) => ({
       status: 200,
-      body: { data: await userDatasets.list(auth.accountId, query.accountId, query.email) },
+      body: { data: await userDatasets.list(services, auth.accountId, query.accountId, query.email) },
     }),
     addUserDataset: async ({ auth, body }) => {
-      await userDatasets.grant(auth.accountId, body.userId, body.datasetId);
+      await userDatasets.grant(services, auth.accountId, body.userId, body.datasetId);
       return { status: 204 };
     },
     removeUserDataset: async ({ auth, body }) => {
-      await userDatasets.revoke(auth.accountId, body.userId, body.datasetId);
+      await userDatasets.revoke(services, auth.accountId, body.userId, body.datasetId);
       return { status: 204 };
     },
   };

@@ -1,8 +1,9 @@
 // User Management: HTTP in, service call, HTTP out.
 import type { Handler } from "../http/operations.ts";
 import type { Services } from "../services/index.ts";
+import * as users from "../services/users.ts";
 
-export function userRoutes({ users }: Services): {
+export function userRoutes(services: Services): {
   updateUserName: Handler<"updateUserName">;
   addUser: Handler<"addUser">;
   resendInvite: Handler<"resendInvite">;
@@ -10,17 +11,17 @@ export function userRoutes({ users }: Services): {
 } {
   return {
     updateUserName: async ({ auth, path, body }) => {
-      await users.rename(auth.accountId, path.userId, body.name);
+      await users.rename(services, auth.accountId, path.userId, body.name);
       return { status: 204 };
     },
     addUser: async ({ auth, query, body }) => {
-      await users.addMember(auth.accountId, query.email, body);
+      await users.addMember(services, auth.accountId, query.email, body);
       return { status: 204 };
     },
     resendInvite: async ({ auth, path, query }) => {
-      await users.resendInvitation(auth.accountId, query.email, path.userId);
+      await users.resendInvitation(services, auth.accountId, query.email, path.userId);
       return { status: 204 };
     },
-    listUsers: async ({ auth, query }) => ({ status: 200, body: await users.list(auth.accountId, query.email, query) }),
+    listUsers: async ({ auth, query }) => ({ status: 200, body: await users.list(services, auth.accountId, query.email, query) }),
   };
 }

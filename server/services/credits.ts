@@ -22,21 +22,6 @@ export interface ChargeHook {
   after: Prisma.Sql;
 }
 
-/**
- * A look-up's answer stored with its charge under the Idempotency-Key its request claimed
- * (services/idempotency.ts claims keys and stores the answers that charge nothing): the charge
- * goes ahead only while the request still owns the key (the key's row locked), and the answer
- * commits in the charge's own statement, or neither does.
- */
-export interface IdempotentAnswer {
-  accountId: string;
-  key: string;
-  /** The claiming request's id (KeyClaim.owner). */
-  owner: string;
-  status: number;
-  body: unknown;
-}
-
 export interface Charge {
   accountId: string;
   /** The paying dataset; undefined: the account's oldest dataset with credit left. */
@@ -45,8 +30,7 @@ export interface Charge {
   operation: string;
   keyId: string;
   credits?: number;
-  /** Stored with the charge (a look-up with an Idempotency-Key). */
-  answer?: IdempotentAnswer;
+  /** What commits with the charge or not at all (a look-up's answer under its Idempotency-Key, idempotency.ts). */
   hook?: ChargeHook;
 }
 
@@ -82,8 +66,7 @@ const payers = (accountId: string, datasetId: string | undefined, month: string,
 export function chargeStatement(charge: Charge): Prisma.Sql {
   const credits = charge.credits ?? 1;
   const month = monthOf(charge.at);
-  if (charge.answer && charge.hook) throw new Error("a charge has an idempotent answer or a hook, not both");
-  const hook = charge.answer ? storedWith(charge.answer) : charge.hook;
+  const { hook } = charge;
   return Prisma.sql`
     WITH ${hook?.guard ?? Prisma.empty}
     candidate AS (${payers(charge.accountId, charge.datasetId, month, credits)} LIMIT 1),
@@ -105,20 +88,6 @@ export function chargeStatement(charge: Charge): Prisma.Sql {
            ${hook ? Prisma.sql`EXISTS (SELECT 1 FROM guard)` : Prisma.sql`true`} AS guarded`;
 }
 
-/** The key's row while the request that claimed it still owns it, unanswered. */
-const ownedKey = (a: IdempotentAnswer) =>
-  Prisma.sql`"accountId" = ${a.accountId} AND key = ${a.key} AND owner = ${a.owner} AND status IS NULL`;
-
-/** The charge's guard (the key still owned, locked) and the answer stored once the entry is written. */
-function storedWith(answer: IdempotentAnswer): ChargeHook {
-  return {
-    guard: Prisma.sql`guard AS (SELECT 1 FROM "IdempotencyKey" WHERE ${ownedKey(answer)} FOR UPDATE),`,
-    after: Prisma.sql`, stored AS (
-      UPDATE "IdempotencyKey" SET status = ${answer.status}, body = ${JSON.stringify(answer.body)}
-      WHERE ${ownedKey(answer)} AND EXISTS (SELECT 1 FROM entry) RETURNING 1)`,
-  };
-}
-
 /** Runs inside a bulk charge's transaction: `before` may refuse it (throw), `after` commits with it. */
 export interface BulkChargeHooks {
   before?: (tx: Tx) => Promise<void>;
@@ -127,99 +96,101 @@ export interface BulkChargeHooks {
 
 type Tx = Prisma.TransactionClient;
 
-/** `sql` runs the look-up's statements on the driver (the hot path); `db` the rest. */
-// Why long: a service factory whose methods share its dependencies; issue 37 item 4 makes it a module with explicit dependencies.
-export function creditService(db: Db, sql: Sql) {
-  async function attempt(charge: Charge): Promise<Attempt> {
-    const [row] = await sql<Attempt>(chargeStatement(charge));
-    return row!;
-  }
-
-  return {
-    /**
-     * 404 when `datasetId` is not the account's; 402 when no dataset that may pay has credit left.
-     * `alongside` (a query of at most one row) is read in the same round trip: its row, or
-     * undefined when it has none.
-     */
-    async requireCredit<Row extends object>(
-      accountId: string,
-      datasetId: string | undefined,
-      at: Date,
-      alongside: Prisma.Sql = Prisma.sql`SELECT`,
-    ): Promise<Row | undefined> {
-      const [row] = await sql<{ datasetKnown: boolean; hasCredit: boolean; present: boolean | null } & Row>(Prisma.sql`
-        SELECT (${datasetId ?? null}::text IS NULL
-                OR EXISTS (SELECT 1 FROM "Dataset" WHERE id = ${datasetId ?? null}::text AND "accountId" = ${accountId})) AS "datasetKnown",
-               EXISTS (${payers(accountId, datasetId, monthOf(at), 1)}) AS "hasCredit",
-               alongside.*
-        FROM (SELECT 1) one LEFT JOIN (SELECT true AS present, r.* FROM (${alongside}) r) alongside ON true`);
-      if (!row!.datasetKnown) throw new NotFound(`Dataset ${datasetId} does not exist`);
-      if (!row!.hasCredit) throw noCredit(datasetId);
-      if (!row!.present) return undefined;
-      const { datasetKnown, hasCredit, present, ...found } = row!;
-      return found as unknown as Row;
-    },
-
-    /**
-     * Charges the credits and writes the ledger entry together, or throws 402 and charges
-     * nothing. When another charge takes the last credit of the chosen dataset first, the next
-     * attempt (a new snapshot) picks the next dataset with credit left, or finds none.
-     */
-    async charge(charge: Charge): Promise<string> {
-      for (;;) {
-        const { candidate, charged, guarded } = await attempt(charge);
-        if (charged) {
-          metrics.creditsCharged.inc();
-          return charged;
-        }
-        if (!guarded) throw new ChargeGuardFailed("the charge's guard did not hold; nothing was charged");
-        if (!candidate) throw noCredit(charge.datasetId);
-      }
-    },
-
-    /**
-     * Charges up to `charge.credits` to one dataset (the named one, or the oldest with credit
-     * left), as many as it has left, in one transaction: the usage row is locked first (a no-op
-     * upsert), so that concurrent charges of any kind wait and see the new count. One ledger
-     * entry for what was charged. Charges nothing (datasetId null) when no dataset has credit.
-     */
-    async chargeUpTo(charge: Omit<Charge, "hook">, hooks: BulkChargeHooks = {}): Promise<{ datasetId: string | null; credits: number }> {
-      const wanted = charge.credits ?? 1;
-      const month = monthOf(charge.at);
-      return db.$transaction(async (tx) => {
-        await hooks.before?.(tx);
-        let result: { datasetId: string | null; credits: number } = { datasetId: null, credits: 0 };
-        while (wanted > 0) {
-          const [candidate] = await tx.$queryRaw<{ id: string; lim: number }[]>`${payers(charge.accountId, charge.datasetId, month, 1)} LIMIT 1`;
-          if (!candidate) break;
-          const [usage] = await tx.$queryRaw<{ used: number }[]>`
-            INSERT INTO "CreditUsage" ("datasetId", month, used) VALUES (${candidate.id}, ${month}::date, 0)
-            ON CONFLICT ("datasetId", month) DO UPDATE SET used = "CreditUsage".used
-            RETURNING used`;
-          const credits = Math.min(wanted, candidate.lim - usage!.used);
-          if (credits <= 0) continue; // taken meanwhile; the next snapshot sees the locked count
-          await tx.$executeRaw`
-            WITH debit AS (
-              UPDATE "CreditUsage" SET used = used + ${credits} WHERE "datasetId" = ${candidate.id} AND month = ${month}::date
-            )
-            INSERT INTO "CreditLedgerEntry" ("accountId", "datasetId", "createdAt", credits, operation, "keyId")
-            VALUES (${charge.accountId}, ${candidate.id}, ${charge.at}::timestamptz, ${credits}, ${charge.operation}, ${charge.keyId})`;
-          result = { datasetId: candidate.id, credits };
-          break;
-        }
-        await hooks.after?.(tx, result);
-        return result;
-      }).then((result) => {
-        metrics.creditsCharged.inc(result.credits);
-        return result;
-      });
-    },
-
-    /** Sets the dataset's monthly limit; false when there is no such dataset. */
-    async setMonthlyLimit(datasetId: string, limit: number): Promise<boolean> {
-      return (await updateDataset(db, { id: datasetId }, { monthlyCreditLimit: limit })) > 0;
-    },
-  };
+/** `hotSql` runs the look-up's statements on the driver (the hot path); `db` the rest. */
+export interface CreditDeps {
+  db: Db;
+  hotSql: Sql;
 }
 
-export type CreditService = ReturnType<typeof creditService>;
+/**
+ * 404 when `datasetId` is not the account's; 402 when no dataset that may pay has credit left.
+ * `alongside` (a query of at most one row) is read in the same round trip: its row, or
+ * undefined when it has none.
+ */
+export async function requireCredit<Row extends object>(
+  { hotSql }: Pick<CreditDeps, "hotSql">,
+  accountId: string,
+  datasetId: string | undefined,
+  at: Date,
+  alongside: Prisma.Sql = Prisma.sql`SELECT`,
+): Promise<Row | undefined> {
+  const [row] = await hotSql<{ datasetKnown: boolean; hasCredit: boolean; present: boolean | null } & Row>(Prisma.sql`
+    SELECT (${datasetId ?? null}::text IS NULL
+            OR EXISTS (SELECT 1 FROM "Dataset" WHERE id = ${datasetId ?? null}::text AND "accountId" = ${accountId})) AS "datasetKnown",
+           EXISTS (${payers(accountId, datasetId, monthOf(at), 1)}) AS "hasCredit",
+           alongside.*
+    FROM (SELECT 1) one LEFT JOIN (SELECT true AS present, r.* FROM (${alongside}) r) alongside ON true`);
+  if (!row!.datasetKnown) throw new NotFound(`Dataset ${datasetId} does not exist`);
+  if (!row!.hasCredit) throw noCredit(datasetId);
+  if (!row!.present) return undefined;
+  const { datasetKnown, hasCredit, present, ...found } = row!;
+  return found as unknown as Row;
+}
+
+/**
+ * Charges the credits and writes the ledger entry together, or throws 402 and charges
+ * nothing. When another charge takes the last credit of the chosen dataset first, the next
+ * attempt (a new snapshot) picks the next dataset with credit left, or finds none.
+ */
+export async function charge({ hotSql }: Pick<CreditDeps, "hotSql">, wanted: Charge): Promise<string> {
+  for (;;) {
+    const [attempt] = await hotSql<Attempt>(chargeStatement(wanted));
+    const { candidate, charged, guarded } = attempt!;
+    if (charged) {
+      metrics.creditsCharged.inc();
+      return charged;
+    }
+    if (!guarded) throw new ChargeGuardFailed("the charge's guard did not hold; nothing was charged");
+    if (!candidate) throw noCredit(wanted.datasetId);
+  }
+}
+
+/**
+ * Charges up to `wanted.credits` to one dataset (the named one, or the oldest with credit
+ * left), as many as it has left, in one transaction: the usage row is locked first (a no-op
+ * upsert), so that concurrent charges of any kind wait and see the new count. One ledger
+ * entry for what was charged. Charges nothing (datasetId null) when no dataset has credit.
+ */
+export async function chargeUpTo(
+  { db }: Pick<CreditDeps, "db">,
+  wanted: Omit<Charge, "hook">,
+  hooks: BulkChargeHooks = {},
+): Promise<{ datasetId: string | null; credits: number }> {
+  const result = await db.$transaction(async (tx) => {
+    await hooks.before?.(tx);
+    const charged = await debitUpTo(tx, wanted);
+    await hooks.after?.(tx, charged);
+    return charged;
+  });
+  metrics.creditsCharged.inc(result.credits);
+  return result;
+}
+
+/** chargeUpTo's debit and ledger entry, in its transaction. */
+async function debitUpTo(tx: Tx, wanted: Omit<Charge, "hook">): Promise<{ datasetId: string | null; credits: number }> {
+  const most = wanted.credits ?? 1;
+  const month = monthOf(wanted.at);
+  while (most > 0) {
+    const [candidate] = await tx.$queryRaw<{ id: string; lim: number }[]>`${payers(wanted.accountId, wanted.datasetId, month, 1)} LIMIT 1`;
+    if (!candidate) break;
+    const [usage] = await tx.$queryRaw<{ used: number }[]>`
+      INSERT INTO "CreditUsage" ("datasetId", month, used) VALUES (${candidate.id}, ${month}::date, 0)
+      ON CONFLICT ("datasetId", month) DO UPDATE SET used = "CreditUsage".used
+      RETURNING used`;
+    const credits = Math.min(most, candidate.lim - usage!.used);
+    if (credits <= 0) continue; // taken meanwhile; the next snapshot sees the locked count
+    await tx.$executeRaw`
+      WITH debit AS (
+        UPDATE "CreditUsage" SET used = used + ${credits} WHERE "datasetId" = ${candidate.id} AND month = ${month}::date
+      )
+      INSERT INTO "CreditLedgerEntry" ("accountId", "datasetId", "createdAt", credits, operation, "keyId")
+      VALUES (${wanted.accountId}, ${candidate.id}, ${wanted.at}::timestamptz, ${credits}, ${wanted.operation}, ${wanted.keyId})`;
+    return { datasetId: candidate.id, credits };
+  }
+  return { datasetId: null, credits: 0 };
+}
+
+/** Sets the dataset's monthly limit; false when there is no such dataset. */
+export async function setMonthlyLimit({ db }: Pick<CreditDeps, "db">, datasetId: string, limit: number): Promise<boolean> {
+  return (await updateDataset(db, { id: datasetId }, { monthlyCreditLimit: limit })) > 0;
+}

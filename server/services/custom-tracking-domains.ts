@@ -5,15 +5,14 @@ import type { components } from "../../generated/openapi.ts";
 import { type Check, checkHostname } from "../ctd/hostname.ts";
 import { isUniqueViolation } from "../db/errors.ts";
 import { Invalid, Conflict, NotFound } from "../domain/errors.ts";
-import type { AccessService } from "./access.ts";
+import * as access from "./access.ts";
 import { type CertificateJobDeps, createDomainEntry, deleteDomainEntry, type DomainOutcome, requeue, waitForOutcome } from "./certificate-jobs.ts";
 
 type Schemas = components["schemas"];
 type Dataset = { id: string; domain: string | null };
 
-export interface TrackingDomainDeps extends CertificateJobDeps {
-  access: AccessService;
-}
+/** The certificate work's deps: the database (access checks included), the queue and the certificate context. */
+export type TrackingDomainDeps = CertificateJobDeps;
 
 const GET_PATH = "GET /v1/management/ctd";
 
@@ -114,7 +113,7 @@ function notLive(outcome: DomainOutcome, datasetId: string): { code: string; mes
 }
 
 export async function validate(deps: TrackingDomainDeps, accountId: string, datasetId: string, input: string): Promise<Schemas["CustomTrackingDomainValidationResponse"]> {
-  const dataset = await deps.access.dataset(accountId, datasetId);
+  const dataset = await access.dataset(deps, accountId, datasetId);
   const { ascii, checks } = await nameChecks(deps, dataset, input);
   const { cnameTarget } = deps.certificates.config;
   const base = { ctd: ascii ?? input, expectedTarget: cnameTarget };
@@ -127,7 +126,7 @@ export async function validate(deps: TrackingDomainDeps, accountId: string, data
 }
 
 export async function add(deps: TrackingDomainDeps, accountId: string, datasetId: string, input: string): Promise<Schemas["CustomTrackingDomainAddResponse"]> {
-  const dataset = await deps.access.dataset(accountId, datasetId);
+  const dataset = await access.dataset(deps, accountId, datasetId);
   const domain = await acceptableName(deps, dataset, input);
   const outcome = await waitForOutcome(deps, await register(deps, accountId, datasetId, domain));
   const problem = notLive(outcome, datasetId);
@@ -137,7 +136,7 @@ export async function add(deps: TrackingDomainDeps, accountId: string, datasetId
 }
 
 export async function update(deps: TrackingDomainDeps, accountId: string, datasetId: string, input: string): Promise<void> {
-  const dataset = await deps.access.dataset(accountId, datasetId);
+  const dataset = await access.dataset(deps, accountId, datasetId);
   const domain = await acceptableName(deps, dataset, input);
   const existing = await entryOf(deps, accountId, datasetId);
   if (!existing) throw new NotFound(`Dataset ${datasetId} has no custom tracking domain; add one first.`);
@@ -149,7 +148,7 @@ export async function update(deps: TrackingDomainDeps, accountId: string, datase
 }
 
 export async function status(deps: TrackingDomainDeps, accountId: string, datasetId: string): Promise<Schemas["CustomTrackingDomainStatus"]> {
-  await deps.access.dataset(accountId, datasetId);
+  await access.dataset(deps, accountId, datasetId);
   const entry = await deps.db.trackingDomain.findUnique({
     where: { accountId_datasetId: { accountId, datasetId } },
     include: { job: { select: { state: true, attempts: true, lastError: true } } },

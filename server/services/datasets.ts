@@ -4,7 +4,8 @@ import type { Db } from "../db/database.ts";
 import { type PageWeight, type StoredPageWeight, storedPageWeights } from "./lead-score.ts";
 import { NotFound } from "../domain/errors.ts";
 import { newId } from "../ids.ts";
-import type { AccessService } from "./access.ts";
+import * as access from "./access.ts";
+import { addAccess } from "./user-datasets.ts";
 import type { Schemas } from "../domain/types.ts";
 
 export interface FormTracking {
@@ -22,61 +23,59 @@ export async function updateDataset(db: Pick<Db, "dataset">, where: { id: string
   return (await db.dataset.updateMany({ where, data })).count;
 }
 
-export function datasetService(db: Db, access: AccessService) {
-  /** Updates the account's dataset; 404 when it has none with this id. */
-  async function update(accountId: string, datasetId: string, data: DatasetChange) {
-    if ((await updateDataset(db, { accountId, id: datasetId }, data)) === 0) throw new NotFound(`Dataset ${datasetId} does not exist`);
-  }
-
-  return {
-    /** The account's datasets, oldest first. */
-    list(accountId: string) {
-      return db.dataset.findMany({
-        where: { accountId },
-        orderBy: [{ createdAt: "asc" }, { id: "asc" }],
-        select: { id: true, name: true, domain: true },
-      });
-    },
-
-    /** Creates the dataset and gives the listed members access to it; all or nothing. */
-    async create(accountId: string, actorEmail: string, input: Schemas["AddDataset"]): Promise<string> {
-      await access.admin(accountId, actorEmail);
-      const id = newId("ds");
-      const userIds = input.userIds ?? [];
-      await db.$transaction(async (tx) => {
-        await access.requireMembers(accountId, userIds, tx);
-        await tx.dataset.create({
-            data: { id, accountId, name: input.name, nameKey: input.name.toLowerCase(), domain: input.domain?.toLowerCase() ?? null },
-          });
-        await tx.userDataset.createMany({ data: userIds.map((userId) => ({ accountId, userId: BigInt(userId), datasetId: id })) });
-      });
-      return id;
-    },
-
-    async rename(accountId: string, actorEmail: string, datasetId: string, name: string): Promise<void> {
-      await access.admin(accountId, actorEmail);
-      await update(accountId, datasetId, { name, nameKey: name.toLowerCase() });
-    },
-
-    async setFormTracking(accountId: string, actorEmail: string, datasetId: string, settings: Partial<FormTracking>): Promise<void> {
-      await access.admin(accountId, actorEmail);
-      await update(accountId, datasetId, settings);
-    },
-
-    /** The lead score's page weights, in the order they are tried. */
-    async pageWeights(accountId: string, datasetId: string): Promise<PageWeight[]> {
-      const dataset = await db.dataset.findFirst({ where: { accountId, id: datasetId }, select: { pageWeights: true } });
-      if (!dataset) throw new NotFound(`Dataset ${datasetId} does not exist`);
-      return (dataset.pageWeights as unknown as StoredPageWeight[]).map(({ pattern, weight }) => ({ pattern, weight }));
-    },
-
-    /** Replaces the page weights (scores use them from the next query on). */
-    async setPageWeights(accountId: string, actorEmail: string, datasetId: string, weights: readonly PageWeight[]): Promise<void> {
-      await access.admin(accountId, actorEmail);
-      const stored = storedPageWeights(weights);
-      await update(accountId, datasetId, { pageWeights: stored as unknown as object[] });
-    },
-  };
+export interface DatasetDeps {
+  db: Db;
 }
 
-export type DatasetService = ReturnType<typeof datasetService>;
+/** Updates the account's dataset; 404 when it has none with this id. */
+async function update(db: Pick<Db, "dataset">, accountId: string, datasetId: string, data: DatasetChange) {
+  if ((await updateDataset(db, { accountId, id: datasetId }, data)) === 0) throw new NotFound(`Dataset ${datasetId} does not exist`);
+}
+
+/** The account's datasets, oldest first. */
+export function list({ db }: DatasetDeps, accountId: string) {
+  return db.dataset.findMany({
+    where: { accountId },
+    orderBy: [{ createdAt: "asc" }, { id: "asc" }],
+    select: { id: true, name: true, domain: true },
+  });
+}
+
+/** Creates the dataset and gives the listed members access to it; all or nothing. */
+export async function create({ db }: DatasetDeps, accountId: string, actorEmail: string, input: Schemas["AddDataset"]): Promise<string> {
+  await access.admin({ db }, accountId, actorEmail);
+  const id = newId("ds");
+  const userIds = input.userIds ?? [];
+  await db.$transaction(async (tx) => {
+    await access.requireMembers({ db: tx }, accountId, userIds);
+    await tx.dataset.create({
+      data: { id, accountId, name: input.name, nameKey: input.name.toLowerCase(), domain: input.domain?.toLowerCase() ?? null },
+    });
+    await addAccess(tx, userIds.map((userId) => ({ accountId, userId: BigInt(userId), datasetId: id })));
+  });
+  return id;
+}
+
+export async function rename({ db }: DatasetDeps, accountId: string, actorEmail: string, datasetId: string, name: string): Promise<void> {
+  await access.admin({ db }, accountId, actorEmail);
+  await update(db, accountId, datasetId, { name, nameKey: name.toLowerCase() });
+}
+
+export async function setFormTracking({ db }: DatasetDeps, accountId: string, actorEmail: string, datasetId: string, settings: Partial<FormTracking>): Promise<void> {
+  await access.admin({ db }, accountId, actorEmail);
+  await update(db, accountId, datasetId, settings);
+}
+
+/** The lead score's page weights, in the order they are tried. */
+export async function pageWeights({ db }: DatasetDeps, accountId: string, datasetId: string): Promise<PageWeight[]> {
+  const dataset = await db.dataset.findFirst({ where: { accountId, id: datasetId }, select: { pageWeights: true } });
+  if (!dataset) throw new NotFound(`Dataset ${datasetId} does not exist`);
+  return (dataset.pageWeights as unknown as StoredPageWeight[]).map(({ pattern, weight }) => ({ pattern, weight }));
+}
+
+/** Replaces the page weights (scores use them from the next query on). */
+export async function setPageWeights({ db }: DatasetDeps, accountId: string, actorEmail: string, datasetId: string, weights: readonly PageWeight[]): Promise<void> {
+  await access.admin({ db }, accountId, actorEmail);
+  const stored = storedPageWeights(weights);
+  await update(db, accountId, datasetId, { pageWeights: stored as unknown as object[] });
+}

@@ -9,20 +9,12 @@ import { createMailer, type Mailer, registerMailJobs } from "../notify/mail.ts";
 import { registerSegmentAlertJobs, segmentAlertService } from "../notify/segment-alerts.ts";
 import * as segmentEntries from "./segment-entries.ts";
 import { createLogger, type Logger } from "../logging.ts";
-import { accessService } from "./access.ts";
-import { accountService } from "./accounts.ts";
+import { newKeyCache } from "./accounts.ts";
 import { certificateContext, registerCertificateJobs } from "./certificate-jobs.ts";
-import { contactService } from "./contacts.ts";
-import { creditReportService } from "./credit-reports.ts";
-import { creditService } from "./credits.ts";
-import { datasetService } from "./datasets.ts";
-import { idempotencyService } from "./idempotency.ts";
+import * as contacts from "./contacts.ts";
+import * as credits from "./credits.ts";
 import type { EnrichmentDeps } from "../tracking/write/enrichment.ts";
 import type { WriterOptions } from "../tracking/log/writer.ts";
-import { segmentPreferenceService } from "./segment-preferences.ts";
-import { segmentService } from "./segments.ts";
-import { userDatasetService } from "./user-datasets.ts";
-import { userService } from "./users.ts";
 import { sharedResolver } from "../tracking/ipdata/resolver.ts";
 import { networkTypeCache } from "./networks.ts";
 import { domainEvidence } from "../tracking/write/domain-evidence.ts";
@@ -62,10 +54,6 @@ const isUnit = (prefix: string, ip: string) => addressKeys(ip)?.unit === prefix;
 export function createServices(db: Db, { config, logger = createLogger(), now = () => new Date(), keyCacheMs, sql, listeningUrl }: ServiceOptions) {
   const { trackingDomains, webhooks, notify, retention } = config;
   const hotSql: Sql = sql ?? ((statement) => db.$queryRawUnsafe(statement.text, ...statement.values));
-  const access = accessService(db);
-  const contacts = contactService(db);
-  const credits = creditService(db, hotSql);
-  const idempotency = idempotencyService(db, now);
   // the durable background jobs of this process (server/main.ts starts and stops it)
   // an idle queue looks for due jobs every JOB_POLL_MS
   const jobs = createJobQueue(db, logger, { now, pollMs: config.jobs.pollMs });
@@ -82,7 +70,6 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
   const segmentListeners: segmentEntries.SegmentEnteredListeners = new Set();
   const entryDeps: segmentEntries.SegmentEntryDeps = { now, jobs, segmentListeners };
   segmentEntries.onSegmentEntered(entryDeps, segmentAlerts.instantAlerts);
-  const segments = segmentService(db, access, entryDeps);
   const configuredUrl = notify.publicUrl;
   const invitations = {
     jobs,
@@ -127,8 +114,15 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
     onLeadsRemoved,
     logger,
   });
+  // what the enrichment's contact look-up and charge read through
+  const handles = { db, hotSql };
   const ingestWiring: { deps: EnrichmentDeps; hooks: Pick<WriterOptions, "onIngested" | "identify" | "pending" | "onEnriched" | "evidence" | "onCommitted"> } = {
-    deps: { contacts, credits, now },
+    // tracking/ is below services/: the enrichment gets the contact look-up and the charge handed in
+    deps: {
+      contacts: { find: (email) => contacts.find(handles, email) },
+      credits: { charge: (charge) => credits.charge(handles, charge) },
+      now,
+    },
     hooks: {
       onIngested,
       identify: identifyOwn,
@@ -140,32 +134,25 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
     },
   };
   return {
+    // what the account-side modules take as deps (services/<tag>.ts): the database, the hot path's driver, the clock, accounts.ts's key cache, users.ts's invitation settings
+    db,
+    hotSql,
+    now,
+    keyCache: newKeyCache(keyCacheMs),
+    invitations,
     jobs,
     ingestWiring,
     webhookConfig: webhooks,
     mailer,
     segmentAlerts,
-    accounts: accountService(db, hotSql, { keyCacheMs }),
-    access,
-    users: userService(db, access, invitations),
-    userDatasets: userDatasetService(db, access),
-    datasets: datasetService(db, access),
-    segments,
-    segmentPreferences: segmentPreferenceService(db, access, segments),
-    contacts,
-    credits,
-    creditReports: creditReportService(db, access),
     domainEvidence: evidence,
     // the identities store: what the ingest writer, erasure and retention call (server/identity/identities.ts)
     identities,
     // the daily `retention` job (server/main.ts schedules it)
     retention: registerRetentionJobs(db, jobs, retention, logger, now, { pendingDays: config.tracking.identities.pendingDays, identities, onLeadsRemoved }),
     // the deps of the tracking-side modules (certificate-jobs, custom-tracking-domains, lookup, webhooks, webhook-events, privacy, networks, tracking, declared-networks, segment-entries, leads, lead-operations)
-    db,
-    now,
     logger,
     certificates,
-    idempotency,
     idempotencyPurge: { lastAt: 0 },
     webhookSecrets,
     ingestLog: config.ingestLog,

@@ -6,7 +6,7 @@ import type { WithDefaults } from "../domain/types.ts";
 import { assignLead, updateTags as updateLeadTags } from "../tracking/write/lead-store.ts";
 import * as segmentEntries from "./segment-entries.ts";
 import type { SegmentEntryDeps } from "./segment-entries.ts";
-import type { AccessService } from "./access.ts";
+import * as access from "./access.ts";
 import { normaliseTags } from "./tags.ts";
 
 type Schemas = components["schemas"];
@@ -28,13 +28,12 @@ function tagChanges(update: LeadTagsUpdate): { add: string[]; remove: string[] }
 
 export interface LeadOperationDeps extends SegmentEntryDeps {
   db: Db;
-  access: AccessService;
 }
 
 /** Adds and removes tags (one UPDATE: concurrent changes are not lost); repeating a request changes nothing. */
 export async function updateTags(deps: LeadOperationDeps, accountId: string, update: LeadTagsUpdate): Promise<void> {
   const { add, remove } = tagChanges(update);
-  await deps.access.dataset(accountId, update.datasetId);
+  await access.dataset(deps, accountId, update.datasetId);
   const updated = await deps.db.$transaction(async (tx) => {
     const count = await updateLeadTags(tx, { accountId, datasetId: update.datasetId, leadId: update.leadId }, add, remove);
     // a tag may make the lead match a segment
@@ -47,11 +46,11 @@ export async function updateTags(deps: LeadOperationDeps, accountId: string, upd
 
 /** Makes a member who reaches the dataset the lead's assignee. */
 export async function assign(deps: LeadOperationDeps, accountId: string, { datasetId, leadId, assigneeUserId }: LeadAssignment): Promise<void> {
-  await deps.access.dataset(accountId, datasetId);
+  await access.dataset(deps, accountId, datasetId);
   const lead = await deps.db.lead.findFirst({ where: { accountId, datasetId, id: leadId }, select: { id: true } });
   if (!lead) throw leadNotFound(datasetId, leadId);
-  await deps.access.member(accountId, assigneeUserId);
-  await deps.access.requireReach(accountId, datasetId, [assigneeUserId]);
+  await access.member(deps, accountId, assigneeUserId);
+  await access.requireReach(deps, accountId, datasetId, [assigneeUserId]);
   await deps.db.$transaction(async (tx) => {
     await assignLead(tx, { accountId, datasetId, leadId }, BigInt(assigneeUserId));
     // an assignment may make the lead match a segment (assigneeUserId filters)

@@ -7,11 +7,11 @@ import type { Db } from "../db/database.ts";
 import { Conflict, NotFound } from "../domain/errors.ts";
 import { EXCLUSION_TYPES, type ExclusionType, notExcluded, ruleKey } from "../domain/exclusions.ts";
 import { insertLeads as storeLeads } from "../tracking/write/lead-store.ts";
-import type { AccessService } from "./access.ts";
+import * as access from "./access.ts";
 import { checkFilter, filterSql, type SegmentFilter } from "./lead-filter.ts";
 import { scoreSql } from "./lead-score.ts";
 import { decodeCursor, toPage } from "./paging.ts";
-import type { SegmentService } from "./segments.ts";
+import * as segments from "./segments.ts";
 import { normaliseTag } from "./tags.ts";
 
 type Schemas = components["schemas"];
@@ -124,8 +124,6 @@ const storedTags = (tags: readonly string[] = []) => [...new Set(tags.map(normal
 
 export interface LeadDeps {
   db: Db;
-  access: AccessService;
-  segments: SegmentService;
 }
 
 /**
@@ -133,7 +131,7 @@ export interface LeadDeps {
  * that creates them. Returns how many were inserted.
  */
 export async function insertLeads(deps: LeadDeps, accountId: string, datasetId: string, leads: readonly NewLead[]): Promise<number> {
-  await deps.access.dataset(accountId, datasetId);
+  await access.dataset(deps, accountId, datasetId);
   const rows = leads.map((lead) => ({
     accountId,
     datasetId,
@@ -161,10 +159,10 @@ export async function list(deps: LeadDeps, accountId: string, query: LeadQuery):
   const sort = query.sort;
   const after = decodeCursor(query.cursor, positionReader(sort));
   if (query.filter) checkFilter(query.filter, "query", "filter");
-  const actor = await deps.access.actor(accountId, query.email);
-  await deps.access.dataset(accountId, query.datasetId);
-  const segmentFilter = query.segmentId === undefined ? undefined : await deps.segments.filtersOf(accountId, query.datasetId, query.segmentId);
-  await deps.access.requireAccess(actor, query.datasetId);
+  const actor = await access.actor(deps, accountId, query.email);
+  await access.dataset(deps, accountId, query.datasetId);
+  const segmentFilter = query.segmentId === undefined ? undefined : await segments.filtersOf(deps, accountId, query.datasetId, query.segmentId);
+  await access.requireAccess(deps, actor, query.datasetId);
   const bySource = query.identitySource && identitySourceFilter(query.identitySource);
   const filters = [segmentFilter, query.filter, bySource].filter((f): f is SegmentFilter => !!f);
   const limit = query.limit;
@@ -174,7 +172,7 @@ export async function list(deps: LeadDeps, accountId: string, query: LeadQuery):
 
 /** The dataset's rules grouped by type (in enum order), values in code-unit order. */
 export async function exclusions(deps: LeadDeps, accountId: string, datasetId: string, type?: ExclusionType): Promise<ExclusionGroup[]> {
-  await deps.access.dataset(accountId, datasetId);
+  await access.dataset(deps, accountId, datasetId);
   const rules = await deps.db.datasetExclusion.findMany({ where: { accountId, datasetId, ...(type && { type }) }, select: { type: true, value: true } });
   return EXCLUSION_TYPES
     .map((t) => ({ type: t, data: rules.filter((r) => r.type === t).map((r) => r.value).sort() }))
@@ -183,7 +181,7 @@ export async function exclusions(deps: LeadDeps, accountId: string, datasetId: s
 
 /** Adds a rule; the primary key on its compared form refuses a duplicate in one statement. */
 export async function addExclusion(deps: LeadDeps, accountId: string, { datasetId, type, data }: ExclusionRule): Promise<void> {
-  await deps.access.dataset(accountId, datasetId);
+  await access.dataset(deps, accountId, datasetId);
   const inserted = await deps.db.$executeRaw`
     INSERT INTO "DatasetExclusion" ("accountId", "datasetId", "type", "value", "valueKey")
     VALUES (${accountId}, ${datasetId}, ${type}::"ExclusionType", ${data}, ${ruleKey(type, data)})
@@ -192,7 +190,7 @@ export async function addExclusion(deps: LeadDeps, accountId: string, { datasetI
 }
 
 export async function removeExclusion(deps: LeadDeps, accountId: string, { datasetId, type, data }: ExclusionRule): Promise<void> {
-  await deps.access.dataset(accountId, datasetId);
+  await access.dataset(deps, accountId, datasetId);
   const removed = await deps.db.$executeRaw`
     DELETE FROM "DatasetExclusion"
     WHERE "datasetId" = ${datasetId} AND "type" = ${type}::"ExclusionType" AND "valueKey" = ${ruleKey(type, data)}`;

@@ -3,9 +3,12 @@ import type { ContactProfile } from "../contacts/profile.ts";
 import { NotFound, PaymentRequired, revive, type StoredDomainError, storedFormOf } from "../domain/errors.ts";
 import { fullFormats } from "ajv-formats/dist/formats.js";
 import { normaliseEmail } from "../ids.ts";
-import { contactQuery, type ContactRow, type ContactService, toProfile } from "./contacts.ts";
-import { type CreditService, type IdempotentAnswer } from "./credits.ts";
-import { fingerprint, type IdempotencyService, type KeyClaim } from "./idempotency.ts";
+import type { Db, Sql } from "../db/database.ts";
+import * as contacts from "./contacts.ts";
+import { contactQuery, type ContactRow, toProfile } from "./contacts.ts";
+import * as credits from "./credits.ts";
+import * as idempotency from "./idempotency.ts";
+import { fingerprint, type IdempotentAnswer, type KeyClaim, storedWithCharge } from "./idempotency.ts";
 import type { Schemas } from "../domain/types.ts";
 import { contradictedHint } from "./lookup-hints.ts";
 
@@ -61,10 +64,10 @@ const miss = () => new NotFound("No profile was found for this e-mail address an
 /** A stored answer: the profile (status 200), or the domain error the first request ended in. */
 const REFUSED = 0;
 
+/** `hotSql` runs the credit check and the charge on the driver (the hot path); `db` the rest. */
 export interface LookupDeps {
-  credits: CreditService;
-  contacts: ContactService;
-  idempotency: IdempotencyService;
+  db: Db;
+  hotSql: Sql;
   now: () => Date;
   /** When this process last purged expired idempotency keys (createServices makes it once). */
   idempotencyPurge: { lastAt: number };
@@ -75,21 +78,21 @@ export interface LookupDeps {
  * one round trip; then the charge, one statement.
  */
 export async function lookup(deps: LookupDeps, caller: Caller, request: LookupRequest, answerOf?: (profile: ContactProfile) => IdempotentAnswer) {
-  const { credits, now } = deps;
+  const { now } = deps;
   const { email, datasetId, ...hints } = request;
-  const row = await credits.requireCredit<ContactRow>(caller.accountId, datasetId, now(), contactQuery(email));
+  const row = await credits.requireCredit<ContactRow>(deps, caller.accountId, datasetId, now(), contactQuery(email));
   const profile = row && toProfile(row);
   if (!profile || contradictedHint(profile, hints)) throw miss();
-  await credits.charge({ ...caller, datasetId, at: now(), answer: answerOf?.(profile) });
+  await credits.charge(deps, { ...caller, datasetId, at: now(), hook: answerOf && storedWithCharge(answerOf(profile)) });
   return profile;
 }
 
 /** A refused look-up's answer is stored under its key (a retry gets it again); any other failure frees the key. */
-async function settleRefusal({ idempotency }: LookupDeps, claim: KeyClaim, error: unknown): Promise<void> {
+async function settleRefusal(deps: LookupDeps, claim: KeyClaim, error: unknown): Promise<void> {
   if (error instanceof NotFound || error instanceof PaymentRequired) {
-    await idempotency.store(claim, { status: REFUSED, body: storedFormOf(error) });
+    await idempotency.store(deps, claim, { status: REFUSED, body: storedFormOf(error) });
   } else {
-    await idempotency.release(claim).catch(() => {});
+    await idempotency.release(deps, claim).catch(() => {});
   }
 }
 
@@ -108,23 +111,24 @@ async function lookupOnce(deps: LookupDeps, caller: Caller, request: LookupReque
  * charge for every address found, up to the credit left; `claim` stores the answer with it.
  */
 export async function bulkLookup(deps: LookupDeps, caller: Caller, request: BulkLookupRequest, claim?: KeyClaim): Promise<BulkLookupAnswer> {
-  const { credits, contacts, idempotency, now } = deps;
+  const { now } = deps;
   const { items, datasetId } = request;
-  await credits.requireCredit(caller.accountId, datasetId, now());
-  const matches = matchItems(items, await contacts.findMany(items.map((item) => normaliseEmail(item.email))));
+  await credits.requireCredit(deps, caller.accountId, datasetId, now());
+  const matches = matchItems(items, await contacts.findMany(deps, items.map((item) => normaliseEmail(item.email))));
   const wanted = matches.filter((match) => match.status === "found" && match.charged).length;
   const charge = { ...caller, datasetId, at: now(), credits: wanted };
   const hooks = claim && idempotency.storeWithBulkCharge(claim, (charged) => ({ status: 200, body: settle(matches, charged) }));
-  return settle(matches, await credits.chargeUpTo(charge, hooks));
+  return settle(matches, await credits.chargeUpTo(deps, charge, hooks));
 }
 
 /** Purges expired keys at most once an hour, then claims `key` for this request. */
-async function claimKey({ idempotency, idempotencyPurge }: LookupDeps, caller: Caller, key: string, print: string) {
+async function claimKey(deps: LookupDeps, caller: Caller, key: string, print: string) {
+  const { idempotencyPurge } = deps;
   if (Date.now() - idempotencyPurge.lastAt > PURGE_EVERY_MS) {
     idempotencyPurge.lastAt = Date.now();
-    await idempotency.purgeExpired();
+    await idempotency.purgeExpired(deps);
   }
-  return idempotency.claim(caller.accountId, key, print);
+  return idempotency.claim(deps, caller.accountId, key, print);
 }
 
 /**

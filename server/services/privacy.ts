@@ -14,7 +14,7 @@ import { exportPending, pendingVisitorsOf } from "../tracking/write/pending.ts";
 import type { QueueRow } from "../tracking/collect/events.ts";
 import { type VisitorsByDataset, waitingEventsOf } from "../tracking/log/waiting-events.ts";
 import { carries, deliveriesOf, jsonList, type Subject, visitorIdsOf } from "../tracking/write/erasure.ts";
-import type { AccessService } from "./access.ts";
+import * as access from "./access.ts";
 import { updateDataset } from "./datasets.ts";
 import { decodeCursor, toPage } from "./paging.ts";
 import * as webhookEvents from "./webhook-events.ts";
@@ -79,7 +79,6 @@ function queuedEventDto({ datasetId, receivedAt, event }: QueueRow): Schemas["Ex
 }
 
 export interface PrivacyDeps extends WebhookEventDeps {
-  access: AccessService;
   /** The JetStream stream the collectors append to, when the service uses one (its waiting events are exported too). */
   ingestLog?: IngestLogConfig;
   /** The identity store: an erasure erases the subject's evidence too. */
@@ -87,9 +86,9 @@ export interface PrivacyDeps extends WebhookEventDeps {
 }
 
 /** The datasets an operation reaches: the one named (404 when not the account's), else all of the account's. */
-async function datasetsOf({ db, access }: PrivacyDeps, accountId: string, datasetId: string | undefined): Promise<string[]> {
-  if (datasetId !== undefined) return [(await access.dataset(accountId, datasetId)).id];
-  const all = await db.dataset.findMany({ where: { accountId }, select: { id: true }, orderBy: { id: "asc" } });
+async function datasetsOf(deps: PrivacyDeps, accountId: string, datasetId: string | undefined): Promise<string[]> {
+  if (datasetId !== undefined) return [(await access.dataset(deps, accountId, datasetId)).id];
+  const all = await deps.db.dataset.findMany({ where: { accountId }, select: { id: true }, orderBy: { id: "asc" } });
   return all.map((d) => d.id);
 }
 
@@ -123,14 +122,14 @@ async function exportInDataset({ db }: PrivacyDeps, accountId: string, datasetId
 }
 
 export async function settings(deps: PrivacyDeps, accountId: string, actorEmail: string, datasetId: string): Promise<PrivacySettings> {
-  await deps.access.admin(accountId, actorEmail);
-  const dataset = await deps.access.dataset(accountId, datasetId);
+  await access.admin(deps, accountId, actorEmail);
+  const dataset = await access.dataset(deps, accountId, datasetId);
   return settingsDto(dataset);
 }
 
 export async function updateSettings(deps: PrivacyDeps, accountId: string, actorEmail: string, datasetId: string, change: Schemas["PrivacySettingsUpdate"]): Promise<PrivacySettings> {
-  await deps.access.admin(accountId, actorEmail);
-  await deps.access.dataset(accountId, datasetId);
+  await access.admin(deps, accountId, actorEmail);
+  await access.dataset(deps, accountId, datasetId);
   await updateDataset(deps.db, { id: datasetId, accountId }, change);
   const updated = await deps.db.dataset.findUniqueOrThrow({ where: { id: datasetId, accountId }, select: settingsSelect });
   return settingsDto(updated);
@@ -138,7 +137,7 @@ export async function updateSettings(deps: PrivacyDeps, accountId: string, actor
 
 /** Erases the subject in every dataset of the scope; the receipt (also the audit record). */
 export async function erase(deps: PrivacyDeps, accountId: string, actorEmail: string, input: Schemas["DataSubject"]): Promise<ErasureRecord> {
-  const actor = await deps.access.admin(accountId, actorEmail);
+  const actor = await access.admin(deps, accountId, actorEmail);
   const subject = subjectOf(input);
   const scope = { accountId, datasetIds: await datasetsOf(deps, accountId, input.datasetId), datasetId: input.datasetId ?? null, erasedAt: deps.now() };
   const counts = await eraseSubject(deps.db, scope, subject, deps.identities, (tx, removed, reason) => webhookEvents.onLeadsRemoved(deps, tx, removed, reason));
@@ -150,7 +149,7 @@ export async function erase(deps: PrivacyDeps, accountId: string, actorEmail: st
 
 /** Everything the erasure of the same subject would erase, as JSON. */
 export async function exportSubject(deps: PrivacyDeps, accountId: string, actorEmail: string, input: Schemas["DataSubject"]): Promise<Schemas["DataSubjectExport"]> {
-  await deps.access.admin(accountId, actorEmail);
+  await access.admin(deps, accountId, actorEmail);
   const subject = subjectOf(input);
   const visitorIds: VisitorsByDataset = new Map();
   for (const datasetId of await datasetsOf(deps, accountId, input.datasetId)) {
@@ -181,7 +180,7 @@ export async function exportSubject(deps: PrivacyDeps, accountId: string, actorE
 
 /** The account's erasure records, newest first. */
 export async function erasures(deps: PrivacyDeps, accountId: string, query: QueryOf<"listErasures">): Promise<Schemas["ErasurePage"]> {
-  await deps.access.admin(accountId, query.email);
+  await access.admin(deps, accountId, query.email);
   const after = decodeCursor(query.cursor, readPosition);
   const rows = await deps.db.privacyErasure.findMany({
     where: {

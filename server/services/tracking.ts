@@ -10,8 +10,8 @@ import { LEAD_NETWORKS, type NetworkType } from "../tracking/ipdata/network-clas
 import { knownOrganizationOfDomain } from "../identity/organizations.ts";
 import type { Resolver } from "../tracking/ipdata/resolver.ts";
 import type { IdentityStore } from "../identity/identities.ts";
-import type { AccessService } from "./access.ts";
-import type { ContactService } from "./contacts.ts";
+import * as access from "./access.ts";
+import * as contacts from "./contacts.ts";
 import { notExcluded } from "../domain/exclusions.ts";
 import { decodeCursor, toPage } from "./paging.ts";
 import * as networks from "./networks.ts";
@@ -49,17 +49,15 @@ const strongest = (sources: (LeadDomainSource | null)[]): LeadDomainSource | nul
   (["declared", "curated", "email", "reverse_dns"] as const).find((s) => sources.includes(s)) ?? null;
 
 export interface TrackingDeps extends NetworkDeps {
-  access: AccessService;
-  contacts: ContactService;
   resolver: () => Resolver;
   domainEvidence: DomainEvidence;
   identities: IdentityStore;
 }
 
 /** The visitor's profile, only once its enrichment was paid for. */
-async function contactOf({ contacts }: Pick<TrackingDeps, "contacts">, row: VisitRow, cache: Map<string, ContactProfile | null>): Promise<ContactProfile | null> {
+async function contactOf(deps: Pick<TrackingDeps, "db">, row: VisitRow, cache: Map<string, ContactProfile | null>): Promise<ContactProfile | null> {
   if (row.enrichment !== "enriched" || !row.email) return null;
-  if (!cache.has(row.email)) cache.set(row.email, (await contacts.find(row.email)) ?? null);
+  if (!cache.has(row.email)) cache.set(row.email, (await contacts.find(deps, row.email)) ?? null);
   return cache.get(row.email)!;
 }
 
@@ -115,9 +113,9 @@ export async function domainLookup(deps: TrackingDeps, accountId: string, domain
  */
 export async function visits(deps: TrackingDeps, accountId: string, query: VisitQuery): Promise<Schemas["GetAllResponseVisitDTO"]> {
   const after = decodeCursor(query.cursor, readPosition);
-  const actor = await deps.access.actor(accountId, query.email);
-  await deps.access.dataset(accountId, query.datasetId);
-  await deps.access.requireAccess(actor, query.datasetId);
+  const actor = await access.actor(deps, accountId, query.email);
+  await access.dataset(deps, accountId, query.datasetId);
+  await access.requireAccess(deps, actor, query.datasetId);
   const [visible] = await deps.db.$queryRaw<unknown[]>`
     SELECT 1 FROM "Lead" l WHERE l."datasetId" = ${query.datasetId} AND l.id = ${query.leadId} AND ${notExcluded}`;
   if (!visible) throw new NotFound(`Lead ${query.leadId} does not exist in dataset ${query.datasetId}`, "lead_not_found");

@@ -2,6 +2,9 @@
 // and two datasets; each test file makes its own, and a second tenant for cross-account cases.
 import { randomBytes } from "node:crypto";
 import type { Services } from "../../server/services/index.ts";
+import * as datasets from "../../server/services/datasets.ts";
+import * as users from "../../server/services/users.ts";
+import * as accounts from "../../server/services/accounts.ts";
 
 export interface Person {
   id: number;
@@ -27,16 +30,16 @@ export function uniqueEmail(who: string): string {
 
 export async function createTenant(services: Services, name = "Tenant"): Promise<Tenant> {
   const adminEmail = uniqueEmail("admin");
-  const { accountId, adminUserId } = await services.accounts.createAccount({
+  const { accountId, adminUserId } = await accounts.createAccount(services, {
     name,
     licenceDays: 30,
     admin: { email: adminEmail, name: "Ada Admin" },
   });
-  const { key } = await services.accounts.createApiKey(accountId, "tests");
-  const first = await services.datasets.create(accountId, adminEmail, { name: `${name} website` });
-  const second = await services.datasets.create(accountId, adminEmail, { name: `${name} shop` });
+  const { key } = await accounts.createApiKey(services, accountId, "tests");
+  const first = await datasets.create(services, accountId, adminEmail, { name: `${name} website` });
+  const second = await datasets.create(services, accountId, adminEmail, { name: `${name} shop` });
   const memberEmail = uniqueEmail("member");
-  const memberId = await services.users.addMember(accountId, adminEmail, {
+  const memberId = await users.addMember(services, accountId, adminEmail, {
     email: memberEmail,
     name: "Max Member",
     role: "member",

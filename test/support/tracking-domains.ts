@@ -5,6 +5,7 @@ import { newEncryptionKey } from "../../server/security/secret-box.ts";
 import { testConfig } from "./config.ts";
 import type { Services } from "../../server/services/index.ts";
 import type { Tenant } from "./tenants.ts";
+import * as datasets from "../../server/services/datasets.ts";
 
 export const TARGET = "track.leadintel.test";
 /** Given to the ACME account in every test: it must never appear in a log line. */
@@ -42,5 +43,5 @@ export function fresh(what = "d"): string {
 
 /** A new dataset of `tenant`, with the website domain given (or none). */
 export function datasetWithDomain(services: Services, tenant: Tenant, domain?: string): Promise<string> {
-  return services.datasets.create(tenant.accountId, tenant.admin.email, { name: fresh("Site "), domain });
+  return datasets.create(services, tenant.accountId, tenant.admin.email, { name: fresh("Site "), domain });
 }

@@ -10,6 +10,7 @@ import { wiredIngestWriter } from "../../server/runtime.ts";
 import { as, type Suite } from "./suite.ts";
 import { startTestApi, type TestApi, type TestApiOptions } from "./api.ts";
 import { createTenant } from "./tenants.ts";
+import * as datasets from "../../server/services/datasets.ts";
 
 /** Real public addresses, and what the data set says of them (checked by tracking-resolution.test.ts). */
 export const ADDRESSES = {
@@ -137,7 +138,7 @@ export async function startTracking(config: Partial<TrackingConfig> = {}, apiOpt
 /** One page view of a new visitor from each address, into a new dataset named `datasetName`; the
  * dataset's leads once the writer has written them. */
 export async function leadsOfVisitsFrom(t: TrackingSuite, datasetName: string, addresses: readonly string[]) {
-  const datasetId = await t.api.services.datasets.create(t.tenant.accountId, t.tenant.admin.email, { name: datasetName });
+  const datasetId = await datasets.create(t.api.services, t.tenant.accountId, t.tenant.admin.email, { name: datasetName });
   for (const [i, ip] of addresses.entries()) {
     const res = await t.collect(datasetId, ip, [t.pageView(`visitor${i}`)]);
     expect(res.body).toEqual({ received: 1, queued: 1 });

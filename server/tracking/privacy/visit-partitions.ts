@@ -10,6 +10,7 @@
 // A step that fails (its locks busy, a statement too long) is reported and tried again on the next
 // run: the per-row deletes that follow purge correctly without partitions, only more slowly.
 import type { Db } from "../../db/database.ts";
+import { dropVisitPartition, moveVisitsOfMonth } from "../write/visit-store.ts";
 
 /** Months made ahead of the current one. */
 export const MONTHS_AHEAD = 2;
@@ -97,11 +98,7 @@ export function visitPartitions(db: Db) {
     const done = await locked(async (tx) => {
       await tx.$executeRawUnsafe(`LOCK TABLE "${DEFAULT_PARTITION}" IN ACCESS EXCLUSIVE MODE`);
       await tx.$executeRawUnsafe(`CREATE TABLE "${month.name}" (LIKE "Visit" INCLUDING DEFAULTS)`);
-      moved = await tx.$executeRawUnsafe(
-        `WITH moved AS (DELETE FROM "${DEFAULT_PARTITION}" WHERE "at" >= $1 AND "at" < $2 RETURNING *) INSERT INTO "${month.name}" SELECT * FROM moved`,
-        month.from,
-        month.to,
-      );
+      moved = await moveVisitsOfMonth(tx, DEFAULT_PARTITION, month);
       // its keys, indexes and foreign keys come from "Visit" as it is attached
       await tx.$executeRawUnsafe(`ALTER TABLE "Visit" ATTACH PARTITION "${month.name}" FOR VALUES ${range}`);
     });
@@ -127,7 +124,7 @@ export function visitPartitions(db: Db) {
         month.to,
       );
       if (keep) return;
-      await tx.$executeRawUnsafe(`DROP TABLE "${month.name}"`);
+      await dropVisitPartition(tx, month.name);
       dropped = true;
     });
     return done ? dropped : undefined;

@@ -10,19 +10,15 @@
 // The writer runs this after each batch (off the collector's path); ip-lookup asks reverse DNS too.
 // How names are read (registrable domains, free mail, access lines, the PTR look-up):
 // server/identity/domain-names.ts, which the identity store reads them with too.
-import { Prisma } from "../../../generated/prisma/client.ts";
 import type { Db } from "../../db/database.ts";
 import type { Logger } from "../../logging.ts";
 import type { ReverseDnsConfig } from "../../config.ts";
 import { businessEmailDomain, domainOfPtr, lookUpPtr } from "../../identity/domain-names.ts";
 import type { IngestResult, LeadRef } from "./write-result.ts";
 import { maskIp, parseIp } from "../ipdata/ip.ts";
+import { type DomainSource, dropReverseDnsDomain, setLeadDomain } from "./lead-store.ts";
 
-export type DomainSource = "curated" | "email" | "reverse_dns";
-
-/** How strong each source is: SQL of the rank of a lead's current source (0 without a domain). */
-const currentRank = Prisma.sql`CASE "domainSource" WHEN 'declared' THEN 4 WHEN 'curated' THEN 3 WHEN 'email' THEN 2 WHEN 'reverse_dns' THEN 1 ELSE 0 END`;
-const RANK: Record<DomainSource, number> = { curated: 3, email: 2, reverse_dns: 1 };
+export type { DomainSource };
 
 /** Distinct identified visitors that must share a business e-mail domain. */
 export const EMAIL_AGREEMENT = 2;
@@ -91,21 +87,6 @@ export function domainEvidence(db: Db, config: ReverseDnsConfig, logger?: Logger
     return (row?.n ?? 0) >= config.operatorPrefixes;
   }
 
-  /** Sets the lead's domain unless it has one from a stronger source; one statement. A lead recognised by its address's identity keeps the identity's domain. */
-  async function setDomain(lead: LeadRef, domain: string, source: DomainSource): Promise<void> {
-    await db.$executeRaw`
-      UPDATE "Lead" SET "organizationDomain" = ${domain}, "domainSource" = ${source}::"DomainSource"
-      WHERE "datasetId" = ${lead.datasetId} AND id = ${lead.leadId} AND ${currentRank} <= ${RANK[source]} AND "identitySource" = 'network'
-        AND "organizationDomain" IS DISTINCT FROM ${domain}`;
-  }
-
-  /** A domain found to be an access network's: leads that took it from reverse DNS lose it. */
-  async function withdraw(domain: string): Promise<void> {
-    await db.$executeRaw`
-      UPDATE "Lead" SET "organizationDomain" = NULL, "domainSource" = NULL
-      WHERE "domainSource" = 'reverse_dns'::"DomainSource" AND "organizationDomain" = ${domain}`;
-  }
-
   /** The e-mail domain at least EMAIL_AGREEMENT distinct identified visitors of the lead share. */
   async function emailDomainOf(lead: LeadRef): Promise<string | null> {
     const rows = await db.$queryRaw<{ email: string }[]>`
@@ -125,7 +106,7 @@ export function domainEvidence(db: Db, config: ReverseDnsConfig, logger?: Logger
     const domain = await candidateOf(ip, cached);
     if (!domain) return null;
     if (!(await isOperatorDomain(domain))) return domain;
-    await withdraw(domain);
+    await dropReverseDnsDomain(db, domain); // an access network's: leads that took it from reverse DNS lose it
     return null;
   }
 
@@ -147,7 +128,7 @@ export function domainEvidence(db: Db, config: ReverseDnsConfig, logger?: Logger
       const identified = new Map(result.visitorsIdentified.map((v) => [`${v.datasetId}\u0000${v.leadId}`, v] as const));
       for (const lead of identified.values()) {
         const domain = await emailDomainOf(lead);
-        if (domain) await setDomain(lead, domain, "email");
+        if (domain) await setLeadDomain(db, lead, domain, "email");
       }
       if (!config.enabled) return;
       const candidates = await reverseDnsCandidates(result);
@@ -156,7 +137,7 @@ export function domainEvidence(db: Db, config: ReverseDnsConfig, logger?: Logger
         await Promise.all(
           candidates.slice(i, i + PARALLEL_LOOKUPS).map(async (lead) => {
             const domain = await reverseDomain(lead.ip, cached);
-            if (domain) await setDomain(lead, domain, "reverse_dns");
+            if (domain) await setLeadDomain(db, lead, domain, "reverse_dns");
           }),
         );
       }

@@ -4,9 +4,11 @@
 // `tracking`: no API key makes these charges). The charge's own statement also marks the visitor
 // enriched, and only while it is still pending, so a retried step never charges twice. No credit
 // left: the visitor is marked `no_credit` and nothing is charged; its visits are recorded anyway.
-import { Prisma } from "../../../generated/prisma/client.ts";
+// The statements on "Visitor" are visitor-store.ts's.
+import type { Prisma } from "../../../generated/prisma/client.ts";
 import type { Db } from "../../db/database.ts";
 import { ChargeGuardFailed, PaymentRequired } from "../../domain/errors.ts";
+import { enrichedByCharge, settleEnrichment } from "./visitor-store.ts";
 
 export const ENRICHMENT_OPERATION = "formEnrichment";
 export const ENRICHMENT_KEY_ID = "tracking";
@@ -52,13 +54,7 @@ interface PendingVisitor {
 
 
 export function enrichment(db: Db, { contacts, credits, now }: EnrichmentDeps) {
-  const stillPending = (v: PendingVisitor) => Prisma.sql`"datasetId" = ${v.datasetId} AND id = ${v.id}
-    AND enrichment = 'pending'::"EnrichmentState" AND email = ${v.email}`;
-
-  async function mark(v: PendingVisitor, state: EnrichmentState): Promise<boolean> {
-    const changed = await db.$executeRaw`UPDATE "Visitor" SET enrichment = ${state}::"EnrichmentState" WHERE ${stillPending(v)}`;
-    return changed > 0;
-  }
+  const mark = (v: PendingVisitor, state: "not_found" | "no_credit") => settleEnrichment(db, v, state);
 
   async function enrichOne(v: PendingVisitor): Promise<EnrichmentState | undefined> {
     const profile = v.email ? await contacts.find(v.email) : undefined;
@@ -70,11 +66,7 @@ export function enrichment(db: Db, { contacts, credits, now }: EnrichmentDeps) {
         at: now(),
         operation: ENRICHMENT_OPERATION,
         keyId: ENRICHMENT_KEY_ID,
-        hook: {
-          guard: Prisma.sql`guard AS (SELECT 1 FROM "Visitor" WHERE ${stillPending(v)} FOR UPDATE),`,
-          after: Prisma.sql`, marked AS (UPDATE "Visitor" SET enrichment = 'enriched'::"EnrichmentState"
-            WHERE ${stillPending(v)} AND EXISTS (SELECT 1 FROM entry))`,
-        },
+        hook: enrichedByCharge(v),
       });
       return "enriched";
     } catch (error) {

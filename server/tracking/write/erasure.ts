@@ -1,30 +1,23 @@
 // The erasure of a data subject's rows, step by step (tracking/privacy/erase-subject.ts runs the steps for
 // an erasure request), and of visitors the ingest writer finds to belong to an erased person
 // (tracking/write/erasure-tombstones.ts): visits, form submissions, the visitor with its address and
-// enrichment, webhook deliveries naming them, queued events; lead counters follow.
+// enrichment, webhook deliveries naming them, queued events; lead counters follow. The statements
+// on visits, forms, visitors and leads are their stores' (visit-store.ts, visitor-store.ts, lead-store.ts).
 import { Prisma } from "../../../generated/prisma/client.ts";
 import type { Schemas } from "../../domain/types.ts";
 import { deleteDeliveriesNaming } from "../../notify/webhook-store.ts";
 import { type RemovedLead, subtractVisits } from "./lead-store.ts";
+import { carries, jsonList, type Subject } from "./subject.ts";
+import { eraseFormsCarrying, eraseFormsOfVisitors, eraseVisitsOfVisitors } from "./visit-store.ts";
+import { eraseVisitorRows } from "./visitor-store.ts";
 type Tx = Prisma.TransactionClient;
 /** A transaction or the client itself (statements committed one by one). */
 type Client = Pick<Tx, "$queryRaw" | "$executeRaw">;
 
 type ErasureCounts = Schemas["ErasureCounts"];
 
-/** One data subject, checked: a visitor id or a normalised e-mail address. */
-export type Subject = { type: "visitor"; visitorId: string } | { type: "person"; email: string };
-
-export const jsonList = (values: readonly string[]) => Prisma.sql`(SELECT jsonb_array_elements_text(${JSON.stringify(values)}::jsonb))`;
-
-/**
- * A jsonb object of form fields with a value that is the address (trimmed, any case). A search of
- * its text comes first: it spares the many rows without the address the walk through their fields
- * (an address holds no character that JSON escapes).
- */
-export const carries = (fields: Prisma.Sql, email: string) =>
-  Prisma.sql`(strpos(lower((${fields})::text), ${email}) > 0
-    AND EXISTS (SELECT 1 FROM jsonb_each_text(${fields}) f WHERE lower(btrim(f.value)) = ${email}))`;
+// the subject and its SQL live in subject.ts (the stores use them too); their importers take them from here
+export { carries, jsonList, type Subject };
 
 /** A queued event (`e`, an element of a queued batch's events) that is a form carrying the subject's address (a person only). */
 export const queuedFormOf = (subject: Subject) =>
@@ -91,18 +84,16 @@ async function adjustLeads(tx: Tx, datasetId: string, erased: { leadId: string; 
 
 /** Erases the visitors' visits, forms and rows; their leads' counters follow. The leads left with no visit, removed. */
 export async function eraseVisitors(tx: Tx, datasetId: string, ids: string[], counts: ErasureCounts): Promise<RemovedLead[]> {
-  const visits = await tx.$queryRaw<{ leadId: string; n: bigint }[]>`
-    WITH gone AS (DELETE FROM "Visit" WHERE "datasetId" = ${datasetId} AND "visitorId" IN ${jsonList(ids)} RETURNING "leadId")
-    SELECT "leadId", count(*) AS n FROM gone GROUP BY "leadId"`;
+  const visits = await eraseVisitsOfVisitors(tx, datasetId, ids);
   counts.visits += visits.reduce((sum, v) => sum + Number(v.n), 0);
-  counts.formSubmissions += await tx.$executeRaw`DELETE FROM "FormSubmission" WHERE "datasetId" = ${datasetId} AND "visitorId" IN ${jsonList(ids)}`;
-  counts.visitors += await tx.$executeRaw`DELETE FROM "Visitor" WHERE "datasetId" = ${datasetId} AND id IN ${jsonList(ids)}`;
+  counts.formSubmissions += await eraseFormsOfVisitors(tx, datasetId, ids);
+  counts.visitors += await eraseVisitorRows(tx, datasetId, ids);
   return adjustLeads(tx, datasetId, visits, counts);
 }
 
 /** Erases other visitors' forms that carry a person's address, and the deliveries naming the subject (long scans). */
 export async function eraseMentions(db: Client, accountId: string, datasetId: string, ids: string[], subject: Subject, counts: ErasureCounts): Promise<void> {
-  if (subject.type === "person") counts.formSubmissions += await db.$executeRaw`DELETE FROM "FormSubmission" WHERE "datasetId" = ${datasetId} AND ${carries(Prisma.sql`fields`, subject.email)}`;
+  if (subject.type === "person") counts.formSubmissions += await eraseFormsCarrying(db, datasetId, subject.email);
   counts.webhookDeliveries += await deleteDeliveriesNaming(db, deliveriesOf(accountId, datasetId, ids, subject));
 }
 

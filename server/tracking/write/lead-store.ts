@@ -1,14 +1,105 @@
-// The statements that write "Lead" rows for other modules: the partner API's tags and assignment,
-// stored leads (tests, the demo), an account's deletion, the webhook events owed to hidden leads,
-// and the counters that erasure and withdrawal take visits from. With the ingest writer's batch
-// (batch.ts) and the domain evidence (domain-evidence.ts), tracking/ is the one folder that
-// writes leads; others read them where a query needs them.
+// The only code that writes "Lead": every statement on it, for the modules that decide when: the
+// writer's batch (batch.ts: new leads, then the visited ones), their domain evidence
+// (domain-evidence.ts), the partner API's tags and assignment, stored leads (tests, the demo), an
+// account's deletion, the webhook events owed to hidden leads, and the counters that erasure and
+// withdrawal take visits from. Others read leads where a query needs them.
 import { Prisma } from "../../../generated/prisma/client.ts";
 import { notExcluded } from "../../domain/exclusions.ts";
+import type { NetworkOfEvent } from "../collect/events.ts";
 
 type Tx = Prisma.TransactionClient;
 type Raw = Pick<Tx, "$queryRaw" | "$executeRaw">;
 type LeadRef = { datasetId: string; leadId: string };
+
+/** A lead as a writer's batch aggregates it: its new row, or what its visits add to the row there is. */
+export interface LeadRow {
+  accountId: string;
+  datasetId: string;
+  id: string;
+  organizationName: string;
+  organizationDomain: string | null;
+  /** `curated` with a domain of the lead's own network or a declared one; an identity's evidence: its kind (domain-evidence.ts adds the others). */
+  domainSource: "declared" | "curated" | "email" | "reverse_dns" | null;
+  country: string | null;
+  city: string | null;
+  firstVisitAt: string;
+  lastVisitAt: string;
+  visitCount: number;
+  identitySource: NonNullable<NetworkOfEvent["identitySource"]>;
+  identityConfidence: number;
+}
+
+const LEAD_COLUMNS = Prisma.sql`r("accountId" text, "datasetId" text, "id" text, "organizationName" text, "organizationDomain" text,
+  "domainSource" text, "country" text, "city" text, "firstVisitAt" timestamptz, "lastVisitAt" timestamptz, "visitCount" int,
+  "identitySource" text, "identityConfidence" float8)`;
+
+/**
+ * The batch's new leads, inserted with the batch's counts (the visits' foreign key needs them
+ * first); an existing lead is left alone here and updated last (updateVisitedLeads). The leads created.
+ */
+export async function insertNewLeads(tx: Raw, leads: LeadRow[]): Promise<{ datasetId: string; id: string }[]> {
+  if (!leads.length) return [];
+  return tx.$queryRaw<{ datasetId: string; id: string }[]>`
+    INSERT INTO "Lead" ("accountId", "datasetId", "id", "organizationName", "organizationDomain", "domainSource", "country", "city",
+                        "firstVisitAt", "lastVisitAt", "visitCount", "identitySource", "identityConfidence")
+    SELECT r."accountId", r."datasetId", r."id", r."organizationName", r."organizationDomain", r."domainSource"::"DomainSource",
+           r."country", r."city", r."firstVisitAt", r."lastVisitAt", r."visitCount", r."identitySource"::"IdentitySource", r."identityConfidence"
+    FROM jsonb_to_recordset(${JSON.stringify(leads)}::jsonb) AS ${LEAD_COLUMNS}
+    ON CONFLICT ("datasetId", "id") DO NOTHING
+    RETURNING "datasetId", "id"`;
+}
+
+/**
+ * The leads the batch visited that existed: visit counts add up; first and last visit widen; place
+ * follows the latest data. A curated domain replaces whatever domain the lead had (it is the
+ * strongest evidence); an identity's domain from evidence only fills in a missing one. The
+ * identity source and confidence are raised when the batch's are stronger. The batch's last statement: the rows
+ * stay locked until its commit only, so that concurrent batches visiting the same organisation
+ * (every batch, under load) wait for each other briefly; locked in key order, they never deadlock.
+ */
+export async function updateVisitedLeads(tx: Raw, leads: LeadRow[]): Promise<void> {
+  if (!leads.length) return;
+  const rows = JSON.stringify(leads);
+  await tx.$executeRaw`
+    SELECT 1 FROM "Lead" l JOIN jsonb_to_recordset(${rows}::jsonb) AS ${LEAD_COLUMNS} ON l."datasetId" = r."datasetId" AND l.id = r.id
+    ORDER BY l."datasetId", l.id FOR NO KEY UPDATE OF l`;
+  await tx.$executeRaw`
+    UPDATE "Lead" l SET
+      "visitCount" = l."visitCount" + r."visitCount",
+      "firstVisitAt" = LEAST(l."firstVisitAt", r."firstVisitAt"),
+      "lastVisitAt" = GREATEST(l."lastVisitAt", r."lastVisitAt"),
+      "organizationDomain" = CASE WHEN r."domainSource" IN ('declared', 'curated') OR l."organizationDomain" IS NULL THEN COALESCE(r."organizationDomain", l."organizationDomain") ELSE l."organizationDomain" END,
+      "domainSource" = CASE WHEN r."organizationDomain" IS NOT NULL AND (r."domainSource" IN ('declared', 'curated') OR l."organizationDomain" IS NULL)
+                            THEN r."domainSource"::"DomainSource" ELSE l."domainSource" END,
+      "identitySource" = CASE WHEN r."identityConfidence" > l."identityConfidence" THEN r."identitySource"::"IdentitySource" ELSE l."identitySource" END,
+      "identityConfidence" = GREATEST(l."identityConfidence", r."identityConfidence"),
+      "country" = COALESCE(r."country", l."country"),
+      "city" = COALESCE(r."city", l."city")
+    FROM jsonb_to_recordset(${rows}::jsonb) AS ${LEAD_COLUMNS}
+    WHERE l."datasetId" = r."datasetId" AND l.id = r.id`;
+}
+
+/** Where a lead's domain came from, of the sources its evidence sets (a declaration's is set by the batch). */
+export type DomainSource = "curated" | "email" | "reverse_dns";
+
+/** How strong each source is: SQL of the rank of a lead's current source (0 without a domain). */
+const currentRank = Prisma.sql`CASE "domainSource" WHEN 'declared' THEN 4 WHEN 'curated' THEN 3 WHEN 'email' THEN 2 WHEN 'reverse_dns' THEN 1 ELSE 0 END`;
+const RANK: Record<DomainSource, number> = { curated: 3, email: 2, reverse_dns: 1 };
+
+/** Sets the lead's domain unless it has one from a stronger source; one statement. A lead recognised by its address's identity keeps the identity's domain. */
+export async function setLeadDomain(db: Raw, lead: LeadRef, domain: string, source: DomainSource): Promise<void> {
+  await db.$executeRaw`
+      UPDATE "Lead" SET "organizationDomain" = ${domain}, "domainSource" = ${source}::"DomainSource"
+      WHERE "datasetId" = ${lead.datasetId} AND id = ${lead.leadId} AND ${currentRank} <= ${RANK[source]} AND "identitySource" = 'network'
+        AND "organizationDomain" IS DISTINCT FROM ${domain}`;
+}
+
+/** A domain found to be an access network's: leads that took it from reverse DNS lose it. */
+export async function dropReverseDnsDomain(db: Raw, domain: string): Promise<void> {
+  await db.$executeRaw`
+      UPDATE "Lead" SET "organizationDomain" = NULL, "domainSource" = NULL
+      WHERE "domainSource" = 'reverse_dns'::"DomainSource" AND "organizationDomain" = ${domain}`;
+}
 
 /**
  * A lead as it was when removed (left with no visit): its columns, and whether a partner could see

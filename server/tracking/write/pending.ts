@@ -10,7 +10,7 @@
 // - Declaring a network backfills the account's pending events inside it (`backfillNetwork`).
 // - Retention deletes what waited longer than TRACKING_PENDING_DAYS (`purgePending`); erasure and
 //   export find a subject's rows by visitor id, or by the e-mail address in a form's fields.
-import { Prisma, type Visit } from "../../../generated/prisma/client.ts";
+import { Prisma } from "../../../generated/prisma/client.ts";
 import type { Db } from "../../db/database.ts";
 import type { Logger } from "../../logging.ts";
 import type { IngestResult, PendingNote, Tx, WriterHooks } from "./write-result.ts";
@@ -22,6 +22,7 @@ import { carries, jsonList, type Subject } from "./erasure.ts";
 import { emailOf, leadIdOf, type NetworkOfEvent, type QueueRow } from "../collect/events.ts";
 import { type OnLeadsRemoved, type RemovedLead, subtractVisits } from "./lead-store.ts";
 import { knownOrganizationOfDomain } from "../../identity/organizations.ts";
+import { takeFormsOfSenders, takeVisitsAt, type VisitRow } from "./visit-store.ts";
 
 type Client = Pick<Tx, "$queryRaw" | "$executeRaw">;
 
@@ -228,9 +229,6 @@ export async function exportPending(client: Client, datasetId: string, visitorId
 export const purgePending = (db: Client, before: Date, limit: number): Promise<number> =>
   db.$executeRaw`DELETE FROM "PendingEvent" WHERE id IN (SELECT id FROM "PendingEvent" WHERE "receivedAt" < ${before} LIMIT ${limit})`;
 
-/** A visit as its row holds it (what withdrawal takes back to pending: visits of an address, so it has one). */
-type VisitRow = Omit<Visit, "id" | "ip"> & { ip: string };
-
 /** A withdrawn visit as the pending page view it was. */
 function pendingRowOfVisit(v: VisitRow): QueueRow {
   const utm = Object.fromEntries(
@@ -311,11 +309,7 @@ export async function withdrawUnsupported(
   if (!wrong.length) return none;
   return db.$transaction(async (tx) => {
     await holdForWriting(tx);
-    const gone = await tx.$queryRaw<VisitRow[]>`
-      DELETE FROM "Visit" v USING jsonb_to_recordset(${JSON.stringify(wrong)}::jsonb) AS w("accountId" text, "datasetId" text, "leadId" text, ip text)
-      WHERE v.ip::inet <<= ANY(${[...new Set(wrong.map((w) => w.ip))]}::inet[]) AND v.ip = w.ip AND v."accountId" = w."accountId" AND v."datasetId" = w."datasetId" AND v."leadId" = w."leadId"
-      RETURNING v."accountId", v."datasetId", v."leadId", v."visitorId", v.at, v.url, v.referrer, v.title, v."utmSource", v."utmMedium", v."utmCampaign",
-        v."utmTerm", v."utmContent", v.ip, v.asn, v."networkType", v.country, v.city`;
+    const gone = await takeVisitsAt(tx, wrong);
     await storePending(tx, [...gone.map(pendingRowOfVisit), ...(await takeFormsOfWithdrawn(tx, gone))]);
     const counts = new Map<string, { accountId: string; datasetId: string; leadId: string; n: number }>();
     for (const v of gone) {
@@ -355,11 +349,7 @@ export async function withdrawInRanges(
 async function takeFormsOfWithdrawn(tx: Client, gone: readonly VisitRow[]): Promise<QueueRow[]> {
   const senders = [...new Map(gone.map((v) => [`${v.datasetId} ${v.leadId} ${v.visitorId}`, v] as const)).values()];
   if (!senders.length) return [];
-  const forms = await tx.$queryRaw<{ datasetId: string; leadId: string; visitorId: string; at: Date; url: string; partial: boolean; fields: Record<string, string> }[]>`
-    DELETE FROM "FormSubmission" f USING jsonb_to_recordset(${JSON.stringify(senders.map(({ datasetId, leadId, visitorId }) => ({ datasetId, leadId, visitorId })))}::jsonb)
-      AS s("datasetId" text, "leadId" text, "visitorId" text)
-    WHERE f."datasetId" = s."datasetId" AND f."leadId" = s."leadId" AND f."visitorId" = s."visitorId"
-    RETURNING f."datasetId", f."leadId", f."visitorId", f.at, f.url, f.partial, f.fields`;
+  const forms = await takeFormsOfSenders(tx, senders);
   const senderOf = new Map(senders.map((s) => [`${s.datasetId} ${s.leadId} ${s.visitorId}`, s] as const));
   return forms.map((f): QueueRow => {
     const s = senderOf.get(`${f.datasetId} ${f.leadId} ${f.visitorId}`)!;
