@@ -1,9 +1,15 @@
 // The demo account of `npm start`: leads, segments and an exclusion rule that work out of the box.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { type Demo, DEMO_COMPETITOR_DOMAIN, ensureDemo } from "../server/demo.ts";
+import * as leads from "../server/services/leads.ts";
 import { generateLeads } from "../server/lead-generator.ts";
-import type { Db } from "../server/db/database.ts";
 import { startTestApi, type TestApi } from "./support/api.ts";
+
+// the seed's leads, made to fail once below as a kill at that moment would leave the seed
+vi.mock("../server/services/leads.ts", async (importOriginal) => {
+  const original = await importOriginal<typeof import("../server/services/leads.ts")>();
+  return { ...original, insertLeads: vi.fn(original.insertLeads) };
+});
 
 let api: TestApi;
 let demo: Demo;
@@ -71,23 +77,12 @@ describe("demo account, interrupted", () => {
   beforeAll(async () => (fresh = await startTestApi()));
   afterAll(() => fresh?.close());
 
-  /** The database with its lead inserts failing (the leads module writes through `services.db`). */
-  function failingLeadInserts(db: Db, fail: () => Promise<never>): Db {
-    const bound = (target: object, key: string | symbol) => {
-      const value = Reflect.get(target, key) as unknown;
-      return typeof value === "function" ? value.bind(target) : value;
-    };
-    const lead = new Proxy(db.lead, { get: (target, key) => (key === "createMany" ? fail : bound(target, key)) });
-    return new Proxy(db, { get: (target, key) => (key === "lead" ? lead : bound(target, key)) });
-  }
-
   /** The services, with one step of the seed failing as a kill at that moment would leave it. */
   function failingAt(step: "leads" | "segments"): TestApi["services"] {
     const { services } = fresh;
     const fail = () => Promise.reject(new Error("killed while seeding"));
-    return step === "leads"
-      ? { ...services, db: failingLeadInserts(services.db, fail) }
-      : { ...services, segmentPreferences: { ...services.segmentPreferences, set: fail } };
+    if (step === "leads") vi.mocked(leads.insertLeads).mockImplementationOnce(fail);
+    return step === "leads" ? services : { ...services, segmentPreferences: { ...services.segmentPreferences, set: fail } };
   }
 
   it("when the seed stops after the account is made, then the next start ends with a complete demo account", async () => {
