@@ -16,7 +16,7 @@ import type { Config } from "../server/config.ts";
 import type { Database } from "../server/db/database.ts";
 import { DomainError } from "../server/domain/errors.ts";
 import type { Services } from "../server/services/index.ts";
-import type { DeadLetterAction } from "../server/tracking/log/dead-letters.ts";
+import type { DeadLetterAction } from "../server/tracking/log/dead-letter-command.ts";
 
 const DAY_MS = 86_400_000;
 
@@ -290,7 +290,7 @@ async function deadLetters(action: DeadLetterAction, args: Args, context: Contex
   if (action === "replay" && id === undefined && !args.flag("all")) throw new UsageError("name the dead letter, or replay them all: dead-letters replay ID | --all");
   if (action === "drop" && id === undefined) throw new UsageError("name the dead letter: dead-letters drop ID");
   const limit = args.optional("limit") !== undefined ? args.whole("limit", 1) : undefined;
-  const [{ deadLetterCommand }, db, config] = await Promise.all([import("../server/tracking/log/dead-letters.ts"), context.database(), context.config()]);
+  const [{ deadLetterCommand }, db, config] = await Promise.all([import("../server/tracking/log/dead-letter-command.ts"), context.database(), context.config()]);
   const { data, text, incomplete } = await deadLetterCommand(db.prisma, config, action, { id, limit, code: args.optional("code") });
   args.out(data, text);
   if (incomplete) throw new CommandFailed("some dead letters were left (the lines above say why): drop them or remove their cause");

@@ -8,7 +8,7 @@ import type { Logger } from "./logging.ts";
 import { startDigestScheduler } from "./notify/segment-alerts.ts";
 import type { Services } from "./services/index.ts";
 import { type IngestLog, openIngestLog } from "./tracking/log/ingest-log.ts";
-import { createIngestWriter, type IngestWriter, type WriterOptions } from "./tracking/log/writer.ts";
+import { IngestWriter, type WriterOptions } from "./tracking/log/writer.ts";
 
 export interface ProcessParts {
   /** Where the collector appends (the queue table, or the JetStream stream of INGEST_LOG_URL). */
@@ -28,7 +28,7 @@ export interface ProcessParts {
  * writer is wired: the process parts below, and the tests.
  */
 export function wiredIngestWriter(db: Database, services: Services, logger: Logger, options: WriterOptions = {}): IngestWriter {
-  return createIngestWriter(db.prisma, services.ingestWiring.deps, logger, { ...services.ingestWiring.hooks, ...options });
+  return new IngestWriter(db.prisma, services.ingestWiring.deps, logger, { ...services.ingestWiring.hooks, ...options });
 }
 
 /**

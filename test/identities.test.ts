@@ -7,7 +7,7 @@ import ipaddr from "ipaddr.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { IdentityConfig, ReverseDnsConfig } from "../server/config.ts";
 import { declarationOf, declaredNetworks } from "../server/identity/declared-networks.ts";
-import { type FormEvidence, type IdentityStore, identityStore, type PtrEvidence } from "../server/identity/identities.ts";
+import { type FormEvidence, IdentityStore, type PtrEvidence } from "../server/identity/identities.ts";
 import { ATTRIBUTION_THRESHOLD, CONFIDENCE, CONSUMERS, DYNAMIC_RANGE_ORGANIZATIONS, HOST_TENANTS, OPERATOR_UNITS, STATIC_LINE } from "../server/identity/rules.ts";
 import type { NetworkType } from "../server/tracking/ipdata/network-class.ts";
 import { createTestDatabase, type TestDatabase } from "./support/database.ts";
@@ -32,7 +32,7 @@ const reverseDns = (enabled = false): ReverseDnsConfig => ({
   operatorPrefixes: OPERATOR_PREFIXES,
 });
 const storeWith = (identities: Partial<IdentityConfig> = {}, dnsOn = false): IdentityStore =>
-  identityStore(db.prisma, { identities: { windowDays: WINDOW_DAYS, poolReverseDns: false, pendingDays: 30, ...identities }, reverseDns: reverseDns(dnsOn), now });
+  new IdentityStore(db.prisma, { identities: { windowDays: WINDOW_DAYS, poolReverseDns: false, pendingDays: 30, ...identities }, reverseDns: reverseDns(dnsOn), now });
 
 let store: IdentityStore;
 let A: string;
@@ -162,7 +162,7 @@ describe("shared addresses", () => {
 
   it("when an organisation's PTR name and another organisation's e-mail meet at an address, then it is shared", async () => {
     const net = freshNet();
-    const [owner, guest] = [freshDomain("cowork"), freshDomain()];
+    const [owner, guest] = [freshDomain("owner"), freshDomain()];
     await store.recordPtrEvidence([ptr(net(9), `office.${owner}`)]);
     expect((await identityOf(net(9)))?.source).toBe("reverse_dns");
     await store.recordFormEvidence([form(net(9), person(guest))]);

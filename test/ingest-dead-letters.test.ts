@@ -11,7 +11,8 @@ import { faultText, isTransientFault, writeFault } from "../server/db/errors.ts"
 import { NotFound, Conflict } from "../server/domain/errors.ts";
 import { createLogger } from "../server/logging.ts";
 import { metricsRegistry } from "../server/metrics.ts";
-import { deadLetterCommand, type ReplayedLetters } from "../server/tracking/log/dead-letters.ts";
+import { deadLetterCommand } from "../server/tracking/log/dead-letter-command.ts";
+import type { ReplayedLetters } from "../server/tracking/log/dead-letters.ts";
 import { NOT_JSON, type QueuedBatch } from "../server/tracking/collect/events.ts";
 import { type IngestLog, openIngestLog, tableLog } from "../server/tracking/log/ingest-log.ts";
 import type { WriterOptions } from "../server/tracking/log/writer.ts";

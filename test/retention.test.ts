@@ -5,7 +5,7 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import pg from "pg";
-import { MONTHS_AHEAD, monthOf, visitPartitions } from "../server/tracking/privacy/visit-partitions.ts";
+import { maintainVisitPartitions, MONTHS_AHEAD, monthOf } from "../server/tracking/privacy/visit-partitions.ts";
 import { RETENTION_JOB, type RetentionResult } from "../server/tracking/privacy/retention.ts";
 import { as } from "./support/suite.ts";
 import { ADDRESSES, startTracking, type TrackingSuite } from "./support/tracking.ts";
@@ -193,18 +193,18 @@ describe("retention job", () => {
     await t.collect(short, ADDRESSES.business, [t.pageView(newVisitor())]);
     await t.writer.drain();
     days = 0;
-    const partitions = visitPartitions(t.api.db.prisma);
+    const db = t.api.db.prisma;
     const reader = new pg.Client({ connectionString: t.api.db.url });
     await reader.connect();
     try {
       await reader.query("BEGIN");
       await reader.query(`SELECT count(*) FROM "Visit"`); // holds every partition until its commit
-      expect(await partitions.maintain(now())).toMatchObject({ created: [], dropped: [], busy: 1, failed: [] });
+      expect(await maintainVisitPartitions(db, now())).toMatchObject({ created: [], dropped: [], busy: 1, failed: [] });
       await reader.query("COMMIT");
     } finally {
       await reader.end();
     }
-    expect(await partitions.maintain(now())).toMatchObject({ created: [month.name], moved: 1, dropped: [month.name], busy: 0, failed: [] });
+    expect(await maintainVisitPartitions(db, now())).toMatchObject({ created: [month.name], moved: 1, dropped: [month.name], busy: 0, failed: [] });
     expect(await partitionNames()).not.toContain(month.name);
   });
 });

@@ -14,6 +14,7 @@ export const TIERS = {
     "demo-banner",
     "function-length",
     "generated-types",
+    "host-domains",
     "identity-rules",
     "layers",
     "network-classification",

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ContactProfile } from "../server/contacts/profile.ts";
 import { encodedScript } from "../server/tracking/collect/script-response.ts";
 import { ADDRESSES, BOT_UA, ONLY_EVIDENCE, startTracking, type TrackingSuite, wiredWriter } from "./support/tracking.ts";
+import { eventually } from "./support/eventually.ts";
 import { as } from "./support/suite.ts";
 import * as contacts from "../server/services/contacts.ts";
 import * as credits from "../server/services/credits.ts";
@@ -69,6 +70,19 @@ describe("collect", () => {
       "https://www.customer.example/pricing?utm_source=newsletter",
     ]);
     expect(visits.body.data[0]).toMatchObject({ visitorId: vid, utm: { source: "newsletter" }, networkType: "business", visitor: { email: null, enrichment: null, contact: null } });
+  });
+
+  it("when the writer's wake is handed on alone (as main.ts gives it to the collector), then the woken writer writes what was queued", async () => {
+    const ds = await dataset("Woken");
+    const writer = wiredWriter(t.api, ONLY_EVIDENCE);
+    const { wake } = writer;
+    try {
+      expect((await t.collect(ds, ADDRESSES.business, [t.pageView(newVisitor())])).status).toBe(202);
+      wake();
+      await eventually(async () => expect(await t.leads(ds)).toMatchObject([{ organizationName: "Apple Inc.", visitCount: 1 }]), { message: "the woken writer wrote the page view" });
+    } finally {
+      await writer.stop();
+    }
   });
 
   it("when the same organisation comes back in a later batch, then its lead is visited, not created again", async () => {

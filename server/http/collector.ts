@@ -162,17 +162,34 @@ const methodNotAllowed =
   (_req, _res, next) =>
     next(new MethodNotAllowedError(allow));
 
-// Why long: the collector's routes share its rate limiters, cookieless ids and grouped appends made here; issue 37 item 4 makes it a module.
-export function collectorRoutes(deps: CollectorDeps): Router {
-  const { db, datasets, config, now = () => new Date(), log = tableLog(db) } = deps;
-  const perIp = new RateLimiterMemory({ points: config.ipRequestsPerMinute, duration: 60 });
-  const perDataset = new RateLimiterMemory({ points: config.datasetEventsPerMinute, duration: 60 });
-  const cookieless = cookielessVisitorIds(db);
-  const append = groupedAppends((batches) => log.append(batches));
-  const router = Router();
+/** Global Privacy Control (Sec-GPC) or Do Not Track sent by the browser, when the dataset honours them. */
+const optedOut = (req: Request, dataset: TrackedDataset) => dataset.respectDoNotTrack && (req.get("sec-gpc") === "1" || req.get("dnt") === "1");
+
+/**
+ * The collector's state, made once per app: its dependencies, the rate limiters (per address, per
+ * dataset), the cookieless visitor ids and the grouped appends to the ingest log. Its methods are
+ * the steps of a request; collectorRoutes mounts them.
+ */
+class Collector {
+  private readonly perIp: RateLimiterMemory;
+  private readonly perDataset: RateLimiterMemory;
+  private readonly cookieless: ReturnType<typeof cookielessVisitorIds>;
+  private readonly append: (batch: QueuedBatch) => Promise<void>;
+  private readonly now: () => Date;
+  readonly config: TrackingConfig;
+
+  constructor(private readonly deps: CollectorDeps) {
+    const { db, config, now = () => new Date(), log = tableLog(db) } = deps;
+    this.config = config;
+    this.now = now;
+    this.perIp = new RateLimiterMemory({ points: config.ipRequestsPerMinute, duration: 60 });
+    this.perDataset = new RateLimiterMemory({ points: config.datasetEventsPerMinute, duration: 60 });
+    this.cookieless = cookielessVisitorIds(db);
+    this.append = groupedAppends((batches) => log.append(batches));
+  }
 
   /** The request's dataset; a `dataset` that breaks the character rule or is longer than any id is a 400, never a query. */
-  const datasetOf = (req: Request) => {
+  datasetOf(req: Request) {
     const named = req.query.dataset;
     const broken = typeof named !== "string" ? undefined
       : malformedParameters(req, ["dataset"]).length ? PERCENT_ENCODING_MESSAGE
@@ -180,25 +197,23 @@ export function collectorRoutes(deps: CollectorDeps): Router {
       : named.length > DATASET_ID_MAX_LENGTH ? `must be at most ${DATASET_ID_MAX_LENGTH} characters`
       : undefined;
     if (broken) throw new Invalid("Invalid request: query dataset " + broken, [{ location: "query", field: "dataset", message: broken }]);
-    return datasets.resolve(req.hostname, named);
-  };
+    return this.deps.datasets.resolve(req.hostname, named);
+  }
 
   /** The client's address: the socket's, or what a trusted proxy says (express `trust proxy`), without a port. */
-  const clientIp = (req: Request) => {
+  private clientIp(req: Request): string {
     const ip = withoutPort(req.ip ?? "");
     const loopback = /^(127\.|::1$|::ffff:127\.)/.test(ip);
-    return loopback && config.loopbackIp ? config.loopbackIp : ip;
-  };
-
-  /** Global Privacy Control (Sec-GPC) or Do Not Track sent by the browser, when the dataset honours them. */
-  const optedOut = (req: Request, dataset: TrackedDataset) => dataset.respectDoNotTrack && (req.get("sec-gpc") === "1" || req.get("dnt") === "1");
+    return loopback && this.config.loopbackIp ? this.config.loopbackIp : ip;
+  }
 
   /** The visitor id of a cookieless dataset's events (whatever the script sent), else undefined. */
-  const derivedVisitorId = (req: Request, dataset: TrackedDataset) =>
-    dataset.consentMode === "cookieless" ? cookieless.visitorId(now(), dataset.datasetId, clientIp(req), req.get("user-agent") ?? "") : undefined;
+  private derivedVisitorId(req: Request, dataset: TrackedDataset) {
+    return dataset.consentMode === "cookieless" ? this.cookieless.visitorId(this.now(), dataset.datasetId, this.clientIp(req), req.get("user-agent") ?? "") : undefined;
+  }
 
   /** Resolves, filters and masks the events; the batch to queue (none for bots and opted-out browsers; pending for networks that are not a lead's). */
-  function accept(
+  private accept(
     req: Request,
     dataset: TrackedDataset,
     events: TrackedEvent[],
@@ -213,8 +228,8 @@ export function collectorRoutes(deps: CollectorDeps): Router {
       trackingMetrics.events.inc({ outcome: "do_not_track" }, events.length);
       return undefined;
     }
-    const ip = clientIp(req);
-    const resolver = deps.resolver();
+    const ip = this.clientIp(req);
+    const resolver = this.deps.resolver();
     const network = resolver.resolve(ip, { geo: false, overrides });
     const type = network?.networkType ?? "unknown";
     // isp, hosting, mobile and unknown networks: kept unlisted, pending the address's identity (the writer's)
@@ -235,7 +250,7 @@ export function collectorRoutes(deps: CollectorDeps): Router {
     return {
       accountId: dataset.accountId,
       datasetId: dataset.datasetId,
-      at: now().toISOString(),
+      at: this.now().toISOString(),
       enrich: dataset.contactEnrichment,
       network: {
         leadId: pending ? "" : leadIdOf(network.organizationName!),
@@ -254,28 +269,47 @@ export function collectorRoutes(deps: CollectorDeps): Router {
     };
   }
 
-  async function collect(req: Request, res: Response, events: () => TrackedEvent[], answer: (queued: number, received: number) => void) {
+  /**
+   * A request's batch (`events`, read once the address passed its rate limit): the dataset's rate
+   * limit, then accepted into the ingest log and `answer`ed with what was queued of what was received.
+   */
+  async collect(req: Request, res: Response, events: () => TrackedEvent[], answer: (queued: number, received: number) => void): Promise<void> {
     try {
-      await perIp.consume(clientIp(req));
+      await this.perIp.consume(this.clientIp(req));
     } catch (error) {
       if (error instanceof RateLimiterRes) return rateLimited(res, error, "requests from this address");
       throw error;
     }
-    const dataset = await datasetOf(req);
+    const dataset = await this.datasetOf(req);
     const batch = events();
     try {
-      await perDataset.consume(dataset.datasetId, batch.length);
+      await this.perDataset.consume(dataset.datasetId, batch.length);
     } catch (error) {
       if (error instanceof RateLimiterRes) return rateLimited(res, error, "events for this dataset");
       throw error;
     }
-    const accepted = accept(req, dataset, batch, await derivedVisitorId(req, dataset), await deps.networkOverrides());
+    const accepted = this.accept(req, dataset, batch, await this.derivedVisitorId(req, dataset), await this.deps.networkOverrides());
     if (accepted) {
-      await append(accepted);
-      deps.onQueued?.();
+      await this.append(accepted);
+      this.deps.onQueued?.();
     }
     answer(accepted?.events.length ?? 0, batch.length);
   }
+}
+
+/** The pixel's batch: one page view in the query (v: visitor id, u: URL, r: referrer, t: title). */
+function pixelBatch(req: Request): TrackedEvent[] {
+  const q = req.query as Record<string, string | undefined>;
+  const malformed = malformedParameters(req, PIXEL_PARAMETERS);
+  if (malformed.length) throw batchRefused(malformed.map((field) => ({ location: "query", field, message: PERCENT_ENCODING_MESSAGE })));
+  checkText({ v: q.v, u: q.u, r: q.r, t: q.t }, "query", (path) => String(path[0]));
+  return parseBatch({ events: [{ type: "pageview", visitorId: q.v, url: q.u, ...(q.r && { referrer: q.r }), ...(q.t && { title: q.t }) }] });
+}
+
+/** The public tracking routes over one Collector (its rate limiters and appends live as long as the app). */
+export function collectorRoutes(deps: CollectorDeps): Router {
+  const collector = new Collector(deps);
+  const router = Router();
 
   router.options("/collect", cors, (_req, res) => {
     res.setHeader("Access-Control-Allow-Methods", "POST, GET");
@@ -285,7 +319,7 @@ export function collectorRoutes(deps: CollectorDeps): Router {
   });
 
   router.post("/collect", cors, unsupportedMediaType, express.raw({ type: () => true, limit: LIMITS.bodyBytes }), async (req, res) => {
-    await collect(
+    await collector.collect(
       req,
       res,
       () => parseBatch(bodyText(req.body)),
@@ -293,18 +327,11 @@ export function collectorRoutes(deps: CollectorDeps): Router {
     );
   });
 
-  // The pixel: one page view in the query (v: visitor id, u: URL, r: referrer, t: title).
   router.get("/collect", cors, async (req, res) => {
-    const q = req.query as Record<string, string | undefined>;
-    await collect(
+    await collector.collect(
       req,
       res,
-      () => {
-        const malformed = malformedParameters(req, PIXEL_PARAMETERS);
-        if (malformed.length) throw batchRefused(malformed.map((field) => ({ location: "query", field, message: PERCENT_ENCODING_MESSAGE })));
-        checkText({ v: q.v, u: q.u, r: q.r, t: q.t }, "query", (path) => String(path[0]));
-        return parseBatch({ events: [{ type: "pageview", visitorId: q.v, url: q.u, ...(q.r && { referrer: q.r }), ...(q.t && { title: q.t }) }] });
-      },
+      () => pixelBatch(req),
       () => {
         res.setHeader("Cache-Control", "no-store");
         res.status(200).type("image/gif").send(PIXEL);
@@ -313,7 +340,7 @@ export function collectorRoutes(deps: CollectorDeps): Router {
   });
 
   router.get("/t.js", cors, async (req, res) => {
-    sendScript(req, res, scriptFor(await datasetOf(req)), config.settingsTtlSeconds);
+    sendScript(req, res, scriptFor(await collector.datasetOf(req)), collector.config.settingsTtlSeconds);
   });
 
   router.get("/demo-consent.js", (_req, res) => {
@@ -326,7 +353,7 @@ export function collectorRoutes(deps: CollectorDeps): Router {
 
   // POST: the demo form's submission lands on page 2, which confirms it (the script has sent the form's fields).
   router.all("/demo", async (req, res) => {
-    const dataset = await datasetOf(req);
+    const dataset = await collector.datasetOf(req);
     const page = req.query.page === "2" ? 2 : 1;
     res.type("html").send(
       demoPage(dataset.datasetId, page, {

@@ -130,39 +130,307 @@ export interface IdentityStoreOptions {
   logger?: Logger;
 }
 
-// Why long: the identity store's methods share one database handle, the evidence cache and the
-// recomputed ranges; issue 37 item 4 (plain functions over an explicit context) is still to do.
-export function identityStore(db: Db, { identities, reverseDns, now = () => new Date(), logger }: IdentityStoreOptions) {
-  const windowMs = identities.windowDays * 86_400_000;
-  const pooled = identities.poolReverseDns;
-  let hashKey: string | undefined;
+/** Whether a domain is the network's own (the AS organisation's domain): an operator's own domain names nobody. */
+const sameDomain = (domain: string, networkDomain: string | null | undefined) => !!networkDomain && domain === networkDomain.toLowerCase();
+
+/** Evidence rows without duplicates of one key (one statement may not update a row twice): the latest time of each. */
+function deduplicated(rows: readonly NewEvidence[]): NewEvidence[] {
+  const byKey = new Map<string, NewEvidence>();
+  for (const row of rows) {
+    const key = [row.scope, row.unit, row.kind, row.domain, row.contributor].join("\n");
+    const seen = byKey.get(key);
+    if (!seen || seen.at < row.at) byKey.set(key, row);
+  }
+  return [...byKey.values()];
+}
+
+/** The decisive stored row of an address: its unit's, else the most specific prefix's; the account's, else the pool's. */
+function decisive(rows: readonly StoredRow[], accountId: string): StoredRow | undefined {
+  return [...rows].sort((a, b) => Number(b.scope === accountId) - Number(a.scope === accountId) || prefixLength(b.prefix) - prefixLength(a.prefix))[0];
+}
+
+/** An attributing identity of a stored row, unless the address's network type stops it. */
+function identityOfRow(row: StoredRow | undefined, networkType: NetworkType): Identity | undefined {
+  if (!row || !attributes(row) || networkGuard(networkType, row.source)) return undefined;
+  return { organizationName: row.organizationName!, organizationDomain: row.organizationDomain, source: row.source!, confidence: row.confidence, prefix: row.prefix };
+}
+
+/**
+ * The identity store (how it is wired: the top of this file). Its state: the deployment's hash key,
+ * the PTR answers and recorded scope-unit pairs it remembers within the reverse DNS cache time, and
+ * the ranges recomputed since the last `takeRecomputed`.
+ */
+export class IdentityStore {
+  private readonly reverseDns: ReverseDnsConfig;
+  private readonly now: () => Date;
+  private readonly logger: Logger | undefined;
+  private readonly windowMs: number;
+  /** TRACKING_IDENTITY_POOL_REVERSE_DNS: PTR evidence pooled across accounts. */
+  private readonly pooled: boolean;
+  /** The deployment's hash key (ErasureKey, made on first use). */
+  private hashKey: string | undefined;
   /** PTR answers by unit, and the scope-unit pairs recorded, within the reverse DNS cache time. */
-  const ptrAnswers = memory<{ host: string | null; keepMs: number }>();
+  private readonly ptrAnswers = memory<{ host: string | null; keepMs: number }>();
   /** PTR answers of IPv6 sites' gateways (::1 of the /48), by range, within the reverse DNS cache time. */
-  const siteAnswers = memory<Promise<string | null>>();
-  const recorded = memory<true>();
+  private readonly siteAnswers = memory<Promise<string | null>>();
+  private readonly recorded = memory<true>();
   /** The (scope, range) pairs recomputed since the last `takeRecomputed`: where attributions may have lost their support (withdrawal, pending.ts). */
-  const recomputed = new Map<string, { scope: string; range: string }>();
+  private readonly recomputed = new Map<string, { scope: string; range: string }>();
+
+  constructor(
+    private readonly db: Db,
+    { identities, reverseDns, now = () => new Date(), logger }: IdentityStoreOptions,
+  ) {
+    this.windowMs = identities.windowDays * 86_400_000;
+    this.pooled = identities.poolReverseDns;
+    this.reverseDns = reverseDns;
+    this.now = now;
+    this.logger = logger;
+  }
+
+  /**
+   * The ranges recomputed since the last call, and forgets them. Each caller that makes
+   * recomputations takes them (the learning step, erasure, retention), so the map stays small.
+   */
+  takeRecomputed(): { scope: string; range: string }[] {
+    const taken = [...this.recomputed.values()];
+    this.recomputed.clear();
+    return taken;
+  }
+
+  /**
+   * The identity of each address (undefined: none that attributes), in the order asked: a
+   * declared network of the account holding it wins; else the decisive stored row (rules.ts)
+   * if it attributes and the network type allows it. Two statements, whatever the number of
+   * addresses; nothing cached, so evidence recorded by any process counts at once. `client`: a
+   * transaction to read in (the writer's batch), else the database.
+   */
+  async identitiesOf(queries: readonly AddressQuery[], client: Client = this.db): Promise<(Identity | undefined)[]> {
+    // a batch repeats its addresses: each distinct one is asked once
+    const queryKey = (q: AddressQuery) => `${q.accountId} ${q.ip} ${q.networkType} ${q.masked ? 1 : 0}`;
+    const distinct = [...new Map(queries.map((q) => [queryKey(q), q] as const)).values()];
+    // one after the other: a transaction runs one statement at a time
+    const rows = await this.storedRows(distinct, client);
+    const declared = await this.declaredOf(distinct, client);
+    const answers = new Map(
+      distinct.map((q, i): [string, Identity | undefined] => {
+        const d = declared.get(i);
+        if (d) return [queryKey(q), { organizationName: d.organizationName, organizationDomain: d.organizationDomain, source: "declared", confidence: 1, prefix: d.cidr }];
+        return [queryKey(q), identityOfRow(decisive(rows.get(i) ?? [], q.accountId), q.networkType)];
+      }),
+    );
+    return queries.map((q) => answers.get(queryKey(q)));
+  }
+
+  /** Of these ranges, those where the account's scopes hold an unexpired identity row (backfill's candidates). */
+  async rangesWithIdentities(accountId: string, ranges: readonly string[]): Promise<string[]> {
+    if (!ranges.length) return [];
+    const rows = await this.db.$queryRaw<{ range: string }[]>`
+      SELECT DISTINCT "range" FROM "NetworkIdentity"
+      WHERE scope = ANY(${this.scopesOf(accountId)}::text[]) AND "range" = ANY(${[...ranges]}::text[]) AND "expiresAt" > ${this.now()} AND "organizationName" IS NOT NULL`;
+    return rows.map((r) => r.range);
+  }
+
+  /** One address's identity (`identitiesOf` for one). */
+  async identityOf(accountId: string, ip: string, networkType: NetworkType, options: { masked?: boolean } = {}): Promise<Identity | undefined> {
+    return (await this.identitiesOf([{ accountId, ip, networkType, ...options }]))[0];
+  }
+
+  /** What the account knows of an address, for GET /v1/ip-lookup: the identity, its guard, its evidence in counts. */
+  async describe(accountId: string, ip: string, networkType: NetworkType): Promise<AddressIdentity | null> {
+    const query = { accountId, ip, networkType };
+    const [rows, declared] = await Promise.all([this.storedRows([query]), this.declaredOf([query])]);
+    const row = decisive(rows.get(0) ?? [], accountId);
+    const d = declared.get(0);
+    const evidence = { declared: d?.holding ?? 0, reverseDns: row?.reverseDns ?? 0, formEmail: row?.formEmail ?? 0, organizations: row?.organizations ?? 0 };
+    if (d) {
+      const created = d.createdAt.toISOString();
+      return { organizationName: d.organizationName, organizationDomain: d.organizationDomain, source: "declared", confidence: 1, attributed: true, guard: null, prefix: d.cidr, shared: row?.shared ?? false, firstSeenAt: created, lastSeenAt: created, expiresAt: null, evidence };
+    }
+    if (!row) return null;
+    const guard = row.guard ?? (attributes(row) ? networkGuard(networkType, row.source) : null);
+    const attributed = attributes(row) && !guard;
+    return {
+      organizationName: guard ? null : row.organizationName,
+      organizationDomain: guard ? null : row.organizationDomain,
+      source: guard ? null : row.source,
+      confidence: attributed ? row.confidence : 0,
+      attributed,
+      guard,
+      prefix: row.prefix,
+      shared: row.shared,
+      firstSeenAt: row.firstSeenAt.toISOString(),
+      lastSeenAt: row.lastSeenAt.toISOString(),
+      expiresAt: row.expiresAt.toISOString(),
+      evidence,
+    };
+  }
+
+  /** Records forms' business e-mail domains as evidence of their addresses, a free-mail address as a person's presence (operator domains, mobile and lead networks: nothing). */
+  async recordFormEvidence(forms: readonly FormEvidence[]): Promise<void> {
+    const wanted = forms.filter(learnsFrom);
+    if (!wanted.length) return;
+    const key = await this.keyOf(this.db);
+    const rows = wanted.flatMap((form): NewEvidence[] => {
+      const keys = addressKeys(form.ip);
+      const domain = businessEmailDomain(form.email);
+      const contributor = contributorKey(key, form.email);
+      // a free-mail address, or a mailbox at a network operator's domain (a subscriber's, or an
+      // operator employee's on the operator's own network): a person is there, not an office (the consumer guard of rules.ts)
+      if (keys && (domain ? isOperatorDomain(domain) : isFreeMail(form.email))) return [{ scope: form.accountId, range: keys.range, unit: keys.unit, kind: "free_mail", domain: "", contributor, at: this.seenAt(form.at) }];
+      if (!keys || !domain || sameDomain(domain, form.networkDomain)) return [];
+      return [{ scope: form.accountId, range: keys.range, unit: keys.unit, kind: "form_email", domain, contributor, at: this.seenAt(form.at) }];
+    });
+    await this.store(deduplicated(rows));
+  }
+
+  /**
+   * Records people seen at addresses (their visitor came from there) as their e-mail's evidence
+   * at those addresses, for people who already left form evidence in the account (sent from a
+   * shared network): a person at several addresses (a re-dialled line, carrier-grade NAT) then
+   * holds none of them by e-mail alone (the moving_person guard). Someone known only from a
+   * lead network's form is not placed anywhere by their visits.
+   */
+  async recordPresence(seen: readonly FormEvidence[]): Promise<void> {
+    const wanted = seen.filter(learnsFrom);
+    if (!wanted.length) return;
+    const key = await this.keyOf(this.db);
+    const people = [...new Set(wanted.map((s) => contributorKey(key, s.email)))];
+    const known = new Set(
+      (await this.db.$queryRaw<{ contributor: string; scope: string }[]>`
+        SELECT DISTINCT contributor, scope FROM "IdentityEvidence" WHERE kind = 'form_email' AND contributor = ANY(${people}::text[])`).map((r) => `${r.scope} ${r.contributor}`),
+    );
+    await this.recordFormEvidence(wanted.filter((s) => known.has(`${s.accountId} ${contributorKey(key, s.email)}`)));
+  }
+
+  /**
+   * Records PTR names as evidence: the registrable domain of a name that is not an access line
+   * and not the operator's own, or the mark of a dynamic access line, or else of a business line
+   * (rules.ts: one person's e-mail names such a line); other names (a static line's generic
+   * name) are no evidence. Pooled when TRACKING_IDENTITY_POOL_REVERSE_DNS is on.
+   */
+  async recordPtrEvidence(answers: readonly PtrEvidence[]): Promise<void> {
+    const rows = answers.flatMap((answer): NewEvidence[] => {
+      const scope = this.ptrScope(answer.accountId);
+      const keys = addressKeys(answer.ip);
+      if (!scope || !keys || !answer.host || !learnsFrom(answer)) return [];
+      const domain = domainOfPtr(answer.host, answer.ip);
+      const evidence = { scope, range: keys.range, unit: keys.unit, contributor: "", at: this.seenAt(answer.at) };
+      if (domain) return sameDomain(domain, answer.networkDomain) ? [] : [{ ...evidence, kind: "reverse_dns", domain }];
+      if (readsLikeDynamicLine(answer.host)) return [{ ...evidence, kind: "dynamic_line", domain: "" }];
+      return readsLikeBusinessLine(answer.host) ? [{ ...evidence, kind: "business_line", domain: "" }] : [];
+    });
+    await this.store(deduplicated(rows));
+  }
+
+  /**
+   * Asks reverse DNS of these addresses and records the answers (recordPtrEvidence): an address
+   * is asked at most once per TRACKING_DNS_CACHE_SECONDS by this process (a failure again after
+   * 5 minutes), and an answer is recorded at most once per scope in that time; an IPv6 address
+   * without a name of its own takes its site gateway's (unitPtr). How many units were asked.
+   */
+  async learnReverseDns(addresses: readonly Omit<PtrEvidence, "host">[]): Promise<number> {
+    if (!this.reverseDns.enabled) return 0;
+    const at = this.now().getTime();
+    const due = new Map<string, Omit<PtrEvidence, "host">>();
+    for (const address of addresses) {
+      const keys = learnsFrom(address) ? addressKeys(address.ip) : undefined;
+      const scope = this.ptrScope(address.accountId);
+      if (keys && scope && !this.recorded.get(rangeKey(scope, keys.unit), at)) due.set(rangeKey(scope, keys.unit), address);
+    }
+    const toAsk = [...new Set([...due.values()].map((a) => addressKeys(a.ip)!.unit))].filter((unit) => !this.ptrAnswers.get(unit, at));
+    const ipOfUnit = new Map([...due.values()].map((a) => [addressKeys(a.ip)!.unit, a.ip] as const));
+    for (let i = 0; i < toAsk.length; i += PARALLEL_LOOKUPS) {
+      await Promise.all(
+        toAsk.slice(i, i + PARALLEL_LOOKUPS).map(async (unit) => {
+          const answer = await this.unitPtr(ipOfUnit.get(unit)!, at);
+          this.ptrAnswers.set(unit, { host: answer?.host ?? null, keepMs: this.keepOf(answer) }, at + this.keepOf(answer));
+        }),
+      );
+    }
+    const answered = [...due].flatMap(([key, address]) => {
+      const answer = this.ptrAnswers.get(addressKeys(address.ip)!.unit, at);
+      if (!answer) return [];
+      this.recorded.set(key, true, at + answer.keepMs);
+      return [{ ...address, host: answer.host }];
+    });
+    await this.recordPtrEvidence(answered);
+    this.logger?.debug("identity reverse DNS learned", { asked: toAsk.length, recorded: answered.length });
+    return toAsk.length;
+  }
+
+  /** The keyed hashes that stand for these e-mail addresses in evidence (what eraseContributor takes). */
+  async contributorKeys(emails: readonly string[], client: Client = this.db): Promise<string[]> {
+    const key = await this.keyOf(client);
+    return emails.map((email) => contributorKey(key, email));
+  }
+
+  /**
+   * Removes the contribution of people (their keyed hashes) to the account's identities and
+   * recomputes what it changes: in the caller's transaction when given (an erasure's), else in
+   * one of its own. How many pieces of evidence were removed.
+   */
+  async eraseContributor(accountId: string, keys: readonly string[], tx?: Tx): Promise<number> {
+    if (!keys.length) return 0;
+    const run = async (t: Tx) => {
+      const removed = await t.$queryRaw<{ range: string }[]>`
+        DELETE FROM "IdentityEvidence" WHERE scope = ${accountId} AND contributor = ANY(${[...keys]}::text[]) RETURNING "range"`;
+      for (const range of [...new Set(removed.map((r) => r.range))].sort()) await this.inRange(t, accountId, range, (locked) => this.recompute(locked, accountId, range));
+      return removed.length;
+    };
+    return tx ? run(tx) : this.db.$transaction(run);
+  }
+
+  /**
+   * Retention: deletes evidence not seen within TRACKING_IDENTITY_DAYS (in batches) and the
+   * identities past their expiresAt, and recomputes the ranges that lost evidence (a shared
+   * address whose other organisation lapsed attributes again). Counts of what was deleted.
+   */
+  async expire(batchSize = 5_000): Promise<{ evidence: number; identities: number }> {
+    const at = this.now();
+    const affected: { scope: string; range: string }[] = [];
+    let evidence = 0;
+    for (;;) {
+      const removed = await this.db.$queryRaw<{ scope: string; range: string }[]>`
+        DELETE FROM "IdentityEvidence" WHERE id IN (SELECT id FROM "IdentityEvidence" WHERE "lastSeenAt" <= ${this.since(at)} LIMIT ${batchSize})
+        RETURNING scope, "range"`;
+      affected.push(...removed);
+      evidence += removed.length;
+      if (removed.length < batchSize) break;
+    }
+    const identities = await this.db.$executeRaw`DELETE FROM "NetworkIdentity" WHERE "expiresAt" <= ${at}`;
+    await this.recomputeAll(affected);
+    return { evidence, identities };
+  }
 
   /** The scopes an account's look-ups read, its own first. */
-  const scopesOf = (accountId: string) => (pooled ? [accountId, POOL] : [accountId]);
+  private scopesOf(accountId: string): string[] {
+    return this.pooled ? [accountId, POOL] : [accountId];
+  }
+
   /** Where PTR evidence goes: the pool, or the account whose visitor brought it. */
-  const ptrScope = (accountId: string | undefined) => (pooled ? POOL : accountId);
-  const since = (at: Date) => new Date(at.getTime() - windowMs);
+  private ptrScope(accountId: string | undefined): string | undefined {
+    return this.pooled ? POOL : accountId;
+  }
+
+  /** The start of the evidence window that ends at `at` (TRACKING_IDENTITY_DAYS). */
+  private since(at: Date): Date {
+    return new Date(at.getTime() - this.windowMs);
+  }
 
   /** The deployment's hash key (ErasureKey, made on first use). */
-  async function keyOf(client: Client): Promise<string> {
-    if (hashKey) return hashKey;
-    return (hashKey = await erasureKeyOf(client));
+  private async keyOf(client: Client): Promise<string> {
+    if (this.hashKey) return this.hashKey;
+    return (this.hashKey = await erasureKeyOf(client));
   }
 
   /** Runs `work` holding the range's lock: in the caller's transaction when given, else in one of its own. */
-  async function inRange<T>(caller: Tx | undefined, scope: string, range: string, work: (tx: Tx) => Promise<T>): Promise<T> {
+  private async inRange<T>(caller: Tx | undefined, scope: string, range: string, work: (tx: Tx) => Promise<T>): Promise<T> {
     const locked = async (tx: Tx) => {
       await tx.$executeRaw`SELECT pg_advisory_xact_lock(${RANGE_LOCK}::int, hashtext(${rangeKey(scope, range)}))`;
       return work(tx);
     };
-    return caller ? locked(caller) : db.$transaction(locked);
+    return caller ? locked(caller) : this.db.$transaction(locked);
   }
 
   /**
@@ -171,23 +439,23 @@ export function identityStore(db: Db, { identities, reverseDns, now = () => new 
    * TRACKING_DNS_OPERATOR_PREFIXES ranges or more, or of OPERATOR_UNITS addresses or more over
    * two ranges or more (rules.ts).
    */
-  async function operatorDomains(tx: Client, domains: readonly string[]): Promise<Set<string>> {
+  private async operatorDomains(tx: Client, domains: readonly string[]): Promise<Set<string>> {
     if (!domains.length) return new Set();
     const rows = await tx.$queryRaw<{ domain: string }[]>`
       SELECT d AS domain FROM unnest(${domains}::text[]) AS d
       WHERE (SELECT count(*) FROM (SELECT e."range" FROM "IdentityEvidence" e WHERE e.kind = 'reverse_dns' AND e.domain = d
-                                   UNION SELECT r.prefix FROM "ReverseDnsEntry" r WHERE r.domain = d) AS ranges) >= ${reverseDns.operatorPrefixes}
+                                   UNION SELECT r.prefix FROM "ReverseDnsEntry" r WHERE r.domain = d) AS ranges) >= ${this.reverseDns.operatorPrefixes}
         OR (SELECT count(DISTINCT e.unit) >= ${OPERATOR_UNITS.addresses} AND count(DISTINCT e."range") >= ${OPERATOR_UNITS.ranges}
             FROM "IdentityEvidence" e WHERE e.kind = 'reverse_dns' AND e.domain = d)`;
     return new Set(rows.map((r) => r.domain));
   }
 
   /** Of these people, those whose e-mail evidence lies at two or more units of the scope within the window. */
-  async function movingPeople(tx: Tx, scope: string, people: readonly string[], at: Date): Promise<Set<string>> {
+  private async movingPeople(tx: Tx, scope: string, people: readonly string[], at: Date): Promise<Set<string>> {
     if (!people.length) return new Set();
     const rows = await tx.$queryRaw<{ contributor: string }[]>`
       SELECT contributor FROM "IdentityEvidence"
-      WHERE scope = ${scope} AND kind = 'form_email' AND contributor = ANY(${people}::text[]) AND "lastSeenAt" > ${since(at)}
+      WHERE scope = ${scope} AND kind = 'form_email' AND contributor = ANY(${people}::text[]) AND "lastSeenAt" > ${this.since(at)}
       GROUP BY contributor HAVING count(DISTINCT unit) >= 2`;
     return new Set(rows.map((r) => r.contributor));
   }
@@ -198,35 +466,35 @@ export function identityStore(db: Db, { identities, reverseDns, now = () => new 
    * the domain. A dual-stack coworking space shows its tenants' forms on one family and only its
    * gateway's name on the other.
    */
-  async function hostDomainsOf(tx: Client, scope: string, withPool: boolean, domains: readonly string[], at: Date): Promise<Set<string>> {
+  private async hostDomainsOf(tx: Client, scope: string, withPool: boolean, domains: readonly string[], at: Date): Promise<Set<string>> {
     if (!domains.length) return new Set();
     const rows = await tx.$queryRaw<{ domain: string }[]>`
       SELECT p.domain FROM "IdentityEvidence" p
-        JOIN "IdentityEvidence" f ON f.scope = ${scope} AND f.unit = p.unit AND f.kind = 'form_email' AND f."lastSeenAt" > ${since(at)}
-      WHERE p.kind = 'reverse_dns' AND p.domain = ANY(${domains}::text[]) AND p."lastSeenAt" > ${since(at)}
+        JOIN "IdentityEvidence" f ON f.scope = ${scope} AND f.unit = p.unit AND f.kind = 'form_email' AND f."lastSeenAt" > ${this.since(at)}
+      WHERE p.kind = 'reverse_dns' AND p.domain = ANY(${domains}::text[]) AND p."lastSeenAt" > ${this.since(at)}
         AND (p.scope = ${scope} OR (${withPool}::boolean AND p.scope = ${POOL}))
       GROUP BY p.domain HAVING count(DISTINCT f.domain) >= ${HOST_TENANTS} AND bool_and(f.domain <> p.domain)`;
     return new Set(rows.map((r) => r.domain));
   }
 
   /** Recomputes the identity rows of one range of one scope from its evidence (the caller holds the range's lock). */
-  async function recompute(tx: Tx, scope: string, range: string): Promise<void> {
-    const at = now();
-    const withPool = pooled && scope !== POOL;
+  private async recompute(tx: Tx, scope: string, range: string): Promise<void> {
+    const at = this.now();
+    const withPool = this.pooled && scope !== POOL;
     const evidence = await tx.$queryRaw<Evidence[]>`
       SELECT unit, kind::text AS kind, domain, contributor, "firstSeenAt", "lastSeenAt" FROM "IdentityEvidence"
-      WHERE "range" = ${range} AND "lastSeenAt" > ${since(at)} AND (scope = ${scope} OR (${withPool}::boolean AND scope = ${POOL}))`;
+      WHERE "range" = ${range} AND "lastSeenAt" > ${this.since(at)} AND (scope = ${scope} OR (${withPool}::boolean AND scope = ${POOL}))`;
     const domains = [...new Set(evidence.map((e) => e.domain).filter(Boolean))];
     const people = [...new Set(evidence.map((e) => e.contributor).filter(Boolean))];
     const rows = identitiesOfRange(evidence, {
       version: versionOfRange(range),
-      operatorDomains: await operatorDomains(tx, domains),
-      movingPeople: await movingPeople(tx, scope, people, at),
-      hostDomains: await hostDomainsOf(tx, scope, withPool, [...new Set(evidence.filter((e) => e.kind === "reverse_dns").map((e) => e.domain))], at),
-      windowMs,
+      operatorDomains: await this.operatorDomains(tx, domains),
+      movingPeople: await this.movingPeople(tx, scope, people, at),
+      hostDomains: await this.hostDomainsOf(tx, scope, withPool, [...new Set(evidence.filter((e) => e.kind === "reverse_dns").map((e) => e.domain))], at),
+      windowMs: this.windowMs,
     });
     await tx.$executeRaw`DELETE FROM "NetworkIdentity" WHERE scope = ${scope} AND "range" = ${range}`;
-    recomputed.set(rangeKey(scope, range), { scope, range });
+    this.recomputed.set(rangeKey(scope, range), { scope, range });
     if (!rows.length) return;
     await tx.$executeRaw`
       INSERT INTO "NetworkIdentity" (scope, "accountId", prefix, "range", "organizationDomain", "organizationName", source, confidence, guard, shared,
@@ -239,21 +507,21 @@ export function identityStore(db: Db, { identities, reverseDns, now = () => new 
   }
 
   /** Recomputes each (scope, range) in its own transaction, in key order. */
-  async function recomputeAll(pairs: Iterable<{ scope: string; range: string }>): Promise<void> {
+  private async recomputeAll(pairs: Iterable<{ scope: string; range: string }>): Promise<void> {
     const unique = new Map([...pairs].map((p) => [rangeKey(p.scope, p.range), p] as const));
     for (const key of [...unique.keys()].sort()) {
       const { scope, range } = unique.get(key)!;
-      await inRange(undefined, scope, range, (tx) => recompute(tx, scope, range));
+      await this.inRange(undefined, scope, range, (tx) => this.recompute(tx, scope, range));
     }
   }
 
-  async function hasIdentities(tx: Tx, scope: string, range: string): Promise<boolean> {
+  private async hasIdentities(tx: Tx, scope: string, range: string): Promise<boolean> {
     const [row] = await tx.$queryRaw<unknown[]>`SELECT 1 FROM "NetworkIdentity" WHERE scope = ${scope} AND "range" = ${range} LIMIT 1`;
     return row !== undefined;
   }
 
   /** Inserts evidence, or renews the rows it matches (first and last seen widened). */
-  async function upsert(tx: Tx, rows: readonly NewEvidence[]): Promise<void> {
+  private async upsert(tx: Tx, rows: readonly NewEvidence[]): Promise<void> {
     await tx.$executeRaw`
       INSERT INTO "IdentityEvidence" (scope, "accountId", "range", unit, kind, domain, contributor, "firstSeenAt", "lastSeenAt")
       SELECT r.scope, nullif(r.scope, ${POOL}), r."range", r.unit, r.kind::"IdentityEvidenceKind", r.domain, r.contributor, r.at, r.at
@@ -270,13 +538,13 @@ export function identityStore(db: Db, { identities, reverseDns, now = () => new 
    * domain of a unit with new evidence (it may have become a host's there too: hostDomainsOf; only
    * a domain of fewer ranges than an operator's, so that an operator's name recomputes nothing).
    */
-  async function affectedElsewhere(rows: readonly NewEvidence[]): Promise<{ scope: string; range: string }[]> {
+  private async affectedElsewhere(rows: readonly NewEvidence[]): Promise<{ scope: string; range: string }[]> {
     const people = rows.filter((r) => r.contributor).map((r) => ({ scope: r.scope, contributor: r.contributor }));
     const pooledRanges = [...new Set(rows.filter((r) => r.scope === POOL).map((r) => r.range))];
     const ptrDomains = [...new Set(rows.filter((r) => r.kind === "reverse_dns").map((r) => r.domain))];
-    const operators = [...(await operatorDomains(db, ptrDomains))];
+    const operators = [...(await this.operatorDomains(this.db, ptrDomains))];
     const named = rows.filter((r) => r.scope !== POOL && (r.kind === "form_email" || r.kind === "reverse_dns")).map((r) => ({ scope: r.scope, unit: r.unit }));
-    return db.$queryRaw<{ scope: string; range: string }[]>`
+    return this.db.$queryRaw<{ scope: string; range: string }[]>`
       SELECT DISTINCT e.scope, e."range" FROM "IdentityEvidence" e
         JOIN jsonb_to_recordset(${JSON.stringify(people)}::jsonb) AS p(scope text, contributor text) ON e.scope = p.scope AND e.contributor = p.contributor
       UNION SELECT DISTINCT scope, "range" FROM "IdentityEvidence" WHERE "range" = ANY(${pooledRanges}::text[])
@@ -284,11 +552,11 @@ export function identityStore(db: Db, { identities, reverseDns, now = () => new 
       UNION SELECT DISTINCT n.scope, e."range" FROM jsonb_to_recordset(${JSON.stringify(named)}::jsonb) AS n(scope text, unit text)
         JOIN "IdentityEvidence" p ON p.unit = n.unit AND p.kind = 'reverse_dns' AND p.scope IN (n.scope, ${POOL})
         JOIN "IdentityEvidence" e ON e.kind = 'reverse_dns' AND e.domain = p.domain AND e.scope IN (n.scope, ${POOL})
-        WHERE (SELECT count(DISTINCT x."range") FROM "IdentityEvidence" x WHERE x.kind = 'reverse_dns' AND x.domain = p.domain) < ${reverseDns.operatorPrefixes}`;
+        WHERE (SELECT count(DISTINCT x."range") FROM "IdentityEvidence" x WHERE x.kind = 'reverse_dns' AND x.domain = p.domain) < ${this.reverseDns.operatorPrefixes}`;
   }
 
   /** Stores evidence and recomputes what it changes: its ranges (each in one transaction with its evidence), then the others. */
-  async function store(rows: readonly NewEvidence[]): Promise<void> {
+  private async store(rows: readonly NewEvidence[]): Promise<void> {
     const byRange = new Map<string, NewEvidence[]>();
     for (const row of rows) {
       const key = rangeKey(row.scope, row.range);
@@ -297,18 +565,20 @@ export function identityStore(db: Db, { identities, reverseDns, now = () => new 
     for (const key of [...byRange.keys()].sort()) {
       const group = byRange.get(key)!;
       const { scope, range } = group[0]!;
-      await inRange(undefined, scope, range, async (tx) => {
-        await upsert(tx, group);
+      await this.inRange(undefined, scope, range, async (tx) => {
+        await this.upsert(tx, group);
         // dynamic-line and free-mail marks alone change nothing in a range without identities (most
         // consumers' lines): the range's next recomputation, under this lock, reads them
-        if (group.some((r) => r.kind !== "dynamic_line" && r.kind !== "free_mail") || (await hasIdentities(tx, scope, range))) await recompute(tx, scope, range);
+        if (group.some((r) => r.kind !== "dynamic_line" && r.kind !== "free_mail") || (await this.hasIdentities(tx, scope, range))) await this.recompute(tx, scope, range);
       });
     }
-    if (rows.length) await recomputeAll((await affectedElsewhere(rows)).filter((p) => !byRange.has(rangeKey(p.scope, p.range))));
+    if (rows.length) await this.recomputeAll((await this.affectedElsewhere(rows)).filter((p) => !byRange.has(rangeKey(p.scope, p.range))));
   }
 
   /** How long an answer is kept: the cache time, a failed look-up's retry delay at most. */
-  const keepOf = (answer: { host: string | null } | undefined) => (answer ? reverseDns.cacheSeconds * 1000 : Math.min(FAILURE_RETRY_MS, reverseDns.cacheSeconds * 1000));
+  private keepOf(answer: { host: string | null } | undefined): number {
+    return answer ? this.reverseDns.cacheSeconds * 1000 : Math.min(FAILURE_RETRY_MS, this.reverseDns.cacheSeconds * 1000);
+  }
 
   /**
    * The PTR answer that names an address's unit: its own name; for IPv6, where hosts' privacy
@@ -316,43 +586,28 @@ export function identityStore(db: Db, { identities, reverseDns, now = () => new 
    * (its LAN's router), then ::1 of the /48 (the site's), the latter asked once per /48 and
    * cache time. Undefined: the address's own look-up failed and no gateway named it.
    */
-  async function unitPtr(ip: string, at: number): Promise<{ host: string | null } | undefined> {
-    const own = await lookUpPtr(reverseDns, ip);
+  private async unitPtr(ip: string, at: number): Promise<{ host: string | null } | undefined> {
+    const own = await lookUpPtr(this.reverseDns, ip);
     const keys = addressKeys(ip)!;
     if (keys.version === 4 || own?.host) return own;
-    const lan = await lookUpPtr(reverseDns, gatewayOf(keys.unit));
+    const lan = await lookUpPtr(this.reverseDns, gatewayOf(keys.unit));
     if (lan?.host) return lan;
     // the look-up itself is remembered, so that the /64s of one site asked at once share it
-    let site = siteAnswers.get(keys.range, at);
+    let site = this.siteAnswers.get(keys.range, at);
     if (!site) {
-      const asked = lookUpPtr(reverseDns, gatewayOf(keys.range)).then((answer) => {
-        siteAnswers.set(keys.range, asked, at + keepOf(answer));
+      const asked = lookUpPtr(this.reverseDns, gatewayOf(keys.range)).then((answer) => {
+        this.siteAnswers.set(keys.range, asked, at + this.keepOf(answer));
         return answer?.host ?? null;
       });
-      siteAnswers.set(keys.range, (site = asked), at + keepOf(undefined));
+      this.siteAnswers.set(keys.range, (site = asked), at + this.keepOf(undefined));
     }
     const host = await site;
     return host ? { host } : own;
   }
 
-  /** Evidence rows without duplicates of one key (one statement may not update a row twice): the latest time of each. */
-  function deduplicated(rows: readonly NewEvidence[]): NewEvidence[] {
-    const byKey = new Map<string, NewEvidence>();
-    for (const row of rows) {
-      const key = [row.scope, row.unit, row.kind, row.domain, row.contributor].join("\n");
-      const seen = byKey.get(key);
-      if (!seen || seen.at < row.at) byKey.set(key, row);
-    }
-    return [...byKey.values()];
-  }
-
   /** Evidence times are never in the future. */
-  const seenAt = (at: Date | undefined) => new Date(Math.min((at ?? now()).getTime(), now().getTime()));
-  const sameDomain = (domain: string, networkDomain: string | null | undefined) => !!networkDomain && domain === networkDomain.toLowerCase();
-
-  /** The decisive stored row of an address: its unit's, else the most specific prefix's; the account's, else the pool's. */
-  function decisive(rows: readonly StoredRow[], accountId: string): StoredRow | undefined {
-    return [...rows].sort((a, b) => Number(b.scope === accountId) - Number(a.scope === accountId) || prefixLength(b.prefix) - prefixLength(a.prefix))[0];
+  private seenAt(at: Date | undefined): Date {
+    return new Date(Math.min((at ?? this.now()).getTime(), this.now().getTime()));
   }
 
   /**
@@ -360,10 +615,10 @@ export function identityStore(db: Db, { identities, reverseDns, now = () => new 
    * statement, by each address's range and then containment. A masked address matches only a
    * row of its whole range.
    */
-  async function storedRows(queries: readonly AddressQuery[], client: Client = db): Promise<Map<number, StoredRow[]>> {
+  private async storedRows(queries: readonly AddressQuery[], client: Client = this.db): Promise<Map<number, StoredRow[]>> {
     const candidates = queries.flatMap((q, i) => {
       const keys = LEARNING.has(q.networkType) ? addressKeys(q.ip) : undefined;
-      return keys ? scopesOf(q.accountId).map((scope) => ({ i, scope, range: keys.range, unit: keys.unit, masked: !!q.masked })) : [];
+      return keys ? this.scopesOf(q.accountId).map((scope) => ({ i, scope, range: keys.range, unit: keys.unit, masked: !!q.masked })) : [];
     });
     const byQuery = new Map<number, StoredRow[]>();
     if (!candidates.length) return byQuery;
@@ -372,13 +627,13 @@ export function identityStore(db: Db, { identities, reverseDns, now = () => new 
         n.shared, n."reverseDns", n."formEmail", n.organizations, n."firstSeenAt", n."lastSeenAt", n."expiresAt"
       FROM jsonb_to_recordset(${JSON.stringify(candidates)}::jsonb) AS c(i int, scope text, "range" text, unit text, masked boolean)
         JOIN "NetworkIdentity" n ON n.scope = c.scope AND n."range" = c."range"
-      WHERE n."expiresAt" > ${now()} AND CASE WHEN c.masked THEN n.prefix = c."range" ELSE n.prefix::inet >>= c.unit::inet END`;
+      WHERE n."expiresAt" > ${this.now()} AND CASE WHEN c.masked THEN n.prefix = c."range" ELSE n.prefix::inet >>= c.unit::inet END`;
     for (const row of rows) byQuery.set(row.i, [...(byQuery.get(row.i) ?? []), row]);
     return byQuery;
   }
 
   /** The most specific declared network of the account holding each address (a masked one: its whole range), by query index: one statement. */
-  async function declaredOf(queries: readonly AddressQuery[], client: Client = db): Promise<Map<number, { cidr: string; organizationName: string; organizationDomain: string | null; createdAt: Date; holding: number }>> {
+  private async declaredOf(queries: readonly AddressQuery[], client: Client = this.db): Promise<Map<number, { cidr: string; organizationName: string; organizationDomain: string | null; createdAt: Date; holding: number }>> {
     const wanted = queries.flatMap((q, i) => {
       const keys = addressKeys(q.ip);
       return keys ? [{ i, accountId: q.accountId, network: q.masked ? keys.range : keys.unit }] : [];
@@ -392,230 +647,4 @@ export function identityStore(db: Db, { identities, reverseDns, now = () => new 
       ORDER BY w.i, masklen(d.network) DESC`;
     return new Map(rows.map((r) => [r.i, { ...r, holding: Number(r.holding) }]));
   }
-
-  /** An attributing identity of a stored row, unless the address's network type stops it. */
-  function identityOfRow(row: StoredRow | undefined, networkType: NetworkType): Identity | undefined {
-    if (!row || !attributes(row) || networkGuard(networkType, row.source)) return undefined;
-    return { organizationName: row.organizationName!, organizationDomain: row.organizationDomain, source: row.source!, confidence: row.confidence, prefix: row.prefix };
-  }
-
-  const api = {
-    /**
-     * The ranges recomputed since the last call, and forgets them. Each caller that makes
-     * recomputations takes them (the learning step, erasure, retention), so the map stays small.
-     */
-    takeRecomputed(): { scope: string; range: string }[] {
-      const taken = [...recomputed.values()];
-      recomputed.clear();
-      return taken;
-    },
-
-    /**
-     * The identity of each address (undefined: none that attributes), in the order asked: a
-     * declared network of the account holding it wins; else the decisive stored row (rules.ts)
-     * if it attributes and the network type allows it. Two statements, whatever the number of
-     * addresses; nothing cached, so evidence recorded by any process counts at once. `client`: a
-     * transaction to read in (the writer's batch), else the database.
-     */
-    async identitiesOf(queries: readonly AddressQuery[], client: Client = db): Promise<(Identity | undefined)[]> {
-      // a batch repeats its addresses: each distinct one is asked once
-      const keyOf = (q: AddressQuery) => `${q.accountId} ${q.ip} ${q.networkType} ${q.masked ? 1 : 0}`;
-      const distinct = [...new Map(queries.map((q) => [keyOf(q), q] as const)).values()];
-      // one after the other: a transaction runs one statement at a time
-      const rows = await storedRows(distinct, client);
-      const declared = await declaredOf(distinct, client);
-      const answers = new Map(
-        distinct.map((q, i): [string, Identity | undefined] => {
-          const d = declared.get(i);
-          if (d) return [keyOf(q), { organizationName: d.organizationName, organizationDomain: d.organizationDomain, source: "declared", confidence: 1, prefix: d.cidr }];
-          return [keyOf(q), identityOfRow(decisive(rows.get(i) ?? [], q.accountId), q.networkType)];
-        }),
-      );
-      return queries.map((q) => answers.get(keyOf(q)));
-    },
-
-    /** Of these ranges, those where the account's scopes hold an unexpired identity row (backfill's candidates). */
-    async rangesWithIdentities(accountId: string, ranges: readonly string[]): Promise<string[]> {
-      if (!ranges.length) return [];
-      const rows = await db.$queryRaw<{ range: string }[]>`
-        SELECT DISTINCT "range" FROM "NetworkIdentity"
-        WHERE scope = ANY(${scopesOf(accountId)}::text[]) AND "range" = ANY(${[...ranges]}::text[]) AND "expiresAt" > ${now()} AND "organizationName" IS NOT NULL`;
-      return rows.map((r) => r.range);
-    },
-
-    /** One address's identity (`identitiesOf` for one). */
-    async identityOf(accountId: string, ip: string, networkType: NetworkType, options: { masked?: boolean } = {}): Promise<Identity | undefined> {
-      return (await api.identitiesOf([{ accountId, ip, networkType, ...options }]))[0];
-    },
-
-    /** What the account knows of an address, for GET /v1/ip-lookup: the identity, its guard, its evidence in counts. */
-    async describe(accountId: string, ip: string, networkType: NetworkType): Promise<AddressIdentity | null> {
-      const query = { accountId, ip, networkType };
-      const [rows, declared] = await Promise.all([storedRows([query]), declaredOf([query])]);
-      const row = decisive(rows.get(0) ?? [], accountId);
-      const d = declared.get(0);
-      const evidence = { declared: d?.holding ?? 0, reverseDns: row?.reverseDns ?? 0, formEmail: row?.formEmail ?? 0, organizations: row?.organizations ?? 0 };
-      if (d) {
-        const created = d.createdAt.toISOString();
-        return { organizationName: d.organizationName, organizationDomain: d.organizationDomain, source: "declared", confidence: 1, attributed: true, guard: null, prefix: d.cidr, shared: row?.shared ?? false, firstSeenAt: created, lastSeenAt: created, expiresAt: null, evidence };
-      }
-      if (!row) return null;
-      const guard = row.guard ?? (attributes(row) ? networkGuard(networkType, row.source) : null);
-      const attributed = attributes(row) && !guard;
-      return {
-        organizationName: guard ? null : row.organizationName,
-        organizationDomain: guard ? null : row.organizationDomain,
-        source: guard ? null : row.source,
-        confidence: attributed ? row.confidence : 0,
-        attributed,
-        guard,
-        prefix: row.prefix,
-        shared: row.shared,
-        firstSeenAt: row.firstSeenAt.toISOString(),
-        lastSeenAt: row.lastSeenAt.toISOString(),
-        expiresAt: row.expiresAt.toISOString(),
-        evidence,
-      };
-    },
-
-    /** Records forms' business e-mail domains as evidence of their addresses, a free-mail address as a person's presence (operator domains, mobile and lead networks: nothing). */
-    async recordFormEvidence(forms: readonly FormEvidence[]): Promise<void> {
-      const wanted = forms.filter(learnsFrom);
-      if (!wanted.length) return;
-      const key = await keyOf(db);
-      const rows = wanted.flatMap((form): NewEvidence[] => {
-        const keys = addressKeys(form.ip);
-        const domain = businessEmailDomain(form.email);
-        const contributor = contributorKey(key, form.email);
-        // a free-mail address, or a mailbox at a network operator's domain (a subscriber's, or an
-        // operator employee's on the operator's own network): a person is there, not an office (the consumer guard of rules.ts)
-        if (keys && (domain ? isOperatorDomain(domain) : isFreeMail(form.email))) return [{ scope: form.accountId, range: keys.range, unit: keys.unit, kind: "free_mail", domain: "", contributor, at: seenAt(form.at) }];
-        if (!keys || !domain || sameDomain(domain, form.networkDomain)) return [];
-        return [{ scope: form.accountId, range: keys.range, unit: keys.unit, kind: "form_email", domain, contributor, at: seenAt(form.at) }];
-      });
-      await store(deduplicated(rows));
-    },
-
-    /**
-     * Records people seen at addresses (their visitor came from there) as their e-mail's evidence
-     * at those addresses, for people who already left form evidence in the account (sent from a
-     * shared network): a person at several addresses (a re-dialled line, carrier-grade NAT) then
-     * holds none of them by e-mail alone (the moving_person guard). Someone known only from a
-     * lead network's form is not placed anywhere by their visits.
-     */
-    async recordPresence(seen: readonly FormEvidence[]): Promise<void> {
-      const wanted = seen.filter(learnsFrom);
-      if (!wanted.length) return;
-      const key = await keyOf(db);
-      const people = [...new Set(wanted.map((s) => contributorKey(key, s.email)))];
-      const known = new Set(
-        (await db.$queryRaw<{ contributor: string; scope: string }[]>`
-          SELECT DISTINCT contributor, scope FROM "IdentityEvidence" WHERE kind = 'form_email' AND contributor = ANY(${people}::text[])`).map((r) => `${r.scope} ${r.contributor}`),
-      );
-      await api.recordFormEvidence(wanted.filter((s) => known.has(`${s.accountId} ${contributorKey(key, s.email)}`)));
-    },
-
-    /**
-     * Records PTR names as evidence: the registrable domain of a name that is not an access line
-     * and not the operator's own, or the mark of a dynamic access line, or else of a business line
-     * (rules.ts: one person's e-mail names such a line); other names (a static line's generic
-     * name) are no evidence. Pooled when TRACKING_IDENTITY_POOL_REVERSE_DNS is on.
-     */
-    async recordPtrEvidence(answers: readonly PtrEvidence[]): Promise<void> {
-      const rows = answers.flatMap((answer): NewEvidence[] => {
-        const scope = ptrScope(answer.accountId);
-        const keys = addressKeys(answer.ip);
-        if (!scope || !keys || !answer.host || !learnsFrom(answer)) return [];
-        const domain = domainOfPtr(answer.host, answer.ip);
-        const evidence = { scope, range: keys.range, unit: keys.unit, contributor: "", at: seenAt(answer.at) };
-        if (domain) return sameDomain(domain, answer.networkDomain) ? [] : [{ ...evidence, kind: "reverse_dns", domain }];
-        if (readsLikeDynamicLine(answer.host)) return [{ ...evidence, kind: "dynamic_line", domain: "" }];
-        return readsLikeBusinessLine(answer.host) ? [{ ...evidence, kind: "business_line", domain: "" }] : [];
-      });
-      await store(deduplicated(rows));
-    },
-
-    /**
-     * Asks reverse DNS of these addresses and records the answers (recordPtrEvidence): an address
-     * is asked at most once per TRACKING_DNS_CACHE_SECONDS by this process (a failure again after
-     * 5 minutes), and an answer is recorded at most once per scope in that time; an IPv6 address
-     * without a name of its own takes its site gateway's (unitPtr). How many units were asked.
-     */
-    async learnReverseDns(addresses: readonly Omit<PtrEvidence, "host">[]): Promise<number> {
-      if (!reverseDns.enabled) return 0;
-      const at = now().getTime();
-      const due = new Map<string, Omit<PtrEvidence, "host">>();
-      for (const address of addresses) {
-        const keys = learnsFrom(address) ? addressKeys(address.ip) : undefined;
-        const scope = ptrScope(address.accountId);
-        if (keys && scope && !recorded.get(rangeKey(scope, keys.unit), at)) due.set(rangeKey(scope, keys.unit), address);
-      }
-      const toAsk = [...new Set([...due.values()].map((a) => addressKeys(a.ip)!.unit))].filter((unit) => !ptrAnswers.get(unit, at));
-      const ipOfUnit = new Map([...due.values()].map((a) => [addressKeys(a.ip)!.unit, a.ip] as const));
-      for (let i = 0; i < toAsk.length; i += PARALLEL_LOOKUPS) {
-        await Promise.all(
-          toAsk.slice(i, i + PARALLEL_LOOKUPS).map(async (unit) => {
-            const answer = await unitPtr(ipOfUnit.get(unit)!, at);
-            ptrAnswers.set(unit, { host: answer?.host ?? null, keepMs: keepOf(answer) }, at + keepOf(answer));
-          }),
-        );
-      }
-      const answered = [...due].flatMap(([key, address]) => {
-        const answer = ptrAnswers.get(addressKeys(address.ip)!.unit, at);
-        if (!answer) return [];
-        recorded.set(key, true, at + answer.keepMs);
-        return [{ ...address, host: answer.host }];
-      });
-      await api.recordPtrEvidence(answered);
-      logger?.debug("identity reverse DNS learned", { asked: toAsk.length, recorded: answered.length });
-      return toAsk.length;
-    },
-
-    /** The keyed hashes that stand for these e-mail addresses in evidence (what eraseContributor takes). */
-    async contributorKeys(emails: readonly string[], client: Client = db): Promise<string[]> {
-      const key = await keyOf(client);
-      return emails.map((email) => contributorKey(key, email));
-    },
-
-    /**
-     * Removes the contribution of people (their keyed hashes) to the account's identities and
-     * recomputes what it changes: in the caller's transaction when given (an erasure's), else in
-     * one of its own. How many pieces of evidence were removed.
-     */
-    async eraseContributor(accountId: string, keys: readonly string[], tx?: Tx): Promise<number> {
-      if (!keys.length) return 0;
-      const run = async (t: Tx) => {
-        const removed = await t.$queryRaw<{ range: string }[]>`
-          DELETE FROM "IdentityEvidence" WHERE scope = ${accountId} AND contributor = ANY(${[...keys]}::text[]) RETURNING "range"`;
-        for (const range of [...new Set(removed.map((r) => r.range))].sort()) await inRange(t, accountId, range, (locked) => recompute(locked, accountId, range));
-        return removed.length;
-      };
-      return tx ? run(tx) : db.$transaction(run);
-    },
-
-    /**
-     * Retention: deletes evidence not seen within TRACKING_IDENTITY_DAYS (in batches) and the
-     * identities past their expiresAt, and recomputes the ranges that lost evidence (a shared
-     * address whose other organisation lapsed attributes again). Counts of what was deleted.
-     */
-    async expire(batchSize = 5_000): Promise<{ evidence: number; identities: number }> {
-      const at = now();
-      const affected: { scope: string; range: string }[] = [];
-      let evidence = 0;
-      for (;;) {
-        const removed = await db.$queryRaw<{ scope: string; range: string }[]>`
-          DELETE FROM "IdentityEvidence" WHERE id IN (SELECT id FROM "IdentityEvidence" WHERE "lastSeenAt" <= ${since(at)} LIMIT ${batchSize})
-          RETURNING scope, "range"`;
-        affected.push(...removed);
-        evidence += removed.length;
-        if (removed.length < batchSize) break;
-      }
-      const identities = await db.$executeRaw`DELETE FROM "NetworkIdentity" WHERE "expiresAt" <= ${at}`;
-      await recomputeAll(affected);
-      return { evidence, identities };
-    },
-  };
-  return api;
 }
-
-export type IdentityStore = ReturnType<typeof identityStore>;

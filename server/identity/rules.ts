@@ -4,6 +4,7 @@
 // writes what this returns. The spec's AddressIdentity states the same rules for partners.
 import { knownOrganizationOfDomain } from "./organizations.ts";
 import { isOperatorDomain } from "./operator-domains.ts";
+import { isHostDomain } from "./host-domains.ts";
 import { isBusinessBrand } from "./domain-names.ts";
 import { type IpVersion, RANGE_LENGTH, holds, prefixLength, smallestPrefixHolding } from "./addresses.ts";
 
@@ -72,6 +73,15 @@ export const HOST_TENANTS = 1;
  * unit only where a form of the same domain was seen there (the staff's).
  */
 export const HOSPITALITY_WORD = /hotel|hostel|motel|resort|hospitality|guesthouse|guest-?house|hotspot/;
+
+/**
+ * Words of a shared workplace's name (a coworking space, a business centre, serviced offices): its
+ * network carries its members' and tenants' people, of many organisations. Such a PTR domain, like
+ * a curated host's (host-domains.json), is a host's unless a form of the range names it (its
+ * staff): its units name nobody and say they are shared. Words a company's own name rarely
+ * carries only ("hub", "suites", "offices" alone name law firms and software too).
+ */
+export const HOST_WORD = /cowork|workspace|business-?cent(?:er|re)|serviced-?offices?|shared-?offices?/;
 
 /**
  * E-mail alone names a unit only when this many people of the organisation left it at the range's
@@ -276,9 +286,12 @@ function prefixRows(units: readonly IdentityRow[], facts: RangeFacts): IdentityR
   return rows;
 }
 
-/** A hospitality network's PTR domain (HOSPITALITY_WORD) that no form of the range names: its guests' gateway, naming none of them. */
-const isGuestNetwork = (e: Evidence, formDomains: ReadonlySet<string>) =>
-  e.kind === "reverse_dns" && HOSPITALITY_WORD.test(e.domain.slice(0, e.domain.indexOf("."))) && !formDomains.has(e.domain);
+/** PTR domains that say they are hosts' (curated, or a host's or hospitality word in the name) and that no form of the range names (its staff's). */
+function namedHosts(evidence: readonly Evidence[], formDomains: ReadonlySet<string>): string[] {
+  const ptr = new Set(evidence.filter((e) => e.kind === "reverse_dns").map((e) => e.domain));
+  const label = (d: string) => d.slice(0, d.indexOf("."));
+  return [...ptr].filter((d) => !formDomains.has(d) && (isHostDomain(d) || HOST_WORD.test(label(d)) || HOSPITALITY_WORD.test(label(d))));
+}
 
 /**
  * The identity rows of a range from its evidence within the window: one per unit with evidence,
@@ -291,11 +304,11 @@ export function identitiesOfRange(evidence: readonly Evidence[], facts: RangeFac
     (e) =>
       e.kind === "dynamic_line" ||
       e.kind === "business_line" ||
-      !(facts.operatorDomains.has(e.domain) || isOperatorDomain(e.domain) || isGuestNetwork(e, formDomains) || (e.kind === "reverse_dns" && isBusinessBrand(e.domain))),
+      !(facts.operatorDomains.has(e.domain) || isOperatorDomain(e.domain) || (e.kind === "reverse_dns" && isBusinessBrand(e.domain))),
   );
   const byUnit = new Map<string, Evidence[]>();
   for (const row of counted) byUnit.set(row.unit, [...(byUnit.get(row.unit) ?? []), row]);
-  const hosts = new Set([...hostDomains([...byUnit].map(([unit, rows]) => unitEvidence(unit, rows))), ...(facts.hostDomains ?? [])]);
+  const hosts = new Set([...hostDomains([...byUnit].map(([unit, rows]) => unitEvidence(unit, rows))), ...(facts.hostDomains ?? []), ...namedHosts(counted, formDomains)]);
   const units = [...byUnit].map(([unit, rows]) => unitEvidence(unit, rows, hosts));
   // a range of businesses' static lines names many organisations too: it is a pool only where
   // access lines are seen, or where as many people give free-mail addresses as business ones

@@ -21,7 +21,7 @@ import { domainEvidence } from "../tracking/write/domain-evidence.ts";
 import { notifyAdminsOfDisabledEndpoint, registerWebhookJobs } from "../notify/webhook-job.ts";
 import * as webhookEvents from "./webhook-events.ts";
 import type { OnLeadsRemoved } from "../tracking/write/lead-store.ts";
-import { identityStore } from "../identity/identities.ts";
+import { IdentityStore } from "../identity/identities.ts";
 import { addressKeys } from "../identity/addresses.ts";
 import { writeEvents } from "../tracking/write/batch.ts";
 import { pendingAttribution } from "../tracking/write/pending.ts";
@@ -83,7 +83,7 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
   // organisation domains from evidence: the ingest writer settles each batch's, ip-lookup asks reverse DNS
   const evidence = domainEvidence(db, config.tracking.reverseDns, logger);
   // the organisation behind an address of a shared network (server/identity): evidence, declarations, look-ups
-  const identities = identityStore(db, { identities: config.tracking.identities, reverseDns: config.tracking.reverseDns, now, logger });
+  const identities = new IdentityStore(db, { identities: config.tracking.identities, reverseDns: config.tracking.reverseDns, now, logger });
   const declared = declaredNetworks(db);
   // One publisher of webhook events for every process: a lead entering a segment is a
   // segment.lead_entered event, in the entries' transaction (whose caller wakes the queue after its commit).

@@ -1,16 +1,15 @@
-// The operator's side of the dead-letter table "IngestDeadLetter" (what sets batches aside:
-// isolation.ts): list what waits there, replay a batch into the ingest log once its cause is gone
-// (a dataset restored, a bug fixed), or drop it. `npm run admin -- dead-letters list|replay|drop`.
+// The dead-letter table "IngestDeadLetter" (this file is the only one that writes it): the writers
+// set batches aside here (when: isolation.ts); an operator lists what waits, replays a batch into
+// the ingest log once its cause is gone (a dataset restored, a bug fixed), or drops it (the
+// commands: dead-letter-command.ts, `npm run admin -- dead-letters list|replay|drop`).
 // A dead letter holds visitors' events: an erasure takes the subject's out of it, an export lists
 // them, and the retention job deletes it after RETENTION_DEAD_LETTER_DAYS or its dataset's retention.
-import type { Config } from "../../config.ts";
 import type { Db } from "../../db/database.ts";
 import { Conflict, Invalid, NotFound } from "../../domain/errors.ts";
 import { type AcceptedEvent, MalformedBatch, NOT_JSON, type QueuedBatch, type QueueRow, rowsOf, rowsOfEntry, rowsOfLogged } from "../collect/events.ts";
 import type { Subject } from "../write/erasure.ts";
-import { createLogger } from "../../logging.ts";
-import type { IngestLog } from "./log-interface.ts";
-import { openIngestLog } from "./ingest-log.ts";
+import type { Tx } from "../write/write-result.ts";
+import type { DeadLetterNotice, IngestLog } from "./log-interface.ts";
 
 /** A dead letter as listed (not its events: they hold visitors' data). */
 export interface DeadLetter {
@@ -24,6 +23,35 @@ export interface DeadLetter {
   attempts: number;
   events: number;
   error: string;
+}
+
+/** A row of "IngestDeadLetter" to insert. */
+export interface NewDeadLetter {
+  log: "postgres" | "jetstream";
+  messageId: string | null;
+  accountId: string | null;
+  datasetId: string | null;
+  receivedAt: string | null;
+  attempts: number;
+  error: string;
+  /** What the log held (any JSON value). */
+  payload: unknown;
+  events: number;
+}
+
+const DEAD_LETTER_COLUMNS = `"log", "messageId", "accountId", "datasetId", "receivedAt", "attempts", "error", "payload", "events"`;
+
+/** Sets batches aside: inserts dead letters in the caller's transaction (with what took them from the log); what was inserted. */
+export async function insertDeadLetters(tx: Pick<Tx, "$queryRawUnsafe">, letters: readonly NewDeadLetter[]): Promise<DeadLetterNotice[]> {
+  if (!letters.length) return [];
+  return tx.$queryRawUnsafe<DeadLetterNotice[]>(
+    `INSERT INTO "IngestDeadLetter" (${DEAD_LETTER_COLUMNS})
+     SELECT r."log"::"IngestLogKind", r."messageId", r."accountId", r."datasetId", r."receivedAt", r."attempts", r."error", r."payload", r."events"
+     FROM jsonb_to_recordset($1::jsonb) AS r("log" text, "messageId" text, "accountId" text, "datasetId" text, "receivedAt" timestamptz,
+       "attempts" int, "error" text, "payload" jsonb, "events" int)
+     RETURNING id::text AS id, "log"::text AS "log", "datasetId", "events", "attempts", "error"`,
+    JSON.stringify(letters),
+  );
 }
 
 /** Batches waiting in the dead-letter table (the ingest_dead_letters gauge). */
@@ -57,14 +85,6 @@ const sqlState = (code: string) => {
   if (!SQLSTATE.test(code)) throw new Invalid(`an error code is a SQLSTATE of five digits or capitals (23514), not ${JSON.stringify(code)}`);
   return code;
 };
-
-/** The dead letters as lines for a terminal. */
-export function formatDeadLetters(letters: readonly DeadLetter[]): string {
-  if (!letters.length) return "no dead letters";
-  return letters
-    .map((l) => `${l.id}  ${l.log}  ${l.datasetId ?? "-"}  ${l.events} events  ${l.attempts} tries  failed ${l.failedAt.toISOString()}  ${l.error}`)
-    .join("\n");
-}
 
 /** A logged entry as the batch the log takes now: an older version's single-event row becomes a batch of one. */
 function asBatch(entry: unknown): QueuedBatch {
@@ -158,60 +178,6 @@ export async function replayDeadLetters(db: Db, log: Pick<IngestLog, "append">, 
     }
   }
   return result;
-}
-
-export type DeadLetterAction = "list" | "replay" | "drop";
-
-/** What a dead-letter command acts on: one letter by its id, or (list, replay --all) a selection. */
-export interface DeadLetterTarget extends DeadLetterSelection {
-  id?: string;
-}
-
-/** An operator command's result: its data (for --json), its text, and whether it left letters it was asked to replay. */
-export interface DeadLetterOutcome {
-  data: unknown;
-  text: string;
-  incomplete?: boolean;
-}
-
-/** An operator command (scripts/admin.ts): `list`, `drop` of one id, `replay` of one id or of a selection. */
-export async function deadLetterCommand(
-  db: Db,
-  config: Pick<Config, "ingestLog" | "logLevel">,
-  action: DeadLetterAction,
-  { id, ...selection }: DeadLetterTarget,
-): Promise<DeadLetterOutcome> {
-  if (action === "list") {
-    const letters = await listDeadLetters(db, selection);
-    return { data: letters, text: formatDeadLetters(letters) };
-  }
-  if (action === "drop") {
-    if (!(await dropDeadLetter(db, id ?? ""))) throw new NotFound(`no dead letter ${id}`);
-    return { data: { id, dropped: true }, text: `dead letter ${id} dropped` };
-  }
-  // the log the writers read now (INGEST_LOG_URL), whichever log the batch came from
-  const log = await openIngestLog(db, config.ingestLog, createLogger(config.logLevel === "silent" ? "silent" : "warn"));
-  try {
-    return id === undefined ? replayedText(await replayDeadLetters(db, log, selection), log.kind) : replayedOne(await replayDeadLetter(db, log, id), id, log.kind);
-  } finally {
-    await log.close();
-  }
-}
-
-const replayedOne = (replayed: { batches: number; events: number }, id: string, kind: string): DeadLetterOutcome => ({
-  data: { id, ...replayed, log: kind },
-  text: `dead letter ${id}: ${replayed.events} events in ${replayed.batches} batches put back into the ingest log (${kind}) and removed from the dead-letter table`,
-});
-
-function replayedText({ replayed, left }: ReplayedLetters, kind: string): DeadLetterOutcome {
-  const events = replayed.reduce((n, r) => n + r.events, 0);
-  const lines = [
-    `${replayed.length} dead letters (${events} events) put back into the ingest log (${kind}) and removed from the dead-letter table` +
-      (replayed.length ? `: ${replayed.map((r) => r.id).join(", ")}` : ""),
-    ...left.map((l) => l.reason),
-  ];
-  if (left.length) lines.push(`${left.length} left in the dead-letter table`);
-  return { data: { replayed, left, log: kind }, text: lines.join("\n"), incomplete: left.length > 0 };
 }
 
 // ---- a data subject's events in the dead-letter table (erasure, export) and its retention ----

@@ -39,9 +39,10 @@ import { Unavailable } from "../../domain/errors.ts";
 import type { Logger } from "../../logging.ts";
 import { writeEvents } from "../write/batch.ts";
 import { EMPTY_RESULT, type IngestResult, mergedResults } from "../write/write-result.ts";
-import { MalformedBatch, NOT_JSON, type QueueRow, rowsOfLogged } from "../collect/events.ts";
+import { MalformedBatch, NOT_JSON, type QueuedBatch, type QueueRow, rowsOfLogged } from "../collect/events.ts";
 import { BATCH_TRANSACTION_MS, entrySizer, type IngestLog, type WriteOptions } from "./log-interface.ts";
-import { DEFAULT_MAX_ATTEMPTS, eventsIn, failedWrite, insertDeadLetters, isolate, type NewDeadLetter } from "./isolation.ts";
+import { insertDeadLetters, type NewDeadLetter } from "./dead-letters.ts";
+import { DEFAULT_MAX_ATTEMPTS, eventsIn, failedWrite, isolate } from "./isolation.ts";
 import { trackingMetrics } from "../collect/metrics.ts";
 import type { IngestLogConfig } from "../../config.ts";
 
@@ -160,76 +161,99 @@ const mayRetryPublish = (error: unknown) => !(error instanceof JetStreamApiError
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-// Why long: a factory whose methods share the connection, the stream and its consumer; issue 37 item 4 makes it a module.
-export async function openJetStreamLog(db: Db, config: IngestLogConfig, logger: Logger): Promise<IngestLog> {
-  let nc: NatsConnection;
+/** Connects to the servers of `config`; a clear error when none answers. */
+async function connectTo(config: IngestLogConfig): Promise<NatsConnection> {
   try {
     // noAsyncTraces: no Error (a stack trace) made per publish and acknowledgement; only messages are logged
-    nc = await connect({ servers: config.servers, name: "lead-intel-ingest", maxReconnectAttempts: -1, reconnectTimeWait: 500, timeout: config.timeoutMs * 2, noAsyncTraces: true });
+    return await connect({ servers: config.servers, name: "lead-intel-ingest", maxReconnectAttempts: -1, reconnectTimeWait: 500, timeout: config.timeoutMs * 2, noAsyncTraces: true });
   } catch (error) {
     throw new Error(`the ingest log (INGEST_LOG_URL) did not answer: ${(error as Error).message}`);
   }
-  let jsm: JetStreamManager;
+}
+
+/** Opens the JetStream log of `config`: connects, and makes (or brings to the configuration) its stream and consumer. */
+export async function openJetStreamLog(db: Db, config: IngestLogConfig, logger: Logger): Promise<JetStreamLog> {
+  const nc = await connectTo(config);
   try {
-    jsm = await jetstreamManager(nc, { timeout: config.timeoutMs * 2 });
+    const jsm = await jetstreamManager(nc, { timeout: config.timeoutMs * 2 });
     await ensureStream(jsm, config);
     await ensureConsumer(jsm, config);
+    return new JetStreamLog(db, config, logger, nc, jsm);
   } catch (error) {
     // not left reconnecting: the caller gives up or opens another
     await nc.close();
     throw error;
   }
-  const js: JetStreamClient = jetstream(nc, { timeout: config.timeoutMs });
-  let connected = true;
-  void (async () => {
-    for await (const status of nc.status()) {
-      if (status.type === "disconnect") {
-        connected = false;
-        logger.warn("ingest log disconnected: the collector answers 503 until it is back");
-      } else if (status.type === "reconnect") {
-        connected = true;
-        logger.info("ingest log reconnected");
-      }
-    }
-  })();
-  let consumer: Consumer | undefined;
-  /** An append used up its tries and none has been acknowledged since. */
-  let appendsFailing = false;
-  let prunedAt = 0;
-  // messages per transaction: about `limit` events, as many as the last fetch's messages carried
-  const sizer = entrySizer();
+}
 
-  /** Up to `max` messages: what waits, or (when only delivered ones are unacknowledged) redeliveries within a second. */
-  async function fetchMessages(max: number): Promise<JsMsg[]> {
-    consumer ??= await js.consumers.get(config.stream, config.consumer);
-    const info = await consumer.info();
-    if (!info.num_pending && !info.num_ack_pending) return [];
-    const batch = await consumer.fetch({ max_messages: info.num_pending ? Math.min(max, info.num_pending) : max, expires: FETCH_EXPIRES_MS });
-    const messages: JsMsg[] = [];
-    for await (const msg of batch) messages.push(msg);
-    return messages;
+/** The ingest log on an open connection: what the collector appends to and the writers write from. */
+export class JetStreamLog implements IngestLog {
+  readonly kind = "jetstream";
+  private readonly js: JetStreamClient;
+  /** Connected to a server now (a disconnect makes appends wait or fail at once). */
+  private connected = true;
+  /** The writers' durable consumer, looked up at the first fetch. */
+  private consumer: Consumer | undefined;
+  /** An append used up its tries and none has been acknowledged since. */
+  private appendsFailing = false;
+  private prunedAt = 0;
+  /** Messages per transaction: about `limit` events, as many as the last fetch's messages carried. */
+  private readonly sizer = entrySizer();
+
+  constructor(
+    private readonly db: Db,
+    private readonly config: IngestLogConfig,
+    private readonly logger: Logger,
+    private readonly nc: NatsConnection,
+    private readonly jsm: JetStreamManager,
+  ) {
+    this.js = jetstream(nc, { timeout: config.timeoutMs });
+    void this.followStatus();
   }
 
-  /** Forgets message ids that cannot come back: acknowledged (confirmed) a while ago, or older than the stream's max age. */
-  async function pruneWrittenIds(): Promise<void> {
-    if (Date.now() - prunedAt < PRUNE_EVERY_MS) return;
-    prunedAt = Date.now();
-    // a confirmed message is gone from the stream; the margin covers a redelivery already in a
-    // writer's hands when the acknowledgement came (its transaction waits for this one's commit)
-    const acknowledgedBefore = new Date(Date.now() - Math.max(ACKNOWLEDGED_KEEP_MS, 4 * config.ackWaitSeconds * 1000));
-    const writtenBefore = new Date(Date.now() - config.maxAgeHours * 3_600_000 - DUPLICATE_WINDOW_MS);
-    await db.$executeRaw`DELETE FROM "IngestedBatch" WHERE "acknowledgedAt" < ${acknowledgedBefore} OR "writtenAt" < ${writtenBefore}`;
+  /** Keeps `connected` as the connection's status says, and logs the changes. */
+  private async followStatus(): Promise<void> {
+    for await (const status of this.nc.status()) {
+      if (status.type === "disconnect") {
+        this.connected = false;
+        this.logger.warn("ingest log disconnected: the collector answers 503 until it is back");
+      } else if (status.type === "reconnect") {
+        this.connected = true;
+        this.logger.info("ingest log reconnected");
+      }
+    }
+  }
+
+  /**
+   * One publish, tried again (same message id: the stream stores it once) while it fails for a
+   * reason that passes (not connected, no acknowledgement in time, no stream leader: a cluster
+   * electing one) until INGEST_LOG_RETRY_MS have passed; then Unavailable (the collector's 503).
+   * Once an append has used up its tries, the next ones get one try each until one is
+   * acknowledged: a long outage answers at once instead of holding every request.
+   */
+  async append(batches: readonly QueuedBatch[], id: string = randomUUID()): Promise<void> {
+    if (!batches.length) return;
+    const payload = JSON.stringify(batches);
+    const deadline = performance.now() + (this.appendsFailing ? 0 : this.config.retryMs);
+    try {
+      await this.publishUntil(payload, id, deadline);
+      this.appendsFailing = false;
+    } catch (error) {
+      this.appendsFailing = true;
+      throw error;
+    }
   }
 
   /** Publishes `payload` under `id`, trying again until `deadline` while the failure may pass; Unavailable when it does not. */
-  async function publishUntil(payload: string, id: string, deadline: number): Promise<void> {
+  private async publishUntil(payload: string, id: string, deadline: number): Promise<void> {
+    const { subject, timeoutMs } = this.config;
     for (let wait = FIRST_PUBLISH_PAUSE_MS, tries = 0; ; wait = Math.min(wait * 2, MAX_PUBLISH_PAUSE_MS), tries++) {
       let why = "not connected";
-      if (connected) {
+      if (this.connected) {
         // the first try waits INGEST_LOG_TIMEOUT_MS; the others no later than the bound
-        const timeout = tries ? Math.max(FIRST_PUBLISH_PAUSE_MS, Math.min(config.timeoutMs, deadline - performance.now())) : config.timeoutMs;
+        const timeout = tries ? Math.max(FIRST_PUBLISH_PAUSE_MS, Math.min(timeoutMs, deadline - performance.now())) : timeoutMs;
         try {
-          await js.publish(config.subject, payload, { msgID: id, timeout });
+          await this.js.publish(subject, payload, { msgID: id, timeout });
           return;
         } catch (error) {
           why = (error as Error).message;
@@ -242,12 +266,66 @@ export async function openJetStreamLog(db: Db, config: IngestLogConfig, logger: 
     }
   }
 
+  async writeBatch(limit: number, options: WriteOptions): Promise<IngestResult | undefined> {
+    const messages = await this.fetchMessages(this.sizer.entriesFor(limit));
+    if (!messages.length) return undefined;
+    const redelivered = messages.filter((msg) => msg.info.redelivered).length;
+    if (redelivered) trackingMetrics.redeliveries.inc(redelivered);
+    const { entries, unreadable } = this.readMessages(messages);
+    this.sizer.observe(entries.length, entries.reduce((sum, e) => sum + e.rows.length, 0));
+    try {
+      // no retry reads them: set aside at once
+      for (const u of unreadable) {
+        await this.setAside(u.msg, messageId(u.msg, this.config.stream), u.error, options);
+        u.settled = true;
+      }
+      if (!entries.length) return EMPTY_RESULT;
+      try {
+        return await this.writeMessages(entries, options);
+      } catch (error) {
+        if (failedWrite(error) !== "permanent") throw error;
+        const parts = await isolate(entries, (part) => this.writeMessages(part, options), (entry, cause) => this.refused(entry, cause, options), error);
+        return mergedResults(parts) ?? EMPTY_RESULT;
+      }
+    } catch (error) {
+      // back to the stream, for this or another writer, after a pause (a database outage is rarely shorter)
+      for (const e of [...entries, ...unreadable]) if (!e.settled) e.msg.nak(NAK_DELAY_MS);
+      throw error;
+    }
+  }
+
+  /** Up to `max` messages: what waits, or (when only delivered ones are unacknowledged) redeliveries within a second. */
+  private async fetchMessages(max: number): Promise<JsMsg[]> {
+    this.consumer ??= await this.js.consumers.get(this.config.stream, this.config.consumer);
+    const info = await this.consumer.info();
+    if (!info.num_pending && !info.num_ack_pending) return [];
+    const batch = await this.consumer.fetch({ max_messages: info.num_pending ? Math.min(max, info.num_pending) : max, expires: FETCH_EXPIRES_MS });
+    const messages: JsMsg[] = [];
+    for await (const msg of batch) messages.push(msg);
+    return messages;
+  }
+
+  /** The messages read, and those that cannot be read (with why). */
+  private readMessages(messages: readonly JsMsg[]) {
+    const entries: Entry[] = [];
+    const unreadable: { msg: JsMsg; error: string; settled?: boolean }[] = [];
+    for (const msg of messages) {
+      try {
+        entries.push(readMessage(msg, this.config.stream));
+      } catch (error) {
+        if (!(error instanceof MalformedBatch)) throw error;
+        unreadable.push({ msg, error: error.message });
+      }
+    }
+    return { entries, unreadable };
+  }
+
   /**
    * Writes the messages' events in one transaction, with their ids (a message written before
    * writes nothing), then acknowledges them.
    */
-  async function writeMessages(entries: readonly Entry[], hooks: WriteOptions): Promise<IngestResult> {
-    const result = await db.$transaction(
+  private async writeMessages(entries: readonly Entry[], hooks: WriteOptions): Promise<IngestResult> {
+    const result = await this.db.$transaction(
       async (tx) => {
         const ids = JSON.stringify(entries.map((e) => e.id));
         const fresh = await tx.$queryRaw<{ id: string }[]>`
@@ -260,26 +338,37 @@ export async function openJetStreamLog(db: Db, config: IngestLogConfig, logger: 
       { timeout: BATCH_TRANSACTION_MS },
     );
     for (const entry of entries) entry.settled = true;
-    await acknowledge(entries);
+    await this.acknowledge(entries);
     return result;
   }
 
   /** After the commit: a lost acknowledgement means a redelivery, which the ids make harmless. */
-  async function acknowledge(entries: readonly Entry[]): Promise<void> {
+  private async acknowledge(entries: readonly Entry[]): Promise<void> {
     const confirmed = await Promise.all(
       entries.map(({ msg, id }) =>
         msg.ackAck().then(
           (acknowledged) => (acknowledged ? id : undefined),
           (error: Error) => {
-            logger.warn("ingest log acknowledgement failed; the batch will be redelivered and skipped", { error: error.message });
+            this.logger.warn("ingest log acknowledgement failed; the batch will be redelivered and skipped", { error: error.message });
             return undefined;
           },
         ),
       ),
     );
     const ids = JSON.stringify(confirmed.filter((id) => id !== undefined));
-    await db.$executeRaw`UPDATE "IngestedBatch" SET "acknowledgedAt" = now() WHERE id IN (SELECT jsonb_array_elements_text(${ids}::jsonb))`;
-    await pruneWrittenIds();
+    await this.db.$executeRaw`UPDATE "IngestedBatch" SET "acknowledgedAt" = now() WHERE id IN (SELECT jsonb_array_elements_text(${ids}::jsonb))`;
+    await this.pruneWrittenIds();
+  }
+
+  /** Forgets message ids that cannot come back: acknowledged (confirmed) a while ago, or older than the stream's max age. */
+  private async pruneWrittenIds(): Promise<void> {
+    if (Date.now() - this.prunedAt < PRUNE_EVERY_MS) return;
+    this.prunedAt = Date.now();
+    // a confirmed message is gone from the stream; the margin covers a redelivery already in a
+    // writer's hands when the acknowledgement came (its transaction waits for this one's commit)
+    const acknowledgedBefore = new Date(Date.now() - Math.max(ACKNOWLEDGED_KEEP_MS, 4 * this.config.ackWaitSeconds * 1000));
+    const writtenBefore = new Date(Date.now() - this.config.maxAgeHours * 3_600_000 - DUPLICATE_WINDOW_MS);
+    await this.db.$executeRaw`DELETE FROM "IngestedBatch" WHERE "acknowledgedAt" < ${acknowledgedBefore} OR "writtenAt" < ${writtenBefore}`;
   }
 
   /**
@@ -289,13 +378,14 @@ export async function openJetStreamLog(db: Db, config: IngestLogConfig, logger: 
    * pass each on its own. A single batch goes back for another try until it has been delivered
    * `maxAttempts` times, then is set aside.
    */
-  async function refused(entry: Entry, error: unknown, options: WriteOptions): Promise<void> {
+  private async refused(entry: Entry, error: unknown, options: WriteOptions): Promise<void> {
+    const { subject, timeoutMs } = this.config;
     if (entry.entries.length > 1) {
-      await Promise.all(entry.entries.map((part, n) => js.publish(config.subject, JSON.stringify([part]), { msgID: `${entry.id}/${n}`, timeout: config.timeoutMs })));
+      await Promise.all(entry.entries.map((part, n) => this.js.publish(subject, JSON.stringify([part]), { msgID: `${entry.id}/${n}`, timeout: timeoutMs })));
       entry.settled = true;
       await entry.msg.ackAck().catch(() => false); // not confirmed: it comes back and is split again, to the same ids
     } else if (entry.msg.info.deliveryCount >= (options.maxAttempts ?? DEFAULT_MAX_ATTEMPTS)) {
-      await setAside(entry.msg, entry.id, faultText(error), options);
+      await this.setAside(entry.msg, entry.id, faultText(error), options);
       entry.settled = true;
     } else {
       entry.msg.nak(NAK_DELAY_MS);
@@ -309,8 +399,8 @@ export async function openJetStreamLog(db: Db, config: IngestLogConfig, logger: 
    * and (work-queue retention) removes it. term() without a reason: nats-server 2.9 ignores a
    * termination that carries one, and the message comes back after the acknowledgement wait.
    */
-  async function setAside(msg: JsMsg, id: string, error: string, options: WriteOptions): Promise<void> {
-    const letters = await db.$transaction(async (tx) => {
+  private async setAside(msg: JsMsg, id: string, error: string, options: WriteOptions): Promise<void> {
+    const letters = await this.db.$transaction(async (tx) => {
       const fresh = await tx.$queryRaw<{ id: string }[]>`INSERT INTO "IngestedBatch" ("id") VALUES (${id}) ON CONFLICT DO NOTHING RETURNING "id"`;
       return fresh.length ? insertDeadLetters(tx, [messageDeadLetter(msg, id, error)]) : [];
     });
@@ -318,73 +408,12 @@ export async function openJetStreamLog(db: Db, config: IngestLogConfig, logger: 
     letters.forEach((letter) => options.onDeadLettered?.(letter));
   }
 
-  return {
-    kind: "jetstream",
-    /**
-     * One publish, tried again (same message id: the stream stores it once) while it fails for a
-     * reason that passes (not connected, no acknowledgement in time, no stream leader: a cluster
-     * electing one) until INGEST_LOG_RETRY_MS have passed; then Unavailable (the collector's 503).
-     * Once an append has used up its tries, the next ones get one try each until one is
-     * acknowledged: a long outage answers at once instead of holding every request.
-     */
-    async append(batches, id = randomUUID()) {
-      if (!batches.length) return;
-      const payload = JSON.stringify(batches);
-      const deadline = performance.now() + (appendsFailing ? 0 : config.retryMs);
-      try {
-        await publishUntil(payload, id, deadline);
-        appendsFailing = false;
-      } catch (error) {
-        appendsFailing = true;
-        throw error;
-      }
-    },
+  async oldestUnwritten(): Promise<Date | undefined> {
+    const { state } = await this.jsm.streams.info(this.config.stream);
+    return state.messages ? new Date(state.first_ts) : undefined;
+  }
 
-    async writeBatch(limit: number, options: WriteOptions): Promise<IngestResult | undefined> {
-      const messages = await fetchMessages(sizer.entriesFor(limit));
-      if (!messages.length) return undefined;
-      const redelivered = messages.filter((msg) => msg.info.redelivered).length;
-      if (redelivered) trackingMetrics.redeliveries.inc(redelivered);
-      const entries: Entry[] = [];
-      const unreadable: { msg: JsMsg; error: string; settled?: boolean }[] = [];
-      for (const msg of messages) {
-        try {
-          entries.push(readMessage(msg, config.stream));
-        } catch (error) {
-          if (!(error instanceof MalformedBatch)) throw error;
-          unreadable.push({ msg, error: error.message });
-        }
-      }
-      sizer.observe(entries.length, entries.reduce((sum, e) => sum + e.rows.length, 0));
-      const goBack = () => [...entries, ...unreadable].filter((e) => !e.settled).forEach((e) => e.msg.nak(NAK_DELAY_MS));
-      try {
-        // no retry reads them: set aside at once
-        for (const u of unreadable) {
-          await setAside(u.msg, messageId(u.msg, config.stream), u.error, options);
-          u.settled = true;
-        }
-        if (!entries.length) return EMPTY_RESULT;
-        try {
-          return await writeMessages(entries, options);
-        } catch (error) {
-          if (failedWrite(error) !== "permanent") throw error;
-          const parts = await isolate(entries, (part) => writeMessages(part, options), (entry, cause) => refused(entry, cause, options), error);
-          return mergedResults(parts) ?? EMPTY_RESULT;
-        }
-      } catch (error) {
-        // back to the stream, for this or another writer, after a pause (a database outage is rarely shorter)
-        goBack();
-        throw error;
-      }
-    },
-
-    async oldestUnwritten() {
-      const { state } = await jsm.streams.info(config.stream);
-      return state.messages ? new Date(state.first_ts) : undefined;
-    },
-
-    async close() {
-      await nc.drain().catch(() => nc.close());
-    },
-  };
+  async close(): Promise<void> {
+    await this.nc.drain().catch(() => this.nc.close());
+  }
 }

@@ -1,10 +1,9 @@
 // What every ingest log implements (IngestLog: the queue table of log/queue-table.ts, JetStream
 // of log/jetstream-log.ts) and what they share when they write (the transaction's bound, how many
-// entries make a batch): a leaf, so that the logs and their chooser (ingest-log.ts) import it
+// entries make a batch, what a writer does with a batch set aside): a leaf, so that the logs and their chooser (ingest-log.ts) import it
 // without an import circle.
 import type { QueuedBatch } from "../collect/events.ts";
 import type { IngestResult, WriterHooks } from "../write/write-result.ts";
-import type { RefusalPolicy } from "./isolation.ts";
 
 /** Where accepted events wait until written: the queue table or JetStream (ingest-log.ts opens the one configured). */
 export interface IngestLog {
@@ -45,6 +44,24 @@ export function entrySizer() {
   };
 }
 export type EntrySizer = ReturnType<typeof entrySizer>;
+
+/** A batch set aside: what the writer logs (no e-mail or IP address in it) and counts. */
+export interface DeadLetterNotice {
+  id: string;
+  log: "postgres" | "jetstream";
+  datasetId: string | null;
+  events: number;
+  attempts: number;
+  error: string;
+}
+
+/** How a writer handles a batch the database refuses. */
+export interface RefusalPolicy {
+  /** Tries of a batch alone before it is set aside (INGEST_MAX_ATTEMPTS); default 3. */
+  maxAttempts?: number;
+  /** After each batch set aside has committed. */
+  onDeadLettered?: (notice: DeadLetterNotice) => void;
+}
 
 /** What a writer's call writes with: its hooks and how it treats a batch the database refuses. */
 export type WriteOptions = WriterHooks & RefusalPolicy;

@@ -3,15 +3,18 @@
 // one INSERT: durable); the writer drains the queue in transactions that each delete the batches
 // they write, so an event is written exactly once even when a writer dies half-way (its
 // transaction rolls back and the batches stay queued) or several writers run (FOR UPDATE SKIP
-// LOCKED). What a batch writes: write/batch.ts.
+// LOCKED). What a batch writes: write/batch.ts. The only writer of "IngestQueue" (an erasure takes a
+// subject's events out of it here too: eraseQueued).
 import type { Db, Sql } from "../../db/database.ts";
 import { faultText } from "../../db/errors.ts";
 import { MalformedBatch, type QueuedBatch, type QueueRow, rowsOfEntry } from "../collect/events.ts";
 import { writeEvents } from "../write/batch.ts";
+import { jsonList, queuedFormOf, type Subject } from "../write/erasure.ts";
 import { holdForWriting } from "../write/erasure-tombstones.ts";
 import { EMPTY_RESULT, type IngestResult, mergedResults, type Tx, type WriterHooks } from "../write/write-result.ts";
-import { DEFAULT_MAX_ATTEMPTS, type DeadLetterNotice, eventsIn, failedWrite, insertDeadLetters, isolate, type NewDeadLetter } from "./isolation.ts";
-import { BATCH_TRANSACTION_MS, type EntrySizer, type WriteOptions } from "./log-interface.ts";
+import { insertDeadLetters, type NewDeadLetter } from "./dead-letters.ts";
+import { DEFAULT_MAX_ATTEMPTS, eventsIn, failedWrite, isolate } from "./isolation.ts";
+import { BATCH_TRANSACTION_MS, type DeadLetterNotice, type EntrySizer, type WriteOptions } from "./log-interface.ts";
 
 const json = (value: unknown) => JSON.stringify(value);
 
@@ -114,14 +117,12 @@ async function refusedQueued(db: Db, row: ClaimedRow, error: unknown, options: W
     UPDATE "IngestQueue" SET attempts = attempts + 1 WHERE id = ${row.id}::bigint RETURNING attempts`;
   if (!counted || counted.attempts < (options.maxAttempts ?? DEFAULT_MAX_ATTEMPTS)) return;
   const letter = queueDeadLetter(row, counted.attempts, faultText(error));
-  // the row leaves the queue in the statement that sets it aside; one another writer holds is left to it
-  const [notice] = await db.$queryRaw<DeadLetterNotice[]>`
-    WITH moved AS (
-      DELETE FROM "IngestQueue" WHERE id IN (SELECT id FROM "IngestQueue" WHERE id = ${row.id}::bigint FOR UPDATE SKIP LOCKED) RETURNING id)
-    INSERT INTO "IngestDeadLetter" ("log", "accountId", "datasetId", "receivedAt", "attempts", "error", "payload", "events")
-    SELECT 'postgres', ${letter.accountId}, ${letter.datasetId}, ${row.receivedAt}, ${letter.attempts}, ${letter.error}, ${json(row.batch)}::jsonb, ${letter.events}
-    FROM moved
-    RETURNING id::text AS id, "log"::text AS "log", "datasetId", "events", "attempts", "error"`;
+  // the row leaves the queue in the transaction that sets it aside; one another writer holds is left to it
+  const [notice] = await db.$transaction(async (tx) => {
+    const moved = await tx.$queryRaw<{ id: string }[]>`
+      DELETE FROM "IngestQueue" WHERE id IN (SELECT id FROM "IngestQueue" WHERE id = ${row.id}::bigint FOR UPDATE SKIP LOCKED) RETURNING id`;
+    return moved.length ? insertDeadLetters(tx, [letter]) : [];
+  });
   if (notice) options.onDeadLettered?.(notice);
 }
 
@@ -147,4 +148,22 @@ export async function writeBatch(db: Db, sizer: EntrySizer, limit: number, optio
     );
     return mergedResults(parts) ?? EMPTY_RESULT;
   }
+}
+
+/**
+ * Takes the subject's events out of the dataset's queued batches (a batch left without events
+ * goes); how many events were taken.
+ */
+export async function eraseQueued(tx: Pick<Tx, "$queryRaw">, datasetId: string, visitorIds: string[], subject: Subject): Promise<number> {
+  const [row] = await tx.$queryRaw<{ n: bigint }[]>`
+    WITH hit AS (
+      SELECT q.id, jsonb_agg(e ORDER BY i) FILTER (WHERE NOT erased) AS kept, count(*) FILTER (WHERE erased) AS n
+      FROM "IngestQueue" q, jsonb_array_elements(q.batch->'events') WITH ORDINALITY AS x(e, i),
+        LATERAL (SELECT (e->>'visitorId' IN ${jsonList(visitorIds)} OR ${queuedFormOf(subject)}) AS erased) m
+      WHERE q."datasetId" = ${datasetId}
+      GROUP BY q.id HAVING count(*) FILTER (WHERE erased) > 0),
+    kept AS (UPDATE "IngestQueue" q SET batch = jsonb_set(q.batch, '{events}', hit.kept) FROM hit WHERE q.id = hit.id AND hit.kept IS NOT NULL),
+    gone AS (DELETE FROM "IngestQueue" q USING hit WHERE q.id = hit.id AND hit.kept IS NULL)
+    SELECT coalesce(sum(n), 0) AS n FROM hit`;
+  return Number(row!.n);
 }

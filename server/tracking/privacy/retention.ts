@@ -13,7 +13,7 @@
 import type { RetentionConfig } from "../../config.ts";
 import type { Db } from "../../db/database.ts";
 import type { Logger } from "../../logging.ts";
-import { type PartitionResult, visitPartitions } from "./visit-partitions.ts";
+import { maintainVisitPartitions, type PartitionResult } from "./visit-partitions.ts";
 import { runPeriodically } from "../../jobs/periodic.ts";
 import { purgeFinishedJobs } from "../../jobs/queue.ts";
 import { purgeSettledDeliveries } from "../../notify/webhook-store.ts";
@@ -62,7 +62,6 @@ export interface RetentionResult {
 }
 
 export function retention(db: Db, config: RetentionConfig, now: () => Date, identity: IdentityRetention = { pendingDays: 30 }) {
-  const partitions = visitPartitions(db);
   /** Runs `batch` until it deletes less than a full batch; the rows deleted. */
   async function inBatches(batch: () => Promise<number>, result: RetentionResult): Promise<number> {
     let total = 0;
@@ -80,7 +79,7 @@ export function retention(db: Db, config: RetentionConfig, now: () => Date, iden
       const at = now();
       const n = config.batchSize;
       // whole months first: what they drop is not deleted row by row below
-      const partitionResult = await partitions.maintain(at);
+      const partitionResult = await maintainVisitPartitions(db, at);
       const result: RetentionResult = {
         visits: 0, formSubmissions: 0, visitors: 0, jobs: 0, webhookDeliveries: 0, tombstones: 0, deadLetters: 0, pendingEvents: 0, identityEvidence: 0, identities: 0, withdrawnVisits: 0, batches: 0,
         partitions: partitionResult,

@@ -37,24 +37,6 @@ export async function visitorIdsOf(tx: Client, datasetId: string, subject: Subje
 }
 
 /**
- * Takes the subject's events out of the dataset's queued batches (a batch left without events
- * goes); how many events were taken.
- */
-export async function eraseQueued(tx: Client, datasetId: string, visitorIds: string[], subject: Subject): Promise<number> {
-  const [row] = await tx.$queryRaw<{ n: bigint }[]>`
-    WITH hit AS (
-      SELECT q.id, jsonb_agg(e ORDER BY i) FILTER (WHERE NOT erased) AS kept, count(*) FILTER (WHERE erased) AS n
-      FROM "IngestQueue" q, jsonb_array_elements(q.batch->'events') WITH ORDINALITY AS x(e, i),
-        LATERAL (SELECT (e->>'visitorId' IN ${jsonList(visitorIds)} OR ${queuedFormOf(subject)}) AS erased) m
-      WHERE q."datasetId" = ${datasetId}
-      GROUP BY q.id HAVING count(*) FILTER (WHERE erased) > 0),
-    kept AS (UPDATE "IngestQueue" q SET batch = jsonb_set(q.batch, '{events}', hit.kept) FROM hit WHERE q.id = hit.id AND hit.kept IS NOT NULL),
-    gone AS (DELETE FROM "IngestQueue" q USING hit WHERE q.id = hit.id AND hit.kept IS NULL)
-    SELECT coalesce(sum(n), 0) AS n FROM hit`;
-  return Number(row!.n);
-}
-
-/**
  * Deliveries of the account whose payload names one of the visitors or carries the address. The
  * payload's text is searched for them first: only the few rows that hold one are parsed as JSON
  * (visitor ids and addresses hold no character that JSON escapes).
