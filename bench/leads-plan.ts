@@ -12,6 +12,7 @@ import { createServices } from "../server/services/index.ts";
 import { type LeadPosition, leadListingSql } from "../server/services/leads.ts";
 import { loadConfig } from "../server/config.ts";
 import { HERMETIC_DNS_ENV } from "../test/support/config.ts";
+import * as leads from "../server/services/leads.ts";
 import * as datasets from "../server/services/datasets.ts";
 import * as accounts from "../server/services/accounts.ts";
 
@@ -29,13 +30,13 @@ const neighbour = await datasets.create(services, accountId, adminEmail, { name:
 
 const started = Date.now();
 const end = new Date("2026-11-01T00:00:00Z");
-await services.leads.insertLeads(accountId, datasetId, generateLeads({ count: LEADS, seed: 42, end }));
-await services.leads.insertLeads(accountId, neighbour, generateLeads({ count: LEADS / 10, seed: 7, end }));
+await leads.insertLeads(services, accountId, datasetId, generateLeads({ count: LEADS, seed: 42, end }));
+await leads.insertLeads(services, accountId, neighbour, generateLeads({ count: LEADS / 10, seed: 7, end }));
 for (const data of ["acme-software.example", "globex-bank.example", "hooli-labs.example"]) {
-  await services.leads.addExclusion(accountId, { datasetId, type: "organizationDomain", data });
+  await leads.addExclusion(services, accountId, { datasetId, type: "organizationDomain", data });
 }
-await services.leads.addExclusion(accountId, { datasetId, type: "organizationName", data: "Wayne Motors GmbH" });
-await services.leads.addExclusion(accountId, { datasetId, type: "use_id", data: "lead_000010" });
+await leads.addExclusion(services, accountId, { datasetId, type: "organizationName", data: "Wayne Motors GmbH" });
+await leads.addExclusion(services, accountId, { datasetId, type: "use_id", data: "lead_000010" });
 await db.prisma.$executeRaw`ANALYZE`;
 console.log(`${LEADS} leads (+${LEADS / 10} in another dataset) and 5 rules written in ${((Date.now() - started) / 1000).toFixed(1)} s (${db.kind})\n`);
 

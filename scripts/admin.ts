@@ -235,7 +235,8 @@ const commands: Record<string, Command> = {
     options: ["asn", "type", "note"],
     async run(args, context) {
       const [asn, type] = [args.whole("asn", 1), args.required("type")];
-      const saved = await (await networkService(context)).setType(asn, type, args.optional("note"));
+      const { networks, deps } = await networkCommands(context);
+      const saved = await networks.setType(deps, asn, type, args.optional("note"));
       args.out(saved, `AS${saved.asn}: ${saved.type} (in effect everywhere within the tracking settings' cache time)`);
     },
   },
@@ -243,7 +244,8 @@ const commands: Record<string, Command> = {
     usage: "",
     options: [],
     async run(args, context) {
-      const overrides = await (await networkService(context)).list();
+      const { networks, deps } = await networkCommands(context);
+      const overrides = await networks.list(deps);
       const text = overrides.map((o) => `AS${o.asn}  ${o.type.padEnd(9)}  set ${o.updatedAt.toISOString()}${o.note ? `  ${o.note}` : ""}`).join("\n");
       args.out(overrides, text || "no overrides");
     },
@@ -253,7 +255,8 @@ const commands: Record<string, Command> = {
     options: ["asn"],
     async run(args, context) {
       const asn = args.whole("asn", 1);
-      if (!(await (await networkService(context)).remove(asn))) throw new CommandFailed(`no override for AS${asn}`);
+      const { networks, deps } = await networkCommands(context);
+      if (!(await networks.remove(deps, asn))) throw new CommandFailed(`no override for AS${asn}`);
       args.out({ asn, removed: true }, `AS${asn}: override removed (the curated lists and the rule apply again)`);
     },
   },
@@ -299,9 +302,10 @@ async function accountModule(context: Context) {
   return { ...accounts, deps: { db: db.prisma, hotSql: db.sql, keyCache: accounts.newKeyCache() } };
 }
 
-async function networkService(context: Context) {
-  const [{ networkService }, db, config] = await Promise.all([import("../server/services/networks.ts"), context.database(), context.config()]);
-  return networkService(db.prisma, { ttlSeconds: config.tracking.settingsTtlSeconds, now: () => new Date() });
+/** The operators' network types (server/services/networks.ts) and the database they are written to. */
+async function networkCommands(context: Context) {
+  const [networks, db] = await Promise.all([import("../server/services/networks.ts"), context.database()]);
+  return { networks, deps: { db: db.prisma } };
 }
 
 /** One command's usage; or the list of commands (those of `group` only when it is given). */

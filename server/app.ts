@@ -25,6 +25,7 @@ import { memoryRateLimiter, type RateLimiter } from "./rate-limiter.ts";
 import { ACME_CHALLENGE_PATH, acmeChallenge } from "./routes/custom-tracking-domains.ts";
 import { createHandlers } from "./routes/index.ts";
 import type { Services } from "./services/index.ts";
+import * as networks from "./services/networks.ts";
 import * as users from "./services/users.ts";
 import { invitationRoutes } from "./http/invitations.ts";
 import { loadContract } from "./contract.ts";
@@ -105,7 +106,7 @@ export function createApp({
     db: db.prisma,
     datasets: trackedDatasets(db.prisma, trackingConfig.settingsTtlSeconds),
     resolver: sharedResolver,
-    networkOverrides: services.networks.current,
+    networkOverrides: () => networks.current(services),
     config: trackingConfig,
     log: tracking.log,
     onQueued: tracking.onQueued,

@@ -2,6 +2,8 @@
 import { generateProfile, generateProfiles } from "./contacts/generate.ts";
 import { generateLeads } from "./lead-generator.ts";
 import type { Services } from "./services/index.ts";
+import { addExclusion, insertLeads } from "./services/leads.ts";
+import * as leadOperations from "./services/lead-operations.ts";
 import * as contacts from "./services/contacts.ts";
 import * as segments from "./services/segments.ts";
 import * as segmentPreferences from "./services/segment-preferences.ts";
@@ -112,8 +114,8 @@ async function seedLeads(services: Services, accountId: string, datasetId: strin
       visitCount: 14,
     });
   }
-  await services.leads.insertLeads(accountId, datasetId, leads);
-  await services.leads.addExclusion(accountId, { datasetId, type: "organizationDomain", data: DEMO_COMPETITOR_DOMAIN });
+  await insertLeads(services, accountId, datasetId, leads);
+  await addExclusion(services, accountId, { datasetId, type: "organizationDomain", data: DEMO_COMPETITOR_DOMAIN });
   await segments.create(services, accountId, DEMO_ADMIN_EMAIL, {
     datasetId,
     name: "German enterprise visitors",
@@ -127,6 +129,6 @@ async function seedLeads(services: Services, accountId: string, datasetId: strin
   });
   await segmentPreferences.set(services, accountId, DEMO_ADMIN_EMAIL, { segmentId: hot, datasetId, userIds: [mariaId] });
   for (const lead of leads.slice(0, 5)) {
-    await services.leadOperations.assign(accountId, { datasetId, leadId: lead.leadId, assigneeUserId: mariaId });
+    await leadOperations.assign(services, accountId, { datasetId, leadId: lead.leadId, assigneeUserId: mariaId });
   }
 }

@@ -7,7 +7,7 @@ import * as acme from "acme-client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { secretBox } from "../server/security/secret-box.ts";
 import { createJobQueue } from "../server/jobs/queue.ts";
-import { certificateJobService } from "../server/services/certificate-jobs.ts";
+import { certificateContext, registerCertificateJobs } from "../server/services/certificate-jobs.ts";
 import { startTestApi, type TestApi } from "./support/api.ts";
 import { eventually } from "./support/eventually.ts";
 import { holdAddressLookups, startDnsServer, type TestDnsServer } from "./support/dns-server.ts";
@@ -150,7 +150,7 @@ describe.skipIf(!!pebbleMissing)("custom tracking domains with a certificate aut
       const ctd = pointed();
       const { caIsValidating, release } = holdAddressLookups(dns, ctd);
       const other = createJobQueue(api.db.prisma, api.logger, { pollMs: 50 });
-      certificateJobService(api.db.prisma, { config: config.trackingDomains, logger: api.logger, queue: other, pollMs: 50 });
+      registerCertificateJobs({ db: api.db.prisma, jobs: other, certificates: certificateContext(config.trackingDomains, api.logger, 50) });
       try {
         const adding = call("post", "/v1/management/ctd/add", { datasetId, ctd }).then((res) => res); // sends it now
         await caIsValidating;

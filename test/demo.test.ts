@@ -2,13 +2,18 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { type Demo, DEMO_COMPETITOR_DOMAIN, ensureDemo } from "../server/demo.ts";
 import * as segmentPreferences from "../server/services/segment-preferences.ts";
+import * as leads from "../server/services/leads.ts";
 import { generateLeads } from "../server/lead-generator.ts";
 import { startTestApi, type TestApi } from "./support/api.ts";
 
-// the seed's last step, made to fail once below as a kill at that moment would leave the seed
+// the seed's leads and last step, made to fail once below as a kill at that moment would leave the seed
 vi.mock("../server/services/segment-preferences.ts", async (importOriginal) => {
   const original = await importOriginal<typeof import("../server/services/segment-preferences.ts")>();
   return { ...original, set: vi.fn(original.set) };
+});
+vi.mock("../server/services/leads.ts", async (importOriginal) => {
+  const original = await importOriginal<typeof import("../server/services/leads.ts")>();
+  return { ...original, insertLeads: vi.fn(original.insertLeads) };
 });
 
 let api: TestApi;
@@ -81,11 +86,9 @@ describe("demo account, interrupted", () => {
   function failingAt(step: "leads" | "segments"): TestApi["services"] {
     const { services } = fresh;
     const killed = new Error("killed while seeding");
-    if (step === "segments") {
-      vi.mocked(segmentPreferences.set).mockRejectedValueOnce(killed);
-      return services;
-    }
-    return { ...services, leads: { ...services.leads, insertLeads: () => Promise.reject(killed) } };
+    if (step === "segments") vi.mocked(segmentPreferences.set).mockRejectedValueOnce(killed);
+    else vi.mocked(leads.insertLeads).mockRejectedValueOnce(killed);
+    return services;
   }
 
   it("when the seed stops after the account is made, then the next start ends with a complete demo account", async () => {

@@ -21,6 +21,7 @@ import { newLead } from "./support/leads.ts";
 import { startWithTenants } from "./support/suite.ts";
 import type { Tenant } from "./support/tenants.ts";
 import { ADDRESSES, BROWSER_UA, testTrackingConfig } from "./support/tracking.ts";
+import { insertLeads } from "../server/services/leads.ts";
 import * as segments from "../server/services/segments.ts";
 
 const SEED = 20261123;
@@ -49,7 +50,7 @@ beforeAll(async () => {
     filters: { match: "all", conditions: [{ field: "country", operator: "eq", value: "DE" }] },
   });
   const lead = newLead({ organizationDomain: "fuzz.example", country: "DE" });
-  await api.services.leads.insertLeads(tenant.accountId, tenant.datasets[0], [lead]);
+  await insertLeads(api.services, tenant.accountId, tenant.datasets[0], [lead]);
   Object.assign(pool, {
     email: [tenant.admin.email, tenant.admin.email, tenant.member.email],
     datasetId: tenant.datasets,

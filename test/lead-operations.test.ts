@@ -4,6 +4,7 @@ import type { TestApi } from "./support/api.ts";
 import { newLead } from "./support/leads.ts";
 import { type Tenant, uniqueEmail } from "./support/tenants.ts";
 import { as, startWithTenants } from "./support/suite.ts";
+import { insertLeads } from "../server/services/leads.ts";
 import * as users from "../server/services/users.ts";
 
 let api: TestApi;
@@ -16,7 +17,7 @@ afterAll(() => api?.close());
 /** A lead inserted as tracking would; returns its id. */
 async function leadIn(t: Tenant, datasetId: string, fields: Parameters<typeof newLead>[0] = {}): Promise<string> {
   const lead = newLead(fields);
-  await api.services.leads.insertLeads(t.accountId, datasetId, [lead]);
+  await insertLeads(api.services, t.accountId, datasetId, [lead]);
   return lead.leadId;
 }
 

@@ -1,7 +1,7 @@
 // The lead score (server/services/lead-score.ts): each component moves it by the documented amount,
 // page weights apply at query time, and the answer, `sort=score` and a `score` filter agree.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { NewLead } from "../server/services/leads.ts";
+import { insertLeads, type NewLead } from "../server/services/leads.ts";
 import { newLead, where } from "./support/leads.ts";
 import { as } from "./support/suite.ts";
 import { ADDRESSES, startTracking, type TrackingSuite } from "./support/tracking.ts";
@@ -34,7 +34,7 @@ const putWeights = (datasetId: string, body: unknown, email = admin()) =>
 
 async function inserted(leads: NewLead[]): Promise<string> {
   const datasetId = await dataset();
-  await t.api.services.leads.insertLeads(t.tenant.accountId, datasetId, leads);
+  await insertLeads(t.api.services, t.tenant.accountId, datasetId, leads);
   return datasetId;
 }
 

@@ -3,7 +3,7 @@ import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createPartnerClient } from "../client/index.ts";
 import type { SegmentFilter } from "../server/services/lead-filter.ts";
-import type { NewLead } from "../server/services/leads.ts";
+import { addExclusion, insertLeads, type NewLead } from "../server/services/leads.ts";
 import type { TestApi } from "./support/api.ts";
 import { newLead, where } from "./support/leads.ts";
 import type { Tenant } from "./support/tenants.ts";
@@ -23,7 +23,7 @@ let counter = 0;
 /** A dataset of its own, so that rules and leads of one test do not meet another's. */
 const freshDataset = (t = tenant) => datasets.create(api.services, t.accountId, t.admin.email, { name: `Leads ${++counter} ${Math.random()}` });
 
-const insert = (datasetId: string, leads: NewLead[], t = tenant) => api.services.leads.insertLeads(t.accountId, datasetId, leads);
+const insert = (datasetId: string, leads: NewLead[], t = tenant) => insertLeads(api.services, t.accountId, datasetId, leads);
 
 const rule = (datasetId: string, type: string, data: string) => ({ datasetId, type, data });
 const save = (body: object, t = tenant) => api.request().post("/v1/dataset-exclusion").set(as(t.key)).send(body);
@@ -116,7 +116,7 @@ describe("getDatasetExclusions", () => {
       ["use_id", "lead_9"],
       ["organizationDomain", "beta.example"],
     ] as const) {
-      await api.services.leads.addExclusion(tenant.accountId, { datasetId, type, data });
+      await addExclusion(api.services, tenant.accountId, { datasetId, type, data });
     }
   });
   const get = (query: Query, t = tenant) => api.request().get("/v1/dataset-exclusion").query(query).set(as(t.key));

@@ -1,8 +1,9 @@
-// Operators' network types (services.networks, `npm run admin -- networks ...`): set in one process,
+// Operators' network types (server/services/networks.ts, `npm run admin -- networks ...`): set in one process,
 // in effect in another within the cache time, seen in GET /v1/ip-lookup and by the collector;
 // partners' exclusion rules still hide the leads.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createServices } from "../server/services/index.ts";
+import * as networks from "../server/services/networks.ts";
 import { DomainError } from "../server/domain/errors.ts";
 import { ADDRESSES, startTracking, type TrackingSuite } from "./support/tracking.ts";
 import { as } from "./support/suite.ts";
@@ -39,37 +40,37 @@ const lookup = async (ip: string) => {
 describe("networks (operator)", () => {
   it("when a type is set in another process, then ip-lookup answers it as an override once the cache time has passed", async () => {
     expect(await lookup(ADDRESSES.isp)).toEqual({ networkType: "isp", networkTypeSource: "curated" });
-    await operator.networks.setType(COMCAST, "business", "ticket 42");
+    await networks.setType(operator, COMCAST, "business", "ticket 42");
     // this process read the overrides a moment ago: within the cache time it may keep them
     pass(TTL_MS - 1000);
     expect(await lookup(ADDRESSES.isp)).toEqual({ networkType: "isp", networkTypeSource: "curated" });
     pass(2000);
     expect(await lookup(ADDRESSES.isp)).toEqual({ networkType: "business", networkTypeSource: "override" });
-    expect(await operator.networks.list()).toEqual([{ asn: COMCAST, type: "business", note: "ticket 42", updatedAt: expect.any(Date) }]);
+    expect(await networks.list(operator)).toEqual([{ asn: COMCAST, type: "business", note: "ticket 42", updatedAt: expect.any(Date) }]);
 
-    expect(await operator.networks.remove(COMCAST)).toBe(true);
+    expect(await networks.remove(operator, COMCAST)).toBe(true);
     pass(TTL_MS + 1000);
     expect(await lookup(ADDRESSES.isp)).toEqual({ networkType: "isp", networkTypeSource: "curated" });
-    expect(await operator.networks.list()).toEqual([]);
-    expect(await operator.networks.remove(COMCAST)).toBe(false);
+    expect(await networks.list(operator)).toEqual([]);
+    expect(await networks.remove(operator, COMCAST)).toBe(false);
   });
 
   it("when a network is set to government, then the database stores it and ip-lookup answers it", async () => {
-    await operator.networks.setType(COMCAST, "government", "a state's network");
+    await networks.setType(operator, COMCAST, "government", "a state's network");
     pass(TTL_MS + 1000);
     expect(await lookup(ADDRESSES.isp)).toEqual({ networkType: "government", networkTypeSource: "override" });
-    expect(await operator.networks.list()).toEqual([{ asn: COMCAST, type: "government", note: "a state's network", updatedAt: expect.any(Date) }]);
-    await operator.networks.remove(COMCAST);
+    expect(await networks.list(operator)).toEqual([{ asn: COMCAST, type: "government", note: "a state's network", updatedAt: expect.any(Date) }]);
+    await networks.remove(operator, COMCAST);
     pass(TTL_MS + 1000);
   });
 
   it("when a type is set again, then it replaces the first one", async () => {
-    await operator.networks.setType(64500, "isp");
-    await operator.networks.setType(64500, "mobile", "carrier after all");
-    expect((await operator.networks.list()).filter((o) => o.asn === 64500)).toEqual([
+    await networks.setType(operator, 64500, "isp");
+    await networks.setType(operator, 64500, "mobile", "carrier after all");
+    expect((await networks.list(operator)).filter((o) => o.asn === 64500)).toEqual([
       { asn: 64500, type: "mobile", note: "carrier after all", updatedAt: expect.any(Date) },
     ]);
-    await operator.networks.remove(64500);
+    await networks.remove(operator, 64500);
   });
 
   it.each([
@@ -79,8 +80,8 @@ describe("networks (operator)", () => {
     [COMCAST, "unknown"],
     [COMCAST, "Business"],
   ])("when AS%s is set to %j, then it is refused and nothing is stored", async (asn, type) => {
-    await expect(operator.networks.setType(asn, type)).rejects.toBeInstanceOf(DomainError);
-    expect(await operator.networks.list()).toEqual([]);
+    await expect(networks.setType(operator, asn, type)).rejects.toBeInstanceOf(DomainError);
+    expect(await networks.list(operator)).toEqual([]);
   });
 
   it("when a hosting network is set to business, then its page views become a lead, and a partner's exclusion still hides it", async () => {
@@ -89,7 +90,7 @@ describe("networks (operator)", () => {
     await t.writer.drain();
     expect(await t.leads(datasetId)).toEqual([]);
 
-    await operator.networks.setType(GOOGLE, "business");
+    await networks.setType(operator, GOOGLE, "business");
     pass(TTL_MS + 1000);
     const res = await t.collect(datasetId, ADDRESSES.hosting, [t.pageView("visitor-after-override")]);
     expect(res.body).toEqual({ received: 1, queued: 1 });
@@ -101,6 +102,6 @@ describe("networks (operator)", () => {
     const saved = await t.api.request().post("/v1/dataset-exclusion").set(as(t.tenant.key)).send(exclusion);
     expect(saved.status).toBe(204);
     expect(await t.leads(datasetId)).toEqual([]);
-    await operator.networks.remove(GOOGLE);
+    await networks.remove(operator, GOOGLE);
   });
 });

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createJobQueue } from "../server/jobs/queue.ts";
 import { registerMailJobs } from "../server/notify/mail.ts";
 import { lastPeriod, registerSegmentAlertJobs, segmentAlertService } from "../server/notify/segment-alerts.ts";
+import * as segmentEntries from "../server/services/segment-entries.ts";
 import { type IngestWriter } from "../server/tracking/log/writer.ts";
 import { startTestApi, type TestApi } from "./support/api.ts";
 import { testConfig } from "./support/config.ts";
@@ -15,6 +16,7 @@ import { startSmtpServer, type TestSmtpServer } from "./support/smtp.ts";
 import { as } from "./support/suite.ts";
 import { createTenant, type Tenant } from "./support/tenants.ts";
 import { collectPageView, testTrackingConfig, wiredWriter } from "./support/tracking.ts";
+import { insertLeads } from "../server/services/leads.ts";
 
 let api: TestApi;
 let tenant: Tenant;
@@ -79,7 +81,7 @@ describe("segment entries", () => {
   it("when a tag, an assignment or a changed filter makes a lead match, then it enters once", async () => {
     const datasetId = tenant.datasets[1];
     const [hot, other] = [newLead({ organizationName: "Hot Corp" }), newLead({ organizationName: "Other Corp" })];
-    await api.services.leads.insertLeads(tenant.accountId, datasetId, [hot, other]);
+    await insertLeads(api.services, tenant.accountId, datasetId, [hot, other]);
     const byTag = await createSegment(datasetId, "Hot ones", where("tags", "contains", "hot"), "weekly");
     const byAssignee = await createSegment(datasetId, "Ada's", where("assigneeUserId", "eq", tenant.admin.id), "weekly");
     const put = (path: string, body: object) => api.request().put(path).set(as(tenant.key)).send(body);
@@ -102,9 +104,9 @@ describe("segment entries", () => {
   it("when a listener is registered, then it gets the new entries inside the transaction", async () => {
     const datasetId = tenant.datasets[1];
     const seen: string[] = [];
-    const off = api.services.segmentEntries.onSegmentEntered(async (entered) => void seen.push(...entered.map((e) => e.leadId)));
+    const off = segmentEntries.onSegmentEntered(api.services, async (entered) => void seen.push(...entered.map((e) => e.leadId)));
     const lead = newLead({ organizationName: "Listener Corp" });
-    await api.services.leads.insertLeads(tenant.accountId, datasetId, [lead]);
+    await insertLeads(api.services, tenant.accountId, datasetId, [lead]);
     await createSegment(datasetId, "Listener", where("organizationName", "eq", "Listener Corp"), "weekly");
     off();
     expect(seen).toEqual([lead.leadId]);
@@ -116,7 +118,7 @@ describe("segment digests", () => {
     const datasetId = tenant.datasets[0];
     clock = new Date("2026-11-24T10:00:00Z"); // inside the period 2026-11-24 07:00 .. 2026-11-25 07:00
     const lead = newLead({ organizationName: "Digest, \"Quoted\" GmbH", organizationDomain: "digest.example", country: "DE" });
-    await api.services.leads.insertLeads(tenant.accountId, datasetId, [lead]);
+    await insertLeads(api.services, tenant.accountId, datasetId, [lead]);
     const segmentId = await createSegment(datasetId, "Digest DE", where("country", "eq", "DE"), "daily");
     expect((await entries(segmentId)).map((e) => e.leadId)).toEqual([lead.leadId]);
     await api.services.jobs.drain();

@@ -4,7 +4,7 @@
 import net, { type AddressInfo } from "node:net";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createSender } from "../server/notify/delivery.ts";
-import { webhookEvents } from "../server/services/webhook-events.ts";
+import * as webhookEvents from "../server/services/webhook-events.ts";
 import { createServices } from "../server/services/index.ts";
 import { startTestApi, type TestApi } from "./support/api.ts";
 import { as } from "./support/suite.ts";
@@ -41,7 +41,7 @@ afterEach(() => {
 });
 
 const drain = () => api.services.jobs.drain();
-const events = () => webhookEvents(api.db.prisma, api.services.jobs, { now });
+const eventDeps = () => ({ db: api.db.prisma, jobs: api.services.jobs, now });
 
 async function createEndpoint(eventTypes: string[] = ["lead.created"], url = receiver.url) {
   const res = await api.request().post("/v1/webhooks/endpoints").set(as(tenant.key)).send({ url, eventTypes });
@@ -57,7 +57,7 @@ async function deliveries(endpointId: string) {
 }
 
 async function publish(type: "lead.created" | "lead.visited" | "contact.enriched" | "segment.lead_entered", data: Record<string, unknown> = { leadId: "lead_x" }) {
-  return api.db.prisma.$transaction((tx) => events().publishEvent(tx, { accountId: tenant.accountId, type, data }));
+  return api.db.prisma.$transaction((tx) => webhookEvents.publishEvent(eventDeps(), tx, { accountId: tenant.accountId, type, data }));
 }
 
 describe("createWebhookEndpoint", () => {
@@ -102,7 +102,7 @@ describe("publishEvent", () => {
     const jobsBefore = await api.db.prisma.job.count();
     await expect(
       api.db.prisma.$transaction(async (tx) => {
-        expect(await events().publishEvent(tx, { accountId: tenant.accountId, type: "lead.created", data: { leadId: "lead_gone" } })).toBe(1);
+        expect(await webhookEvents.publishEvent(eventDeps(), tx, { accountId: tenant.accountId, type: "lead.created", data: { leadId: "lead_gone" } })).toBe(1);
         throw new Error("the caller's write failed");
       }),
     ).rejects.toThrow("the caller's write failed");
@@ -315,7 +315,7 @@ describe("segment.lead_entered", () => {
   it("when a lead enters a segment, then the segment's entry is published to subscribed endpoints in the same transaction", async () => {
     const { endpointId } = await createEndpoint(["segment.lead_entered"]);
     await api.db.prisma.$transaction((tx) =>
-      events().onSegmentEntered([{ accountId: tenant.accountId, datasetId: tenant.datasets[0], segmentId: 7, leadId: "lead_entered", enteredAt: now() }], tx),
+      webhookEvents.onSegmentEntered(eventDeps(), [{ accountId: tenant.accountId, datasetId: tenant.datasets[0], segmentId: 7, leadId: "lead_entered", enteredAt: now() }], tx),
     );
     await drain();
     expect(receiver.received.map((r) => r.verified)).toEqual([

@@ -34,7 +34,7 @@ export interface CollectorDeps {
   db: Db;
   datasets: TrackedDatasets;
   resolver: () => Resolver;
-  /** The operators' network types per ASN (services.networks.current: cached per process). */
+  /** The operators' network types per ASN (services/networks.ts `current`: cached per process). */
   networkOverrides: () => Promise<ReadonlyMap<number, NetworkType>>;
   config: TrackingConfig;
   /** Where accepted events go (default: the queue table of `db`). */

@@ -1,8 +1,9 @@
 // Lookup API: HTTP in, service call, HTTP out. The e-mail looked up is never logged.
 import type { Handler } from "../http/operations.ts";
 import type { Services } from "../services/index.ts";
+import * as lookup from "../services/lookup.ts";
 
-export function lookupRoutes({ lookup }: Services): {
+export function lookupRoutes(services: Services): {
   lookupEmail: Handler<"lookupEmail">;
   lookupEmailByQuery: Handler<"lookupEmailByQuery">;
   bulkLookupEmail: Handler<"bulkLookupEmail">;
@@ -12,18 +13,18 @@ export function lookupRoutes({ lookup }: Services): {
       const caller = { ...auth, operation: operationId };
       const request = { ...body, datasetId: query.datasetId };
       const key = header("Idempotency-Key");
-      const profile = key ? await lookup.lookupIdempotent(caller, request, key) : await lookup.lookup(caller, request);
+      const profile = key ? await lookup.lookupIdempotent(services, caller, request, key) : await lookup.lookup(services, caller, request);
       return { status: 200, body: profile };
     },
     bulkLookupEmail: async ({ operationId, auth, query, body, header }) => {
       const caller = { ...auth, operation: operationId };
       const request = { ...body, datasetId: query.datasetId };
       const key = header("Idempotency-Key");
-      return { status: 200, body: key ? await lookup.bulkLookupIdempotent(caller, request, key) : await lookup.bulkLookup(caller, request) };
+      return { status: 200, body: key ? await lookup.bulkLookupIdempotent(services, caller, request, key) : await lookup.bulkLookup(services, caller, request) };
     },
     lookupEmailByQuery: async ({ operationId, auth, query }) => ({
       status: 200,
-      body: await lookup.lookup({ ...auth, operation: operationId }, query),
+      body: await lookup.lookup(services, { ...auth, operation: operationId }, query),
     }),
   };
 }

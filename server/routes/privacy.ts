@@ -2,8 +2,9 @@
 // in a URL, so never in a request log).
 import type { Handler } from "../http/operations.ts";
 import type { Services } from "../services/index.ts";
+import * as privacy from "../services/privacy.ts";
 
-export function privacyRoutes({ privacy }: Services): {
+export function privacyRoutes(services: Services): {
   getPrivacySettings: Handler<"getPrivacySettings">;
   updatePrivacySettings: Handler<"updatePrivacySettings">;
   eraseDataSubject: Handler<"eraseDataSubject">;
@@ -11,13 +12,13 @@ export function privacyRoutes({ privacy }: Services): {
   listErasures: Handler<"listErasures">;
 } {
   return {
-    getPrivacySettings: async ({ auth, path, query }) => ({ status: 200, body: await privacy.settings(auth.accountId, query.email, path.datasetId) }),
+    getPrivacySettings: async ({ auth, path, query }) => ({ status: 200, body: await privacy.settings(services, auth.accountId, query.email, path.datasetId) }),
     updatePrivacySettings: async ({ auth, path, query, body }) => ({
       status: 200,
-      body: await privacy.updateSettings(auth.accountId, query.email, path.datasetId, body),
+      body: await privacy.updateSettings(services, auth.accountId, query.email, path.datasetId, body),
     }),
-    eraseDataSubject: async ({ auth, query, body }) => ({ status: 200, body: await privacy.erase(auth.accountId, query.email, body) }),
-    exportDataSubject: async ({ auth, query, body }) => ({ status: 200, body: await privacy.exportSubject(auth.accountId, query.email, body) }),
-    listErasures: async ({ auth, query }) => ({ status: 200, body: await privacy.erasures(auth.accountId, query) }),
+    eraseDataSubject: async ({ auth, query, body }) => ({ status: 200, body: await privacy.erase(services, auth.accountId, query.email, body) }),
+    exportDataSubject: async ({ auth, query, body }) => ({ status: 200, body: await privacy.exportSubject(services, auth.accountId, query.email, body) }),
+    listErasures: async ({ auth, query }) => ({ status: 200, body: await privacy.erasures(services, auth.accountId, query) }),
   };
 }

@@ -1,46 +1,49 @@
 // Declared Networks (admins only): a partner's CIDR -> organisation declarations for its account.
-// The rules of the networks themselves are in server/identity/declared-networks.ts.
+// The rules of the networks themselves are in server/identity/declared-networks.ts; what a
+// declaration attributes (pending events) is server/tracking/write/pending.ts's.
 import type { components } from "../../generated/openapi.ts";
 import type { QueryOf } from "../domain/types.ts";
 import { declarationOf, type DeclaredNetworks, readDeclaredPosition } from "../identity/declared-networks.ts";
+import type { PendingAttribution } from "../tracking/write/pending.ts";
 import type { Db } from "../db/database.ts";
+import type { Logger } from "../logging.ts";
 import * as access from "./access.ts";
 import { decodeCursor, toPage } from "./paging.ts";
 
 type Schemas = components["schemas"];
 
-export interface DeclaredNetworkHooks {
-  /** A network was declared (its pending events are backfilled in the background). */
-  onDeclared?: (accountId: string, cidr: string) => void;
-  /** A declaration was removed: what it attributed is withdrawn before the answer. */
-  onRemoved?: (accountId: string, cidr: string) => Promise<void>;
+export interface DeclaredNetworkDeps {
+  db: Db;
+  /** The declarations' store (server/identity/declared-networks.ts). */
+  declaredNetworkStore: DeclaredNetworks;
+  /** Pending events: a declaration's are attributed to its organisation, a removal's withdrawn. */
+  pending: Pick<PendingAttribution, "backfillNetwork" | "withdrawNetwork">;
+  logger: Logger;
 }
 
-export function declaredNetworkService(db: Db, networks: DeclaredNetworks, { onDeclared, onRemoved }: DeclaredNetworkHooks = {}) {
-  return {
-    /** 400 for the body comes before 403 for the acting user, as the spec orders them. */
-    async declare(accountId: string, email: string, body: Schemas["DeclareNetwork"]): Promise<Schemas["CreateResponseDTOString"]> {
-      const declaration = declarationOf(body);
-      await access.admin({ db }, accountId, email);
-      const id = await networks.declare(accountId, declaration);
-      onDeclared?.(accountId, declaration.cidr);
-      return { id };
-    },
-
-    async list(accountId: string, { email, cursor, limit }: QueryOf<"listDeclaredNetworks">): Promise<Schemas["DeclaredNetworkPage"]> {
-      const after = decodeCursor(cursor, readDeclaredPosition);
-      await access.admin({ db }, accountId, email);
-      const rows = await networks.list(accountId, limit + 1, after);
-      const page = toPage(rows, limit, (last) => ({ t: last.createdAt.getTime(), id: last.id }));
-      return { data: page.data.map((row) => ({ ...row, createdAt: row.createdAt.toISOString() })), nextCursor: page.nextCursor };
-    },
-
-    async remove(accountId: string, email: string, networkId: string): Promise<void> {
-      await access.admin({ db }, accountId, email);
-      const cidr = await networks.remove(accountId, networkId);
-      await onRemoved?.(accountId, cidr);
-    },
-  };
+/** 400 for the body comes before 403 for the acting user, as the spec orders them. */
+export async function declare(deps: DeclaredNetworkDeps, accountId: string, email: string, body: Schemas["DeclareNetwork"]): Promise<Schemas["CreateResponseDTOString"]> {
+  const declaration = declarationOf(body);
+  await access.admin(deps, accountId, email);
+  const id = await deps.declaredNetworkStore.declare(accountId, declaration);
+  // the network's pending events are its organisation's: attributed in the background
+  void deps.pending
+    .backfillNetwork(accountId, declaration.cidr)
+    .catch((error: Error) => deps.logger.warn("backfill of a declared network failed", { error: error.message }));
+  return { id };
 }
 
-export type DeclaredNetworkService = ReturnType<typeof declaredNetworkService>;
+export async function list(deps: DeclaredNetworkDeps, accountId: string, { email, cursor, limit }: QueryOf<"listDeclaredNetworks">): Promise<Schemas["DeclaredNetworkPage"]> {
+  const after = decodeCursor(cursor, readDeclaredPosition);
+  await access.admin(deps, accountId, email);
+  const rows = await deps.declaredNetworkStore.list(accountId, limit + 1, after);
+  const page = toPage(rows, limit, (last) => ({ t: last.createdAt.getTime(), id: last.id }));
+  return { data: page.data.map((row) => ({ ...row, createdAt: row.createdAt.toISOString() })), nextCursor: page.nextCursor };
+}
+
+/** What the declaration attributed goes back to pending (before the answer) unless other evidence names the same organisation. */
+export async function remove(deps: DeclaredNetworkDeps, accountId: string, email: string, networkId: string): Promise<void> {
+  await access.admin(deps, accountId, email);
+  const cidr = await deps.declaredNetworkStore.remove(accountId, networkId);
+  await deps.pending.withdrawNetwork(accountId, cidr).catch((error: Error) => deps.logger.warn("withdrawal of a removed declaration failed", { error: error.message }));
+}

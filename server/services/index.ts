@@ -7,32 +7,25 @@ import { createJobQueue } from "../jobs/queue.ts";
 import { registerRetentionJobs } from "../tracking/privacy/retention.ts";
 import { createMailer, type Mailer, registerMailJobs } from "../notify/mail.ts";
 import { registerSegmentAlertJobs, segmentAlertService } from "../notify/segment-alerts.ts";
-import { segmentEntryService } from "./segment-entries.ts";
+import * as segmentEntries from "./segment-entries.ts";
 import { createLogger, type Logger } from "../logging.ts";
 import { newKeyCache } from "./accounts.ts";
-import { certificateJobService } from "./certificate-jobs.ts";
+import { certificateContext, registerCertificateJobs } from "./certificate-jobs.ts";
 import * as contacts from "./contacts.ts";
 import * as credits from "./credits.ts";
-import { trackingDomainService } from "./custom-tracking-domains.ts";
-import { leadOperationService } from "./lead-operations.ts";
-import { leadService } from "./leads.ts";
-import { lookupService } from "./lookup.ts";
 import type { EnrichmentDeps } from "../tracking/write/enrichment.ts";
 import type { WriterOptions } from "../tracking/log/writer.ts";
 import { sharedResolver } from "../tracking/ipdata/resolver.ts";
-import { networkService } from "./networks.ts";
+import { networkTypeCache } from "./networks.ts";
 import { domainEvidence } from "../tracking/write/domain-evidence.ts";
-import { trackingService } from "./tracking.ts";
 import { notifyAdminsOfDisabledEndpoint, registerWebhookJobs } from "../notify/webhook-job.ts";
-import { webhookEvents } from "./webhook-events.ts";
-import { webhookService } from "./webhooks.ts";
-import { privacyService } from "./privacy.ts";
+import * as webhookEvents from "./webhook-events.ts";
+import type { OnLeadsRemoved } from "../tracking/write/lead-store.ts";
 import { IdentityStore } from "../identity/identities.ts";
 import { addressKeys } from "../identity/addresses.ts";
 import { writeEvents } from "../tracking/write/batch.ts";
 import { pendingAttribution } from "../tracking/write/pending.ts";
 import { declaredNetworks } from "../identity/declared-networks.ts";
-import { declaredNetworkService } from "./declared-networks.ts";
 
 /** The parts of the configuration the services are built from. */
 export type ServiceConfig = Pick<Config, "trackingDomains" | "tracking" | "webhooks" | "jobs" | "mail" | "notify" | "retention" | "ingestLog">;
@@ -60,13 +53,13 @@ const isUnit = (prefix: string, ip: string) => addressKeys(ip)?.unit === prefix;
 // Why long: the wiring of every service to its dependencies, in the order they need each other.
 export function createServices(db: Db, { config, logger = createLogger(), now = () => new Date(), keyCacheMs, sql, listeningUrl }: ServiceOptions) {
   const { trackingDomains, webhooks, notify, retention } = config;
-  const networks = networkService(db, { ttlSeconds: config.tracking.settingsTtlSeconds, now });
   const hotSql: Sql = sql ?? ((statement) => db.$queryRawUnsafe(statement.text, ...statement.values));
   // the durable background jobs of this process (server/main.ts starts and stops it)
   // an idle queue looks for due jobs every JOB_POLL_MS
   const jobs = createJobQueue(db, logger, { now, pollMs: config.jobs.pollMs });
   // certificate provisioning: the `certificate` kind (CTD_JOB_* settings) of the same queue
-  const certificateJobs = certificateJobService(db, { config: trackingDomains, logger, queue: jobs, pollMs: config.jobs.pollMs });
+  const certificates = certificateContext(trackingDomains, logger, config.jobs.pollMs);
+  registerCertificateJobs({ db, jobs, certificates });
   // endpoint secrets are sealed with the tracking-domain key (CTD_ENCRYPTION_KEY), asked for on first use
   const webhookSecrets = secretBox(() => resolveEncryptionKey(trackingDomains, logger));
   const mailer: Mailer = createMailer(config.mail);
@@ -74,8 +67,9 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
   const segmentAlerts = segmentAlertService(db, jobs, { now, digestHourUtc: notify.digestHourUtc });
   registerSegmentAlertJobs(db, jobs, mailer, logger);
   // a lead entering a segment: an instant alert (queued in the entries' transaction), then the webhook event below
-  const segmentEntries = segmentEntryService(db, { now, committed: () => jobs.wake() });
-  segmentEntries.onSegmentEntered(segmentAlerts.instantAlerts);
+  const segmentListeners: segmentEntries.SegmentEnteredListeners = new Set();
+  const entryDeps: segmentEntries.SegmentEntryDeps = { now, jobs, segmentListeners };
+  segmentEntries.onSegmentEntered(entryDeps, segmentAlerts.instantAlerts);
   const configuredUrl = notify.publicUrl;
   const invitations = {
     jobs,
@@ -93,8 +87,9 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
   const declared = declaredNetworks(db);
   // One publisher of webhook events for every process: a lead entering a segment is a
   // segment.lead_entered event, in the entries' transaction (whose caller wakes the queue after its commit).
-  const events = webhookEvents(db, jobs, { now, wake: () => jobs.wake() });
-  segmentEntries.onSegmentEntered(events.onSegmentEntered);
+  const eventDeps: webhookEvents.WebhookEventDeps = { db, jobs, now };
+  segmentEntries.onSegmentEntered(entryDeps, (entries, tx) => webhookEvents.onSegmentEntered(eventDeps, entries, tx));
+  const onLeadsRemoved: OnLeadsRemoved = (tx, removed, reason) => webhookEvents.onLeadsRemoved(eventDeps, tx, removed, reason);
   /**
    * What every ingest writer (in the service, `npm run ingest`, tests) is wired with:
    * lead.created / lead.visited, then segment entries (so a lead's lead.created is queued before
@@ -102,8 +97,8 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
    * enrichment; then the batch's organisation domains from evidence.
    */
   const onIngested: WriterOptions["onIngested"] = async (result, tx) => {
-    await events.onIngested(result, tx);
-    await segmentEntries.onIngested(result, tx);
+    await webhookEvents.onIngested(eventDeps, result, tx);
+    await segmentEntries.onIngested(entryDeps, result, tx);
   };
   const identify: WriterOptions["identify"] = (queries, tx) => identities.identitiesOf(queries, tx);
   // at write time only an address's own identity (or a declared one): a prefix's holds an address
@@ -116,7 +111,7 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
     identities,
     write: (tx, rows) => writeEvents(tx, rows, { onIngested, identify }),
     onCommitted: () => jobs.wake(),
-    onLeadsRemoved: events.onLeadsRemoved,
+    onLeadsRemoved,
     logger,
   });
   // what the enrichment's contact look-up and charge read through
@@ -132,7 +127,7 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
       onIngested,
       identify: identifyOwn,
       pending,
-      onEnriched: events.onEnriched,
+      onEnriched: (outcomes) => webhookEvents.onEnriched(eventDeps, outcomes),
       evidence,
       // the alert and webhook jobs onIngested queued run as soon as their batch committed
       onCommitted: () => jobs.wake(),
@@ -147,39 +142,25 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
     invitations,
     jobs,
     ingestWiring,
-    webhooks: webhookService(db, { config: webhooks, secrets: webhookSecrets, jobs: () => jobs, now }),
     webhookConfig: webhooks,
     mailer,
     segmentAlerts,
-    segmentEntries,
-    trackingDomains: trackingDomainService(db, trackingDomains, certificateJobs),
-    certificateJobs,
-    leadOperations: leadOperationService(db, segmentEntries),
-    leads: leadService(db),
-    lookup: lookupService({ db, hotSql, now }),
-    // IP and domain look-ups, a lead's visits (server/tracking holds the collector and writer)
-    tracking: trackingService(db, { resolver: sharedResolver, networkOverrides: networks.current, evidence, identities }),
-    // operators' network types per ASN (scripts/admin.ts `networks`)
-    networks,
     domainEvidence: evidence,
     // the identities store: what the ingest writer, erasure and retention call (server/identity/identities.ts)
     identities,
-    // partners' declared networks (admins only)
-    declaredNetworks: declaredNetworkService(db, declared, {
-      // a declared network's pending events are its organisation's: attributed in the background
-      onDeclared: (accountId, cidr) =>
-        void pending.backfillNetwork(accountId, cidr).catch((error: Error) => logger.warn("backfill of a declared network failed", { error: error.message })),
-      // what the declaration attributed goes back to pending unless other evidence names the same organisation
-      onRemoved: (accountId, cidr) =>
-        pending.withdrawNetwork(accountId, cidr).then(
-          () => undefined,
-          (error: Error) => logger.warn("withdrawal of a removed declaration failed", { error: error.message }),
-        ),
-    }),
-    // consent and retention settings, export and erasure of a data subject
-    privacy: privacyService(db, { now, ingestLog: config.ingestLog, identities, onLeadsRemoved: events.onLeadsRemoved }),
     // the daily `retention` job (server/main.ts schedules it)
-    retention: registerRetentionJobs(db, jobs, retention, logger, now, { pendingDays: config.tracking.identities.pendingDays, identities, onLeadsRemoved: events.onLeadsRemoved }),
+    retention: registerRetentionJobs(db, jobs, retention, logger, now, { pendingDays: config.tracking.identities.pendingDays, identities, onLeadsRemoved }),
+    // the deps of the tracking-side modules (certificate-jobs, custom-tracking-domains, lookup, webhooks, webhook-events, privacy, networks, tracking, declared-networks, segment-entries, leads, lead-operations)
+    logger,
+    certificates,
+    idempotencyPurge: { lastAt: 0 },
+    webhookSecrets,
+    ingestLog: config.ingestLog,
+    networkTypes: networkTypeCache(config.tracking.settingsTtlSeconds),
+    resolver: sharedResolver,
+    segmentListeners,
+    declaredNetworkStore: declared,
+    pending,
   };
 }
 

@@ -3,8 +3,9 @@ import type { components } from "../../generated/openapi.ts";
 import type { Db } from "../db/database.ts";
 import { Invalid, NotFound } from "../domain/errors.ts";
 import type { WithDefaults } from "../domain/types.ts";
-import { assignLead, updateTags } from "../tracking/write/lead-store.ts";
-import type { SegmentEntryService } from "./segment-entries.ts";
+import { assignLead, updateTags as updateLeadTags } from "../tracking/write/lead-store.ts";
+import * as segmentEntries from "./segment-entries.ts";
+import type { SegmentEntryDeps } from "./segment-entries.ts";
 import * as access from "./access.ts";
 import { normaliseTags } from "./tags.ts";
 
@@ -25,35 +26,35 @@ function tagChanges(update: LeadTagsUpdate): { add: string[]; remove: string[] }
   return { add: add.tags, remove: remove.tags };
 }
 
-export function leadOperationService(db: Db, entries: SegmentEntryService) {
-  return {
-    /** Adds and removes tags (one UPDATE: concurrent changes are not lost); repeating a request changes nothing. */
-    async updateTags(accountId: string, update: LeadTagsUpdate): Promise<void> {
-      const { add, remove } = tagChanges(update);
-      await access.dataset({ db }, accountId, update.datasetId);
-      const updated = await db.$transaction(async (tx) => {
-        const count = await updateTags(tx, { accountId, datasetId: update.datasetId, leadId: update.leadId }, add, remove);
-        // a tag may make the lead match a segment
-        if (count) await entries.evaluate(tx, { accountId, datasetId: update.datasetId, leadIds: [update.leadId] });
-        return count;
-      });
-      if (updated === 0) throw leadNotFound(update.datasetId, update.leadId);
-      entries.committed();
-    },
+export interface LeadOperationDeps extends SegmentEntryDeps {
+  db: Db;
+}
 
-    /** Makes a member who reaches the dataset the lead's assignee. */
-    async assign(accountId: string, { datasetId, leadId, assigneeUserId }: LeadAssignment): Promise<void> {
-      await access.dataset({ db }, accountId, datasetId);
-      const lead = await db.lead.findFirst({ where: { accountId, datasetId, id: leadId }, select: { id: true } });
-      if (!lead) throw leadNotFound(datasetId, leadId);
-      await access.member({ db }, accountId, assigneeUserId);
-      await access.requireReach({ db }, accountId, datasetId, [assigneeUserId]);
-      await db.$transaction(async (tx) => {
-        await assignLead(tx, { accountId, datasetId, leadId }, BigInt(assigneeUserId));
-        // an assignment may make the lead match a segment (assigneeUserId filters)
-        await entries.evaluate(tx, { accountId, datasetId, leadIds: [leadId] });
-      });
-      entries.committed();
-    },
-  };
+/** Adds and removes tags (one UPDATE: concurrent changes are not lost); repeating a request changes nothing. */
+export async function updateTags(deps: LeadOperationDeps, accountId: string, update: LeadTagsUpdate): Promise<void> {
+  const { add, remove } = tagChanges(update);
+  await access.dataset(deps, accountId, update.datasetId);
+  const updated = await deps.db.$transaction(async (tx) => {
+    const count = await updateLeadTags(tx, { accountId, datasetId: update.datasetId, leadId: update.leadId }, add, remove);
+    // a tag may make the lead match a segment
+    if (count) await segmentEntries.evaluate(deps, tx, { accountId, datasetId: update.datasetId, leadIds: [update.leadId] });
+    return count;
+  });
+  if (updated === 0) throw leadNotFound(update.datasetId, update.leadId);
+  segmentEntries.committed(deps);
+}
+
+/** Makes a member who reaches the dataset the lead's assignee. */
+export async function assign(deps: LeadOperationDeps, accountId: string, { datasetId, leadId, assigneeUserId }: LeadAssignment): Promise<void> {
+  await access.dataset(deps, accountId, datasetId);
+  const lead = await deps.db.lead.findFirst({ where: { accountId, datasetId, id: leadId }, select: { id: true } });
+  if (!lead) throw leadNotFound(datasetId, leadId);
+  await access.member(deps, accountId, assigneeUserId);
+  await access.requireReach(deps, accountId, datasetId, [assigneeUserId]);
+  await deps.db.$transaction(async (tx) => {
+    await assignLead(tx, { accountId, datasetId, leadId }, BigInt(assigneeUserId));
+    // an assignment may make the lead match a segment (assigneeUserId filters)
+    await segmentEntries.evaluate(deps, tx, { accountId, datasetId, leadIds: [leadId] });
+  });
+  segmentEntries.committed(deps);
 }

@@ -6,7 +6,7 @@ import type { QueryOf } from "../domain/types.ts";
 import type { Db } from "../db/database.ts";
 import { Conflict, NotFound } from "../domain/errors.ts";
 import { EXCLUSION_TYPES, type ExclusionType, notExcluded, ruleKey } from "../domain/exclusions.ts";
-import { insertLeads } from "../tracking/write/lead-store.ts";
+import { insertLeads as storeLeads } from "../tracking/write/lead-store.ts";
 import * as access from "./access.ts";
 import { checkFilter, filterSql, type SegmentFilter } from "./lead-filter.ts";
 import { scoreSql } from "./lead-score.ts";
@@ -122,79 +122,77 @@ const positionOf = (sort: LeadSort) => (last: LeadDto) => (sort === "score" ? { 
 /** Tags as stored: normalised, without duplicates, in code-unit order. */
 const storedTags = (tags: readonly string[] = []) => [...new Set(tags.map(normaliseTag))].sort();
 
-export function leadService(db: Db) {
-  return {
-    /**
-     * Stores leads reported by tracking (also how tests and the demo get leads): there is no API
-     * that creates them. Returns how many were inserted.
-     */
-    async insertLeads(accountId: string, datasetId: string, leads: readonly NewLead[]): Promise<number> {
-      await access.dataset({ db }, accountId, datasetId);
-      const rows = leads.map((lead) => ({
-        accountId,
-        datasetId,
-        id: lead.leadId,
-        organizationName: lead.organizationName,
-        organizationDomain: lead.organizationDomain?.toLowerCase() ?? null,
-        domainSource: lead.organizationDomain ? (lead.domainSource ?? "curated") : null,
-        industry: lead.industry ?? null,
-        employeeCount: lead.employeeCount ?? null,
-        country: lead.country?.toUpperCase() ?? null,
-        city: lead.city ?? null,
-        firstVisitAt: lead.firstVisitAt,
-        lastVisitAt: lead.lastVisitAt,
-        visitCount: lead.visitCount ?? 1,
-        tags: storedTags(lead.tags),
-        assigneeUserId: lead.assigneeUserId == null ? null : BigInt(lead.assigneeUserId),
-        identitySource: lead.identitySource ?? "network",
-        identityConfidence: lead.identityConfidence ?? 1,
-      }));
-      return insertLeads(db, rows);
-    },
-
-    /** One page of the dataset's visible leads; the acting user must reach the dataset. */
-    async list(accountId: string, query: LeadQuery): Promise<Schemas["GetAllResponseLeadDTO"]> {
-      const sort = query.sort;
-      const after = decodeCursor(query.cursor, positionReader(sort));
-      if (query.filter) checkFilter(query.filter, "query", "filter");
-      const actor = await access.actor({ db }, accountId, query.email);
-      await access.dataset({ db }, accountId, query.datasetId);
-      const segmentFilter = query.segmentId === undefined ? undefined : await segments.filtersOf({ db }, accountId, query.datasetId, query.segmentId);
-      await access.requireAccess({ db }, actor, query.datasetId);
-      const bySource = query.identitySource && identitySourceFilter(query.identitySource);
-      const filters = [segmentFilter, query.filter, bySource].filter((f): f is SegmentFilter => !!f);
-      const limit = query.limit;
-      const rows = await db.$queryRaw<LeadRow[]>(leadListingSql({ datasetId: query.datasetId, filters, after, limit: limit + 1, sort }));
-      return toPage(rows.map(toDto), limit, positionOf(sort));
-    },
-
-    /** The dataset's rules grouped by type (in enum order), values in code-unit order. */
-    async exclusions(accountId: string, datasetId: string, type?: ExclusionType): Promise<ExclusionGroup[]> {
-      await access.dataset({ db }, accountId, datasetId);
-      const rules = await db.datasetExclusion.findMany({ where: { accountId, datasetId, ...(type && { type }) }, select: { type: true, value: true } });
-      return EXCLUSION_TYPES
-        .map((t) => ({ type: t, data: rules.filter((r) => r.type === t).map((r) => r.value).sort() }))
-        .filter((group) => group.data.length > 0);
-    },
-
-    /** Adds a rule; the primary key on its compared form refuses a duplicate in one statement. */
-    async addExclusion(accountId: string, { datasetId, type, data }: ExclusionRule): Promise<void> {
-      await access.dataset({ db }, accountId, datasetId);
-      const inserted = await db.$executeRaw`
-        INSERT INTO "DatasetExclusion" ("accountId", "datasetId", "type", "value", "valueKey")
-        VALUES (${accountId}, ${datasetId}, ${type}::"ExclusionType", ${data}, ${ruleKey(type, data)})
-        ON CONFLICT DO NOTHING`;
-      if (inserted === 0) throw new Conflict(`Dataset ${datasetId} already has the ${type} rule "${data}"`);
-    },
-
-    async removeExclusion(accountId: string, { datasetId, type, data }: ExclusionRule): Promise<void> {
-      await access.dataset({ db }, accountId, datasetId);
-      const removed = await db.$executeRaw`
-        DELETE FROM "DatasetExclusion"
-        WHERE "datasetId" = ${datasetId} AND "type" = ${type}::"ExclusionType" AND "valueKey" = ${ruleKey(type, data)}`;
-      if (removed === 0) throw new NotFound(`Dataset ${datasetId} has no ${type} rule "${data}"`);
-    },
-  };
+export interface LeadDeps {
+  db: Db;
 }
 
-export type LeadService = ReturnType<typeof leadService>;
+/**
+ * Stores leads reported by tracking (also how tests and the demo get leads): there is no API
+ * that creates them. Returns how many were inserted.
+ */
+export async function insertLeads(deps: LeadDeps, accountId: string, datasetId: string, leads: readonly NewLead[]): Promise<number> {
+  await access.dataset(deps, accountId, datasetId);
+  const rows = leads.map((lead) => ({
+    accountId,
+    datasetId,
+    id: lead.leadId,
+    organizationName: lead.organizationName,
+    organizationDomain: lead.organizationDomain?.toLowerCase() ?? null,
+    domainSource: lead.organizationDomain ? (lead.domainSource ?? "curated") : null,
+    industry: lead.industry ?? null,
+    employeeCount: lead.employeeCount ?? null,
+    country: lead.country?.toUpperCase() ?? null,
+    city: lead.city ?? null,
+    firstVisitAt: lead.firstVisitAt,
+    lastVisitAt: lead.lastVisitAt,
+    visitCount: lead.visitCount ?? 1,
+    tags: storedTags(lead.tags),
+    assigneeUserId: lead.assigneeUserId == null ? null : BigInt(lead.assigneeUserId),
+    identitySource: lead.identitySource ?? "network",
+    identityConfidence: lead.identityConfidence ?? 1,
+  }));
+  return storeLeads(deps.db, rows);
+}
+
+/** One page of the dataset's visible leads; the acting user must reach the dataset. */
+export async function list(deps: LeadDeps, accountId: string, query: LeadQuery): Promise<Schemas["GetAllResponseLeadDTO"]> {
+  const sort = query.sort;
+  const after = decodeCursor(query.cursor, positionReader(sort));
+  if (query.filter) checkFilter(query.filter, "query", "filter");
+  const actor = await access.actor(deps, accountId, query.email);
+  await access.dataset(deps, accountId, query.datasetId);
+  const segmentFilter = query.segmentId === undefined ? undefined : await segments.filtersOf(deps, accountId, query.datasetId, query.segmentId);
+  await access.requireAccess(deps, actor, query.datasetId);
+  const bySource = query.identitySource && identitySourceFilter(query.identitySource);
+  const filters = [segmentFilter, query.filter, bySource].filter((f): f is SegmentFilter => !!f);
+  const limit = query.limit;
+  const rows = await deps.db.$queryRaw<LeadRow[]>(leadListingSql({ datasetId: query.datasetId, filters, after, limit: limit + 1, sort }));
+  return toPage(rows.map(toDto), limit, positionOf(sort));
+}
+
+/** The dataset's rules grouped by type (in enum order), values in code-unit order. */
+export async function exclusions(deps: LeadDeps, accountId: string, datasetId: string, type?: ExclusionType): Promise<ExclusionGroup[]> {
+  await access.dataset(deps, accountId, datasetId);
+  const rules = await deps.db.datasetExclusion.findMany({ where: { accountId, datasetId, ...(type && { type }) }, select: { type: true, value: true } });
+  return EXCLUSION_TYPES
+    .map((t) => ({ type: t, data: rules.filter((r) => r.type === t).map((r) => r.value).sort() }))
+    .filter((group) => group.data.length > 0);
+}
+
+/** Adds a rule; the primary key on its compared form refuses a duplicate in one statement. */
+export async function addExclusion(deps: LeadDeps, accountId: string, { datasetId, type, data }: ExclusionRule): Promise<void> {
+  await access.dataset(deps, accountId, datasetId);
+  const inserted = await deps.db.$executeRaw`
+    INSERT INTO "DatasetExclusion" ("accountId", "datasetId", "type", "value", "valueKey")
+    VALUES (${accountId}, ${datasetId}, ${type}::"ExclusionType", ${data}, ${ruleKey(type, data)})
+    ON CONFLICT DO NOTHING`;
+  if (inserted === 0) throw new Conflict(`Dataset ${datasetId} already has the ${type} rule "${data}"`);
+}
+
+export async function removeExclusion(deps: LeadDeps, accountId: string, { datasetId, type, data }: ExclusionRule): Promise<void> {
+  await access.dataset(deps, accountId, datasetId);
+  const removed = await deps.db.$executeRaw`
+    DELETE FROM "DatasetExclusion"
+    WHERE "datasetId" = ${datasetId} AND "type" = ${type}::"ExclusionType" AND "valueKey" = ${ruleKey(type, data)}`;
+  if (removed === 0) throw new NotFound(`Dataset ${datasetId} has no ${type} rule "${data}"`);
+}

@@ -64,98 +64,97 @@ const miss = () => new NotFound("No profile was found for this e-mail address an
 /** A stored answer: the profile (status 200), or the domain error the first request ended in. */
 const REFUSED = 0;
 
-// Why long: a service factory whose methods share its dependencies; issue 37 item 4 makes it a module with explicit dependencies.
-export function lookupService(deps: { db: Db; hotSql: Sql; now: () => Date }) {
-  const { now } = deps;
-  let lastPurge = 0;
-
-  /**
-   * Credit first (a partner without credit learns so even for a miss) and the profile, read in
-   * one round trip; then the charge, one statement.
-   */
-  async function lookup(caller: Caller, request: LookupRequest, answerOf?: (profile: ContactProfile) => IdempotentAnswer) {
-    const { email, datasetId, ...hints } = request;
-    const row = await credits.requireCredit<ContactRow>(deps, caller.accountId, datasetId, now(), contactQuery(email));
-    const profile = row && toProfile(row);
-    if (!profile || contradictedHint(profile, hints)) throw miss();
-    await credits.charge(deps, { ...caller, datasetId, at: now(), hook: answerOf && storedWithCharge(answerOf(profile)) });
-    return profile;
-  }
-
-  /** Runs the lookup as the key's owner: its answer is stored (a charged one in the charge's own statement). */
-  async function lookupOnce(caller: Caller, request: LookupRequest, claim: KeyClaim): Promise<ContactProfile> {
-    try {
-      return await lookup(caller, request, (profile) => ({ ...claim, status: 200, body: profile }));
-    } catch (error) {
-      if (error instanceof NotFound || error instanceof PaymentRequired) {
-        await idempotency.store(deps, claim, { status: REFUSED, body: storedFormOf(error) });
-      } else {
-        await idempotency.release(deps, claim).catch(() => {});
-      }
-      throw error;
-    }
-  }
-
-  /**
-   * Credit first (402 when none is left, as for one look-up), the profiles in one query, then one
-   * charge for every address found, up to the credit left; `claim` stores the answer with it.
-   */
-  async function bulkLookup(caller: Caller, request: BulkLookupRequest, claim?: KeyClaim): Promise<BulkLookupAnswer> {
-    const { items, datasetId } = request;
-    await credits.requireCredit(deps, caller.accountId, datasetId, now());
-    const matches = matchItems(items, await contacts.findMany(deps, items.map((item) => normaliseEmail(item.email))));
-    const wanted = matches.filter((match) => match.status === "found" && match.charged).length;
-    const charge = { ...caller, datasetId, at: now(), credits: wanted };
-    const hooks = claim && idempotency.storeWithBulkCharge(claim, (charged) => ({ status: 200, body: settle(matches, charged) }));
-    return settle(matches, await credits.chargeUpTo(deps, charge, hooks));
-  }
-
-  /** Purges expired keys at most once an hour, then claims `key` for this request. */
-  async function claimKey(caller: Caller, key: string, print: string) {
-    if (Date.now() - lastPurge > PURGE_EVERY_MS) {
-      lastPurge = Date.now();
-      await idempotency.purgeExpired(deps);
-    }
-    return idempotency.claim(deps, caller.accountId, key, print);
-  }
-
-  return {
-    lookup: (caller: Caller, request: LookupRequest) => lookup(caller, request),
-
-    /**
-     * The lookup under an Idempotency-Key: the first request with the key runs, a retry with the
-     * same request gets the first answer again (nothing more is charged), another request 409.
-     */
-    async lookupIdempotent(caller: Caller, request: LookupRequest, key: string): Promise<ContactProfile> {
-      const { datasetId, ...body } = request;
-      const claimed = await claimKey(caller, key, fingerprint(caller.operation, { datasetId }, body));
-      if ("claim" in claimed) return lookupOnce(caller, request, claimed.claim);
-      if (claimed.replay.status === 200) return claimed.replay.body as ContactProfile;
-      throw revive(claimed.replay.body as StoredDomainError);
-    },
-
-    bulkLookup: (caller: Caller, request: BulkLookupRequest) => bulkLookup(caller, request),
-
-    /** The bulk look-up under one Idempotency-Key for the whole request (as `lookupIdempotent`). */
-    async bulkLookupIdempotent(caller: Caller, request: BulkLookupRequest, key: string): Promise<BulkLookupAnswer> {
-      const { datasetId, ...body } = request;
-      const claimed = await claimKey(caller, key, fingerprint(caller.operation, { datasetId }, body));
-      if ("replay" in claimed) {
-        if (claimed.replay.status === 200) return claimed.replay.body as BulkLookupAnswer;
-        throw revive(claimed.replay.body as StoredDomainError);
-      }
-      try {
-        return await bulkLookup(caller, request, claimed.claim);
-      } catch (error) {
-        if (error instanceof NotFound || error instanceof PaymentRequired) {
-          await idempotency.store(deps, claimed.claim, { status: REFUSED, body: storedFormOf(error) });
-        } else {
-          await idempotency.release(deps, claimed.claim).catch(() => {});
-        }
-        throw error;
-      }
-    },
-  };
+/** `hotSql` runs the credit check and the charge on the driver (the hot path); `db` the rest. */
+export interface LookupDeps {
+  db: Db;
+  hotSql: Sql;
+  now: () => Date;
+  /** When this process last purged expired idempotency keys (createServices makes it once). */
+  idempotencyPurge: { lastAt: number };
 }
 
-export type LookupService = ReturnType<typeof lookupService>;
+/**
+ * Credit first (a partner without credit learns so even for a miss) and the profile, read in
+ * one round trip; then the charge, one statement.
+ */
+export async function lookup(deps: LookupDeps, caller: Caller, request: LookupRequest, answerOf?: (profile: ContactProfile) => IdempotentAnswer) {
+  const { now } = deps;
+  const { email, datasetId, ...hints } = request;
+  const row = await credits.requireCredit<ContactRow>(deps, caller.accountId, datasetId, now(), contactQuery(email));
+  const profile = row && toProfile(row);
+  if (!profile || contradictedHint(profile, hints)) throw miss();
+  await credits.charge(deps, { ...caller, datasetId, at: now(), hook: answerOf && storedWithCharge(answerOf(profile)) });
+  return profile;
+}
+
+/** A refused look-up's answer is stored under its key (a retry gets it again); any other failure frees the key. */
+async function settleRefusal(deps: LookupDeps, claim: KeyClaim, error: unknown): Promise<void> {
+  if (error instanceof NotFound || error instanceof PaymentRequired) {
+    await idempotency.store(deps, claim, { status: REFUSED, body: storedFormOf(error) });
+  } else {
+    await idempotency.release(deps, claim).catch(() => {});
+  }
+}
+
+/** Runs the lookup as the key's owner: its answer is stored (a charged one in the charge's own statement). */
+async function lookupOnce(deps: LookupDeps, caller: Caller, request: LookupRequest, claim: KeyClaim): Promise<ContactProfile> {
+  try {
+    return await lookup(deps, caller, request, (profile) => ({ ...claim, status: 200, body: profile }));
+  } catch (error) {
+    await settleRefusal(deps, claim, error);
+    throw error;
+  }
+}
+
+/**
+ * Credit first (402 when none is left, as for one look-up), the profiles in one query, then one
+ * charge for every address found, up to the credit left; `claim` stores the answer with it.
+ */
+export async function bulkLookup(deps: LookupDeps, caller: Caller, request: BulkLookupRequest, claim?: KeyClaim): Promise<BulkLookupAnswer> {
+  const { now } = deps;
+  const { items, datasetId } = request;
+  await credits.requireCredit(deps, caller.accountId, datasetId, now());
+  const matches = matchItems(items, await contacts.findMany(deps, items.map((item) => normaliseEmail(item.email))));
+  const wanted = matches.filter((match) => match.status === "found" && match.charged).length;
+  const charge = { ...caller, datasetId, at: now(), credits: wanted };
+  const hooks = claim && idempotency.storeWithBulkCharge(claim, (charged) => ({ status: 200, body: settle(matches, charged) }));
+  return settle(matches, await credits.chargeUpTo(deps, charge, hooks));
+}
+
+/** Purges expired keys at most once an hour, then claims `key` for this request. */
+async function claimKey(deps: LookupDeps, caller: Caller, key: string, print: string) {
+  const { idempotencyPurge } = deps;
+  if (Date.now() - idempotencyPurge.lastAt > PURGE_EVERY_MS) {
+    idempotencyPurge.lastAt = Date.now();
+    await idempotency.purgeExpired(deps);
+  }
+  return idempotency.claim(deps, caller.accountId, key, print);
+}
+
+/**
+ * The lookup under an Idempotency-Key: the first request with the key runs, a retry with the
+ * same request gets the first answer again (nothing more is charged), another request 409.
+ */
+export async function lookupIdempotent(deps: LookupDeps, caller: Caller, request: LookupRequest, key: string): Promise<ContactProfile> {
+  const { datasetId, ...body } = request;
+  const claimed = await claimKey(deps, caller, key, fingerprint(caller.operation, { datasetId }, body));
+  if ("claim" in claimed) return lookupOnce(deps, caller, request, claimed.claim);
+  if (claimed.replay.status === 200) return claimed.replay.body as ContactProfile;
+  throw revive(claimed.replay.body as StoredDomainError);
+}
+
+/** The bulk look-up under one Idempotency-Key for the whole request (as `lookupIdempotent`). */
+export async function bulkLookupIdempotent(deps: LookupDeps, caller: Caller, request: BulkLookupRequest, key: string): Promise<BulkLookupAnswer> {
+  const { datasetId, ...body } = request;
+  const claimed = await claimKey(deps, caller, key, fingerprint(caller.operation, { datasetId }, body));
+  if ("replay" in claimed) {
+    if (claimed.replay.status === 200) return claimed.replay.body as BulkLookupAnswer;
+    throw revive(claimed.replay.body as StoredDomainError);
+  }
+  try {
+    return await bulkLookup(deps, caller, request, claimed.claim);
+  } catch (error) {
+    await settleRefusal(deps, claimed.claim, error);
+    throw error;
+  }
+}

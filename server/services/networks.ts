@@ -25,47 +25,54 @@ function checkAsn(asn: number): void {
   }
 }
 
-export function networkService(db: Db, { ttlSeconds, now }: { ttlSeconds: number; now: () => Date }) {
-  let cached: { until: number; types: ReadonlyMap<number, NetworkType> } | undefined;
-  let loading: Promise<ReadonlyMap<number, NetworkType>> | undefined;
-
-  async function load(): Promise<ReadonlyMap<number, NetworkType>> {
-    const rows = await db.networkTypeOverride.findMany({ select: { asn: true, type: true } });
-    const types = new Map(rows.map((row) => [row.asn, row.type as NetworkType]));
-    cached = { until: now().getTime() + ttlSeconds * 1000, types };
-    return types;
-  }
-
-  return {
-    /** Sets (or replaces) the type of `asn`; in effect in every process within the cache time. */
-    async setType(asn: number, type: string, note?: string): Promise<NetworkOverride> {
-      checkAsn(asn);
-      if (!OVERRIDABLE_TYPES.includes(type as OverridableType)) {
-        throw new Invalid(`type must be one of ${OVERRIDABLE_TYPES.join(", ")}`, [{ location: "body", field: "type", message: "is not a network type" }]);
-      }
-      const data = { type: type as OverridableType, note: note ?? null };
-      return db.networkTypeOverride.upsert({ where: { asn }, create: { asn, ...data }, update: data });
-    },
-
-    list(): Promise<NetworkOverride[]> {
-      return db.networkTypeOverride.findMany({ select: { asn: true, type: true, note: true, updatedAt: true }, orderBy: { asn: "asc" } });
-    },
-
-    /** False when `asn` had no override. */
-    async remove(asn: number): Promise<boolean> {
-      checkAsn(asn);
-      return (await db.networkTypeOverride.deleteMany({ where: { asn } })).count > 0;
-    },
-
-    /** The overrides as this process sees them: read again once the cache time has passed. */
-    current(): Promise<ReadonlyMap<number, NetworkType>> {
-      if (cached && cached.until > now().getTime()) return Promise.resolve(cached.types);
-      loading ??= load().finally(() => {
-        loading = undefined;
-      });
-      return loading;
-    },
-  };
+/** This process's copy of the overrides: read again once `ttlSeconds` have passed (createServices makes it once). */
+export interface NetworkTypeCache {
+  ttlSeconds: number;
+  cached?: { until: number; types: ReadonlyMap<number, NetworkType> };
+  loading?: Promise<ReadonlyMap<number, NetworkType>>;
 }
 
-export type NetworkService = ReturnType<typeof networkService>;
+export interface NetworkDeps {
+  db: Db;
+  now: () => Date;
+  networkTypes: NetworkTypeCache;
+}
+
+export const networkTypeCache = (ttlSeconds: number): NetworkTypeCache => ({ ttlSeconds });
+
+/** Sets (or replaces) the type of `asn`; in effect in every process within the cache time. */
+export async function setType({ db }: Pick<NetworkDeps, "db">, asn: number, type: string, note?: string): Promise<NetworkOverride> {
+  checkAsn(asn);
+  if (!OVERRIDABLE_TYPES.includes(type as OverridableType)) {
+    throw new Invalid(`type must be one of ${OVERRIDABLE_TYPES.join(", ")}`, [{ location: "body", field: "type", message: "is not a network type" }]);
+  }
+  const data = { type: type as OverridableType, note: note ?? null };
+  return db.networkTypeOverride.upsert({ where: { asn }, create: { asn, ...data }, update: data });
+}
+
+export function list({ db }: Pick<NetworkDeps, "db">): Promise<NetworkOverride[]> {
+  return db.networkTypeOverride.findMany({ select: { asn: true, type: true, note: true, updatedAt: true }, orderBy: { asn: "asc" } });
+}
+
+/** False when `asn` had no override. */
+export async function remove({ db }: Pick<NetworkDeps, "db">, asn: number): Promise<boolean> {
+  checkAsn(asn);
+  return (await db.networkTypeOverride.deleteMany({ where: { asn } })).count > 0;
+}
+
+async function load({ db, now, networkTypes: cache }: NetworkDeps): Promise<ReadonlyMap<number, NetworkType>> {
+  const rows = await db.networkTypeOverride.findMany({ select: { asn: true, type: true } });
+  const types = new Map(rows.map((row) => [row.asn, row.type as NetworkType]));
+  cache.cached = { until: now().getTime() + cache.ttlSeconds * 1000, types };
+  return types;
+}
+
+/** The overrides as this process sees them: read again once the cache time has passed. */
+export function current(deps: NetworkDeps): Promise<ReadonlyMap<number, NetworkType>> {
+  const cache = deps.networkTypes;
+  if (cache.cached && cache.cached.until > deps.now().getTime()) return Promise.resolve(cache.cached.types);
+  cache.loading ??= load(deps).finally(() => {
+    cache.loading = undefined;
+  });
+  return cache.loading;
+}

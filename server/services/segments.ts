@@ -4,7 +4,7 @@ import type { components } from "../../generated/openapi.ts";
 import type { QueryOf } from "../domain/types.ts";
 import type { Db } from "../db/database.ts";
 import { NotFound } from "../domain/errors.ts";
-import type { SegmentEntryService } from "./segment-entries.ts";
+import * as segmentEntries from "./segment-entries.ts";
 import * as access from "./access.ts";
 import { checkFilter, type SegmentFilter } from "./lead-filter.ts";
 import { decodeCursor, toPage } from "./paging.ts";
@@ -70,10 +70,9 @@ export function deleteSegmentsOfAccount(db: Pick<Db, "segment">, accountId: stri
   return db.segment.deleteMany({ where: { accountId } });
 }
 
-export interface SegmentDeps {
+/** The leads that match a new or changed filter enter the segment in its transaction (segment-entries.ts). */
+export interface SegmentDeps extends segmentEntries.SegmentEntryDeps {
   db: Db;
-  /** The leads that match a new or changed filter enter the segment in its transaction. */
-  segmentEntries: Pick<SegmentEntryService, "evaluate" | "committed">;
 }
 
 /** One page of a dataset's segments, by id; the acting user must reach the dataset. */
@@ -93,7 +92,8 @@ export async function list({ db }: Pick<SegmentDeps, "db">, keyAccountId: string
 }
 
 /** Creates the segment with the acting user as its user; returns its id. */
-export async function create({ db, segmentEntries }: SegmentDeps, accountId: string, actorEmail: string, input: NewSegment): Promise<number> {
+export async function create(deps: SegmentDeps, accountId: string, actorEmail: string, input: NewSegment): Promise<number> {
+  const { db } = deps;
   checkFilter(input.filters, "body", "filters");
   const actor = await access.actor({ db }, accountId, actorEmail);
   await access.reachableDataset({ db }, actor, input.datasetId);
@@ -111,15 +111,16 @@ export async function create({ db, segmentEntries }: SegmentDeps, accountId: str
       },
       select: { id: true },
     });
-    await segmentEntries.evaluate(tx, { accountId, datasetId: input.datasetId, segmentIds: [segment.id] });
+    await segmentEntries.evaluate(deps, tx, { accountId, datasetId: input.datasetId, segmentIds: [segment.id] });
     return segment;
   });
-  segmentEntries.committed();
+  segmentEntries.committed(deps);
   return created.id;
 }
 
 /** Renames the segment and replaces the filters and e-mail preferences that are given. */
-export async function update({ db, segmentEntries }: SegmentDeps, accountId: string, segmentId: number, name: string, changes: SegmentChanges): Promise<void> {
+export async function update(deps: SegmentDeps, accountId: string, segmentId: number, name: string, changes: SegmentChanges): Promise<void> {
+  const { db } = deps;
   if (changes.filters) checkFilter(changes.filters, "body", "filters");
   const updated = await db.$transaction(async (tx) => {
     const rows = await tx.segment.updateManyAndReturn({
@@ -128,11 +129,11 @@ export async function update({ db, segmentEntries }: SegmentDeps, accountId: str
       select: { datasetId: true },
     });
     // a changed filter may let leads enter (entries are never removed: a lead enters once)
-    if (rows[0] && changes.filters) await segmentEntries.evaluate(tx, { accountId, datasetId: rows[0].datasetId, segmentIds: [segmentId] });
+    if (rows[0] && changes.filters) await segmentEntries.evaluate(deps, tx, { accountId, datasetId: rows[0].datasetId, segmentIds: [segmentId] });
     return rows.length;
   });
   if (updated === 0) throw segmentNotFound(segmentId);
-  segmentEntries.committed();
+  segmentEntries.committed(deps);
 }
 
 /** Deletes the segment; the foreign key removes the default-segment preferences that name it. */
