@@ -6,7 +6,7 @@ import type { Server } from "node:http";
 import * as acme from "acme-client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { secretBox } from "../server/security/secret-box.ts";
-import { createJobQueue } from "../server/jobs/queue.ts";
+import { JobQueue } from "../server/jobs/queue.ts";
 import { certificateContext, registerCertificateJobs } from "../server/services/certificate-jobs.ts";
 import { startTestApi, type TestApi } from "./support/api.ts";
 import { eventually } from "./support/eventually.ts";
@@ -149,7 +149,7 @@ describe.skipIf(!!pebbleMissing)("custom tracking domains with a certificate aut
       const datasetId = await datasetWithDomain(api.services, tenant);
       const ctd = pointed();
       const { caIsValidating, release } = holdAddressLookups(dns, ctd);
-      const other = createJobQueue(api.db.prisma, api.logger, { pollMs: 50 });
+      const other = new JobQueue(api.db.prisma, api.logger, { pollMs: 50 });
       registerCertificateJobs({ db: api.db.prisma, jobs: other, certificates: certificateContext(config.trackingDomains, api.logger, 50) });
       try {
         const adding = call("post", "/v1/management/ctd/add", { datasetId, ctd }).then((res) => res); // sends it now

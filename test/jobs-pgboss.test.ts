@@ -2,7 +2,7 @@
 // file): pg-boss 10 (the last release for Node 20) runs on PGlite and PostgreSQL here and enqueues
 // inside a Prisma transaction, but it has no lease a live worker renews. A job whose handler
 // outlives `expireIn` is failed and run again while the first run goes on, and the first run's
-// late `complete` settles the attempt another worker holds. createJobQueue renews its lease while
+// late `complete` settles the attempt another worker holds. JobQueue renews its lease while
 // the handler runs and makes every write conditional on it (its test below, and jobs.test.ts).
 // The pg-boss tests assert what pg-boss 10 does: one that starts failing after an upgrade means
 // pg-boss now gives the guarantee, and the queue can move.
@@ -12,7 +12,7 @@ import PgBoss from "pg-boss";
 import { PrismaPGlite } from "pglite-prisma-adapter";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PrismaClient } from "../generated/prisma/client.ts";
-import { createJobQueue, type JobQueue } from "../server/jobs/queue.ts";
+import { JobQueue } from "../server/jobs/queue.ts";
 import { createLogger } from "../server/logging.ts";
 import { createTestDatabase, type TestDatabase } from "./support/database.ts";
 import { eventually } from "./support/eventually.ts";
@@ -126,7 +126,7 @@ describe("pg-boss 10", () => {
     expect(await boss.send("keyed", {}, { singletonKey: "digest:1" })).not.toBeNull();
     const [first] = await boss.fetch("keyed");
     await boss.complete("keyed", first!.id);
-    expect(await boss.send("keyed", {}, { singletonKey: "digest:1" })).not.toBeNull(); // the createJobQueue dedupeKey would refuse it
+    expect(await boss.send("keyed", {}, { singletonKey: "digest:1" })).not.toBeNull(); // the JobQueue dedupeKey would refuse it
     const id = jobIdOf("digest:1");
     expect(await boss.send("keyed-by-id", {}, { id })).toBe(id);
     const [byId] = await boss.fetch("keyed-by-id");
@@ -141,7 +141,7 @@ describe("pg-boss 10", () => {
     await boss.work("slow", { pollingIntervalSeconds: 0.5 }, () => counter.run(2_500));
     await boss.send("slow", {});
     await eventually(() => expect(counter.runs).toBeGreaterThanOrEqual(2), { timeoutMs: 15_000 });
-    expect(counter.most).toBeGreaterThanOrEqual(2); // createJobQueue: 1 (below)
+    expect(counter.most).toBeGreaterThanOrEqual(2); // JobQueue: 1 (below)
   });
 
   it("when a worker's job expired and another worker holds its next attempt, then the first worker's late completion settles that attempt", async () => {
@@ -161,15 +161,15 @@ describe("pg-boss 10", () => {
     );
     expect((await second.getJobById("taken-over", retried.id))?.state).toBe("active");
     await first.complete("taken-over", job!.id);
-    // createJobQueue: the late write changes nothing (its lease token is gone; jobs.test.ts)
+    // JobQueue: the late write changes nothing (its lease token is gone; jobs.test.ts)
     expect((await second.getJobById("taken-over", retried.id))?.state).toBe("completed");
   });
 });
 
-describe("createJobQueue", () => {
+describe("JobQueue", () => {
   it("when a handler outlives its lease while its process lives, then the lease is renewed and no second run of the job starts", async () => {
     const counter = overlapCounter();
-    const [a, b] = [createJobQueue(db.prisma, logger, { pollMs: 100 }), createJobQueue(db.prisma, logger, { pollMs: 100 })];
+    const [a, b] = [new JobQueue(db.prisma, logger, { pollMs: 100 }), new JobQueue(db.prisma, logger, { pollMs: 100 })];
     queues.push(a, b);
     for (const q of [a, b]) q.register("slow", () => counter.run(2_500), { maxAttempts: 3, backoffMs: () => 0, leaseMs: 1_000 });
     await a.enqueue(db.prisma, { kind: "slow", payload: {} });

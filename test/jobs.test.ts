@@ -1,7 +1,7 @@
 // The durable job queue (server/jobs/queue.ts) on the test database: retries, the dead state,
 // RetryAt, leases across "processes" (several queue objects on one database) and dedupe keys.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { createJobQueue, GiveUp, type Job, type JobQueue, RetryAt } from "../server/jobs/queue.ts";
+import { GiveUp, type Job, JobQueue, RetryAt } from "../server/jobs/queue.ts";
 import { createLogger } from "../server/logging.ts";
 import { createTestDatabase, type TestDatabase } from "./support/database.ts";
 import { eventually } from "./support/eventually.ts";
@@ -15,7 +15,7 @@ const now = () => clock;
 const queues: JobQueue[] = [];
 
 function queue(at: () => Date = now): JobQueue {
-  const q = createJobQueue(db.prisma, logger, { pollMs: 20, now: at });
+  const q = new JobQueue(db.prisma, logger, { pollMs: 20, now: at });
   queues.push(q);
   return q;
 }

@@ -6,7 +6,7 @@ import path from "node:path";
 import { SMTPServer } from "smtp-server";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createJobQueue } from "../server/jobs/queue.ts";
+import { JobQueue } from "../server/jobs/queue.ts";
 import { createLogger } from "../server/logging.ts";
 import { createMailer, enqueueMail, registerMailJobs } from "../server/notify/mail.ts";
 import { createTestDatabase, type TestDatabase } from "./support/database.ts";
@@ -26,7 +26,7 @@ describe("mail transport", () => {
     try {
       const mailer = createMailer({ from: "Lead Intelligence <no-reply@leadintel.example>", outboxDir: path.join(dir, "mail") });
       expect(mailer.destination).toContain(path.join(dir, "mail"));
-      const jobs = createJobQueue(db.prisma, logger, { pollMs: 1_000 });
+      const jobs = new JobQueue(db.prisma, logger, { pollMs: 1_000 });
       registerMailJobs(jobs, mailer, logger);
       await enqueueMail(jobs, db.prisma, { to: "reader@example.test", subject: "Hello", text: "Body text", attachments: [{ filename: "a.csv", content: "x,y\r\n", contentType: "text/csv" }] });
       await jobs.drain();
@@ -62,7 +62,7 @@ describe("mail transport", () => {
     try {
       const url = `smtp://127.0.0.1:${(server.server.address() as AddressInfo).port}`;
       let clock = new Date("2026-11-23T10:00:00Z");
-      const jobs = createJobQueue(db.prisma, logger, { pollMs: 1_000, now: () => clock });
+      const jobs = new JobQueue(db.prisma, logger, { pollMs: 1_000, now: () => clock });
       registerMailJobs(jobs, createMailer({ smtpUrl: url, from: "x@leadintel.example", outboxDir: "/nonexistent" }), logger);
       await enqueueMail(jobs, db.prisma, { to: "gone@example.test", subject: "s", text: "t" }, "gone");
       await enqueueMail(jobs, db.prisma, { to: "busy@example.test", subject: "s", text: "t" }, "busy");

@@ -3,7 +3,7 @@
 // `instant` mails once, `daily` sends one digest with a CSV per (segment, period) even with two
 // job queues on the database, and an empty period sends nothing.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createJobQueue } from "../server/jobs/queue.ts";
+import { JobQueue } from "../server/jobs/queue.ts";
 import { registerMailJobs } from "../server/notify/mail.ts";
 import { lastPeriod, registerSegmentAlertJobs, segmentAlertService } from "../server/notify/segment-alerts.ts";
 import * as segmentEntries from "../server/services/segment-entries.ts";
@@ -125,7 +125,7 @@ describe("segment digests", () => {
     const before = smtp.messages.length;
 
     // a second "instance": its own queue and scheduler on the same database
-    const second = createJobQueue(api.db.prisma, api.logger, { pollMs: 1_000, now: () => clock });
+    const second = new JobQueue(api.db.prisma, api.logger, { pollMs: 1_000, now: () => clock });
     registerMailJobs(second, api.services.mailer, api.logger);
     registerSegmentAlertJobs(api.db.prisma, second, api.services.mailer, api.logger);
     const secondAlerts = segmentAlertService(api.db.prisma, second, { now: () => clock, digestHourUtc: 7 });

@@ -71,35 +71,6 @@ export interface NewJob {
 export type JobState = "queued" | "running" | "done" | "dead";
 type Client = Prisma.TransactionClient | PrismaClient;
 
-/** The only code that reads or writes the Job table is here (and the retention job of server/tracking/privacy/retention.ts). */
-export interface JobQueue {
-  register(kind: string, handler: JobHandler, options: JobKindOptions): void;
-  /**
-   * Inside the caller's transaction when `tx` is one: the job exists iff the caller's write
-   * commits, and the caller calls `wake()` after its commit (on the queue's own client the job
-   * is committed at once and the queue wakes itself). dedupeKey unique: a second enqueue with the
-   * same key is a no-op.
-   */
-  enqueue(tx: Client, job: NewJob): Promise<void>;
-  /** As `enqueue`, many jobs in one statement; how many were new (not already queued under their dedupeKey). */
-  enqueueMany(tx: Client, jobs: readonly NewJob[]): Promise<number>;
-  /** The state of the job queued under `dedupeKey`; undefined when there is none (never queued, or deleted by retention). */
-  stateOf(tx: Client, dedupeKey: string): Promise<JobState | undefined>;
-  /**
-   * Whether attempt `attempt` of job `id` is still running; when it is, the job's row stays locked
-   * until `tx` ends, so that no other worker can claim the job meanwhile (a handler's writes made
-   * conditional on holding its attempt).
-   */
-  holdsAttempt(tx: Prisma.TransactionClient, id: bigint, attempt: number): Promise<boolean>;
-  start(): void;
-  /** Claim now: after the commit of a transaction that enqueued (an enqueue on the queue's own client wakes by itself). */
-  wake(): void;
-  /** Stops claiming, finishes the jobs in hand (at most `graceMs`, default 10 s), then resolves. */
-  stop(graceMs?: number): Promise<void>;
-  /** Tests: claims and runs (one at a time) until nothing registered is due. */
-  drain(): Promise<void>;
-}
-
 interface Registered {
   handler: JobHandler;
   options: Required<Omit<JobKindOptions, "onDead">> & Pick<JobKindOptions, "onDead">;
@@ -129,30 +100,143 @@ export function purgeFinishedJobs(db: Pick<PrismaClient, "$executeRaw">, before:
     SELECT id FROM "Job" WHERE state IN ('done', 'dead') AND "finishedAt" < ${before} LIMIT ${limit})`;
 }
 
-/** `pollMs`: how often an idle queue looks for due jobs (JOB_POLL_MS, server/config.ts). */
-// Why long: a factory whose methods share the poll loop's state (kinds, jobs in hand, timer). It is not pg-boss 10: no lease
-// renewal there (test/jobs-pgboss.test.ts, docs/jobs-mail-webhooks.md).
-export function createJobQueue(db: PrismaClient, logger: Logger, options: { pollMs: number; now?: () => Date }): JobQueue {
-  const { pollMs } = options;
-  const now = options.now ?? (() => new Date());
-  const workerId = `${hostname()}:${process.pid}:${randomBytes(3).toString("hex")}`;
-  const kinds = new Map<string, Registered>();
-  const inHand = new Set<Promise<void>>();
-  let started = false;
-  let stopped = false;
-  let timer: NodeJS.Timeout | undefined;
-  let ticking: Promise<void> | undefined;
-  let again = false;
 
+/**
+ * The only code that reads or writes the Job table is here (and the retention job of server/tracking/privacy/retention.ts).
+ * It is not pg-boss 10: no lease renewal there (test/jobs-pgboss.test.ts, docs/jobs-mail-webhooks.md).
+ */
+export class JobQueue {
+  /** How often an idle queue looks for due jobs (JOB_POLL_MS, server/config.ts). */
+  private readonly pollMs: number;
+  private readonly now: () => Date;
+  private readonly workerId = `${hostname()}:${process.pid}:${randomBytes(3).toString("hex")}`;
+  private readonly kinds = new Map<string, Registered>();
+  private readonly inHand = new Set<Promise<void>>();
+  private started = false;
+  private stopped = false;
+  private timer: NodeJS.Timeout | undefined;
+  private ticking: Promise<void> | undefined;
+  private again = false;
   // a database that does not answer (the embedded one busy starting, a restart) is waited out
-  const claimWait = waits(logger, "job queue", "job queue could not claim");
+  private readonly claimWait: ReturnType<typeof waits>;
 
-  async function claim(kind: string, leaseMs: number): Promise<Claimed | undefined> {
-    const at = now();
-    const leaseToken = `${workerId}/${randomUUID()}`;
+  constructor(
+    private readonly db: PrismaClient,
+    private readonly logger: Logger,
+    options: { pollMs: number; now?: () => Date },
+  ) {
+    this.pollMs = options.pollMs;
+    this.now = options.now ?? (() => new Date());
+    this.claimWait = waits(logger, "job queue", "job queue could not claim");
+  }
+
+  register(kind: string, handler: JobHandler, kindOptions: JobKindOptions): void {
+    this.kinds.set(kind, {
+      handler,
+      options: {
+        maxAttempts: kindOptions.maxAttempts,
+        backoffMs: kindOptions.backoffMs,
+        jitter: kindOptions.jitter ?? true,
+        leaseMs: kindOptions.leaseMs ?? DEFAULT_LEASE_MS,
+        concurrency: kindOptions.concurrency ?? 1,
+        onDead: kindOptions.onDead,
+        forgetPayload: kindOptions.forgetPayload ?? false,
+      },
+      inFlight: 0,
+    });
+  }
+
+  /**
+   * Inside the caller's transaction when `tx` is one: the job exists iff the caller's write
+   * commits, and the caller calls `wake()` after its commit (on the queue's own client the job
+   * is committed at once and the queue wakes itself). dedupeKey unique: a second enqueue with the
+   * same key is a no-op.
+   */
+  async enqueue(tx: Client, job: NewJob): Promise<void> {
+    await this.enqueueMany(tx, [job]);
+  }
+
+  /** As `enqueue`, many jobs in one statement; how many were new (not already queued under their dedupeKey). */
+  async enqueueMany(tx: Client, jobs: readonly NewJob[]): Promise<number> {
+    if (!jobs.length) return 0;
+    const at = this.now();
+    const rows = jobs.map(
+      (job) => Prisma.sql`(${job.kind}, ${JSON.stringify(job.payload ?? null)}::jsonb, ${job.runAt ?? at}, ${job.dedupeKey ?? null})`,
+    );
+    const inserted = await tx.$executeRaw(Prisma.sql`
+      INSERT INTO "Job" ("kind", "payload", "runAfter", "dedupeKey") VALUES ${Prisma.join(rows)}
+      ON CONFLICT ("dedupeKey") DO NOTHING`);
+    // On the queue's own client the jobs are committed now. A transaction client (which has a
+    // `$transaction` too, so that cannot tell them apart) is the caller's: it wakes after its commit.
+    if (tx === this.db) this.wake();
+    return inserted;
+  }
+
+  /** The state of the job queued under `dedupeKey`; undefined when there is none (never queued, or deleted by retention). */
+  async stateOf(tx: Client, dedupeKey: string): Promise<JobState | undefined> {
+    const rows = await tx.$queryRaw<{ state: JobState }[]>(Prisma.sql`SELECT "state"::text AS "state" FROM "Job" WHERE "dedupeKey" = ${dedupeKey}`);
+    return rows[0]?.state;
+  }
+
+  /**
+   * Whether attempt `attempt` of job `id` is still running; when it is, the job's row stays locked
+   * until `tx` ends, so that no other worker can claim the job meanwhile (a handler's writes made
+   * conditional on holding its attempt).
+   */
+  async holdsAttempt(tx: Prisma.TransactionClient, id: bigint, attempt: number): Promise<boolean> {
+    const held = await tx.$queryRaw<unknown[]>(Prisma.sql`
+      SELECT 1 FROM "Job" WHERE "id" = ${id} AND "state" = 'running' AND "attempts" = ${attempt} FOR UPDATE`);
+    return held.length > 0;
+  }
+
+  start(): void {
+    if (this.started) return;
+    this.started = true;
+    this.stopped = false;
+    this.logger.info("job queue started", { workerId: this.workerId, kinds: [...this.kinds.keys()] });
+    this.schedule(0);
+  }
+
+  /** Claim now: after the commit of a transaction that enqueued (an enqueue on the queue's own client wakes by itself). */
+  wake(): void {
+    this.schedule(0);
+  }
+
+  /** Stops claiming, finishes the jobs in hand (at most `graceMs`, default 10 s), then resolves. */
+  async stop(graceMs = 10_000): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    await this.ticking;
+    // a job still running after the grace is left to its lease: another process takes it over
+    let grace: NodeJS.Timeout | undefined;
+    await Promise.race([Promise.allSettled([...this.inHand]), new Promise((resolve) => (grace = setTimeout(resolve, graceMs)))]);
+    clearTimeout(grace);
+    this.started = false;
+  }
+
+  /** Tests: claims and runs (one at a time) until nothing registered is due. */
+  async drain(): Promise<void> {
+    for (;;) {
+      let claimed = 0;
+      for (const [kind, registered] of this.kinds) {
+        const job = await this.claim(kind, registered.options.leaseMs);
+        if (!job) continue;
+        claimed++;
+        await this.run(job, registered);
+      }
+      if (!claimed) {
+        await Promise.allSettled([...this.inHand]);
+        return;
+      }
+    }
+  }
+
+  private async claim(kind: string, leaseMs: number): Promise<Claimed | undefined> {
+    const at = this.now();
+    const leaseToken = `${this.workerId}/${randomUUID()}`;
     const until = new Date(at.getTime() + leaseMs);
     // Due: queued and its time has come, or running under a lease that ran out (a dead worker).
-    const rows = await db.$queryRaw<Omit<Claimed, "leaseToken">[]>(Prisma.sql`
+    const rows = await this.db.$queryRaw<Omit<Claimed, "leaseToken">[]>(Prisma.sql`
       UPDATE "Job" SET "state" = 'running', "leaseToken" = ${leaseToken}, "leaseUntil" = ${until},
         "attempts" = "attempts" + 1, "startedAt" = ${at}
       WHERE "id" = (
@@ -169,28 +253,29 @@ export function createJobQueue(db: PrismaClient, logger: Logger, options: { poll
   }
 
   /** A write of the lease holder; false when the job is no longer this worker's. */
-  async function asHolder(job: Claimed, set: Prisma.Sql): Promise<boolean> {
-    const count = await db.$executeRaw(Prisma.sql`UPDATE "Job" SET ${set} WHERE "id" = ${job.id} AND "leaseToken" = ${job.leaseToken}`);
+  private async asHolder(job: Claimed, set: Prisma.Sql): Promise<boolean> {
+    const count = await this.db.$executeRaw(Prisma.sql`UPDATE "Job" SET ${set} WHERE "id" = ${job.id} AND "leaseToken" = ${job.leaseToken}`);
     return count === 1;
   }
 
-  const finished = (state: "done" | "dead", lastError: string | null, registered: Registered) =>
-    Prisma.sql`"state" = ${state}::"JobState", "leaseToken" = NULL, "leaseUntil" = NULL, "finishedAt" = ${now()}, "lastError" = ${lastError}${
+  private finished(state: "done" | "dead", lastError: string | null, registered: Registered): Prisma.Sql {
+    return Prisma.sql`"state" = ${state}::"JobState", "leaseToken" = NULL, "leaseUntil" = NULL, "finishedAt" = ${this.now()}, "lastError" = ${lastError}${
       registered.options.forgetPayload ? Prisma.sql`, "payload" = 'null'::jsonb` : Prisma.empty
     }`;
+  }
 
-  async function markDead(job: Claimed, registered: Registered, message: string): Promise<void> {
-    if (!(await asHolder(job, finished("dead", message, registered)))) return; // no longer ours
-    logger.warn("job dead", { jobId: String(job.id), kind: job.kind, attempt: job.attempts, error: message });
+  private async markDead(job: Claimed, registered: Registered, message: string): Promise<void> {
+    if (!(await this.asHolder(job, this.finished("dead", message, registered)))) return; // no longer ours
+    this.logger.warn("job dead", { jobId: String(job.id), kind: job.kind, attempt: job.attempts, error: message });
     await registered.options.onDead?.({ id: job.id, kind: job.kind, payload: JSON.parse(job.payload) });
   }
 
-  async function settle(job: Claimed, registered: Registered, error: unknown): Promise<void> {
+  private async settle(job: Claimed, registered: Registered, error: unknown): Promise<void> {
     const fields = { jobId: String(job.id), kind: job.kind, attempt: job.attempts };
     const message = errorText(error);
     const last = job.attempts >= registered.options.maxAttempts;
     if (error instanceof GiveUp || last) {
-      await markDead(job, registered, message);
+      await this.markDead(job, registered, message);
       return;
     }
     let runAfter: Date;
@@ -198,176 +283,88 @@ export function createJobQueue(db: PrismaClient, logger: Logger, options: { poll
     else {
       const base = Math.max(0, registered.options.backoffMs(job.attempts));
       const factor = registered.options.jitter ? 0.8 + Math.random() * 0.4 : 1;
-      runAfter = new Date(now().getTime() + Math.round(base * factor));
+      runAfter = new Date(this.now().getTime() + Math.round(base * factor));
     }
-    await asHolder(job, Prisma.sql`"state" = 'queued', "leaseToken" = NULL, "leaseUntil" = NULL, "runAfter" = ${runAfter}, "lastError" = ${message}`);
-    logger.warn("job will be retried", { ...fields, runAfter: runAfter.toISOString(), error: message });
+    await this.asHolder(job, Prisma.sql`"state" = 'queued', "leaseToken" = NULL, "leaseUntil" = NULL, "runAfter" = ${runAfter}, "lastError" = ${message}`);
+    this.logger.warn("job will be retried", { ...fields, runAfter: runAfter.toISOString(), error: message });
   }
 
-  async function run(job: Claimed, registered: Registered): Promise<void> {
+  private async run(job: Claimed, registered: Registered): Promise<void> {
     const { leaseMs, maxAttempts } = registered.options;
     const fields = { jobId: String(job.id), kind: job.kind, attempt: job.attempts };
     if (job.attempts > maxAttempts) {
       // its last attempt died with its process
-      await markDead(job, registered, "interrupted too often");
+      await this.markDead(job, registered, "interrupted too often");
       return;
     }
     const heartbeat = setInterval(() => {
-      const until = new Date(now().getTime() + leaseMs);
-      asHolder(job, Prisma.sql`"leaseUntil" = ${until}`).then(
-        (held) => held || logger.warn("job lease lost", fields),
-        (error: unknown) => logAtLevelOf(error, logger, "job lease renewal failed", { ...fields, error: errorText(error) }),
+      const until = new Date(this.now().getTime() + leaseMs);
+      this.asHolder(job, Prisma.sql`"leaseUntil" = ${until}`).then(
+        (held) => held || this.logger.warn("job lease lost", fields),
+        (error: unknown) => logAtLevelOf(error, this.logger, "job lease renewal failed", { ...fields, error: errorText(error) }),
       );
     }, Math.max(leaseMs / 3, 10));
     try {
       await registered.handler({ id: job.id, kind: job.kind, payload: JSON.parse(job.payload), attempt: job.attempts });
       clearInterval(heartbeat);
-      if (await asHolder(job, finished("done", null, registered))) logger.debug("job done", fields);
-      else logger.warn("job finished after its lease was lost", fields);
+      if (await this.asHolder(job, this.finished("done", null, registered))) this.logger.debug("job done", fields);
+      else this.logger.warn("job finished after its lease was lost", fields);
     } catch (error) {
       clearInterval(heartbeat);
-      await settle(job, registered, error);
+      await this.settle(job, registered, error);
     } finally {
       clearInterval(heartbeat);
     }
   }
 
   /** One pass: claims what the free slots allow and starts it; returns the number claimed. */
-  async function claimRound(): Promise<number> {
+  private async claimRound(): Promise<number> {
     let claimed = 0;
-    for (const [kind, registered] of kinds) {
-      while (!stopped && registered.inFlight < registered.options.concurrency) {
-        const job = await claim(kind, registered.options.leaseMs);
+    for (const [kind, registered] of this.kinds) {
+      while (!this.stopped && registered.inFlight < registered.options.concurrency) {
+        const job = await this.claim(kind, registered.options.leaseMs);
         if (!job) break;
         claimed++;
         registered.inFlight++;
-        const done: Promise<void> = run(job, registered)
-          .catch((error: unknown) => logAtLevelOf(error, logger, "job could not record its outcome", { jobId: String(job.id), kind, error: errorText(error) }))
+        const done: Promise<void> = this.run(job, registered)
+          .catch((error: unknown) =>
+            logAtLevelOf(error, this.logger, "job could not record its outcome", { jobId: String(job.id), kind, error: errorText(error) }),
+          )
           .finally(() => {
             registered.inFlight--;
-            inHand.delete(done);
-            if (started && !stopped) wake();
+            this.inHand.delete(done);
+            if (this.started && !this.stopped) this.wake();
           });
-        inHand.add(done);
+        this.inHand.add(done);
       }
     }
     return claimed;
   }
 
-  function schedule(delay: number) {
-    if (stopped || !started) return;
-    clearTimeout(timer);
-    timer = setTimeout(tick, delay);
+  private schedule(delay: number): void {
+    if (this.stopped || !this.started) return;
+    clearTimeout(this.timer);
+    this.timer = setTimeout(this.tick, delay);
   }
 
-  function tick() {
-    if (stopped) return;
-    if (ticking) {
-      again = true;
+  /** An arrow property: setTimeout calls it unbound. */
+  private readonly tick = (): void => {
+    if (this.stopped) return;
+    if (this.ticking) {
+      this.again = true;
       return;
     }
-    ticking = claimRound()
+    this.ticking = this.claimRound()
       .then(
-        () => claimWait.succeeded(),
-        (error: unknown) => claimWait.failed(error),
+        () => this.claimWait.succeeded(),
+        (error: unknown) => this.claimWait.failed(error),
       )
       .then(() => {
-        ticking = undefined;
-        if (again) {
-          again = false;
-          schedule(0);
-        } else schedule(pollMs);
+        this.ticking = undefined;
+        if (this.again) {
+          this.again = false;
+          this.schedule(0);
+        } else this.schedule(this.pollMs);
       });
-  }
-
-  function wake() {
-    schedule(0);
-  }
-
-  async function insert(tx: Client, jobs: readonly NewJob[]): Promise<number> {
-    if (!jobs.length) return 0;
-    const at = now();
-    const rows = jobs.map(
-      (job) => Prisma.sql`(${job.kind}, ${JSON.stringify(job.payload ?? null)}::jsonb, ${job.runAt ?? at}, ${job.dedupeKey ?? null})`,
-    );
-    const inserted = await tx.$executeRaw(Prisma.sql`
-      INSERT INTO "Job" ("kind", "payload", "runAfter", "dedupeKey") VALUES ${Prisma.join(rows)}
-      ON CONFLICT ("dedupeKey") DO NOTHING`);
-    // On the queue's own client the jobs are committed now. A transaction client (which has a
-    // `$transaction` too, so that cannot tell them apart) is the caller's: it wakes after its commit.
-    if (tx === db) wake();
-    return inserted;
-  }
-
-  return {
-    register(kind, handler, kindOptions) {
-      kinds.set(kind, {
-        handler,
-        options: {
-          maxAttempts: kindOptions.maxAttempts,
-          backoffMs: kindOptions.backoffMs,
-          jitter: kindOptions.jitter ?? true,
-          leaseMs: kindOptions.leaseMs ?? DEFAULT_LEASE_MS,
-          concurrency: kindOptions.concurrency ?? 1,
-          onDead: kindOptions.onDead,
-          forgetPayload: kindOptions.forgetPayload ?? false,
-        },
-        inFlight: 0,
-      });
-    },
-
-    async enqueue(tx, job) {
-      await insert(tx, [job]);
-    },
-
-    enqueueMany: insert,
-
-    async stateOf(tx, dedupeKey) {
-      const rows = await tx.$queryRaw<{ state: JobState }[]>(Prisma.sql`SELECT "state"::text AS "state" FROM "Job" WHERE "dedupeKey" = ${dedupeKey}`);
-      return rows[0]?.state;
-    },
-
-    async holdsAttempt(tx, id, attempt) {
-      const held = await tx.$queryRaw<unknown[]>(Prisma.sql`
-        SELECT 1 FROM "Job" WHERE "id" = ${id} AND "state" = 'running' AND "attempts" = ${attempt} FOR UPDATE`);
-      return held.length > 0;
-    },
-
-    start() {
-      if (started) return;
-      started = true;
-      stopped = false;
-      logger.info("job queue started", { workerId, kinds: [...kinds.keys()] });
-      schedule(0);
-    },
-
-    wake,
-
-    async stop(graceMs = 10_000) {
-      stopped = true;
-      clearTimeout(timer);
-      await ticking;
-      // a job still running after the grace is left to its lease: another process takes it over
-      let grace: NodeJS.Timeout | undefined;
-      await Promise.race([Promise.allSettled([...inHand]), new Promise((resolve) => (grace = setTimeout(resolve, graceMs)))]);
-      clearTimeout(grace);
-      started = false;
-    },
-
-    async drain() {
-      for (;;) {
-        let claimed = 0;
-        for (const [kind, registered] of kinds) {
-          const job = await claim(kind, registered.options.leaseMs);
-          if (!job) continue;
-          claimed++;
-          await run(job, registered);
-        }
-        if (!claimed) {
-          await Promise.allSettled([...inHand]);
-          return;
-        }
-      }
-    },
   };
 }

@@ -3,7 +3,7 @@
 import type { Db, Sql } from "../db/database.ts";
 import type { Config } from "../config.ts";
 import { resolveEncryptionKey, secretBox } from "../security/secret-box.ts";
-import { createJobQueue } from "../jobs/queue.ts";
+import { JobQueue } from "../jobs/queue.ts";
 import { registerRetentionJobs } from "../tracking/privacy/retention.ts";
 import { createMailer, type Mailer, registerMailJobs } from "../notify/mail.ts";
 import { registerSegmentAlertJobs, segmentAlertService } from "../notify/segment-alerts.ts";
@@ -56,7 +56,7 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
   const hotSql: Sql = sql ?? ((statement) => db.$queryRawUnsafe(statement.text, ...statement.values));
   // the durable background jobs of this process (server/main.ts starts and stops it)
   // an idle queue looks for due jobs every JOB_POLL_MS
-  const jobs = createJobQueue(db, logger, { now, pollMs: config.jobs.pollMs });
+  const jobs = new JobQueue(db, logger, { now, pollMs: config.jobs.pollMs });
   // certificate provisioning: the `certificate` kind (CTD_JOB_* settings) of the same queue
   const certificates = certificateContext(trackingDomains, logger, config.jobs.pollMs);
   registerCertificateJobs({ db, jobs, certificates });
