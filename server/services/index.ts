@@ -17,7 +17,7 @@ import type { EnrichmentDeps } from "../tracking/write/enrichment.ts";
 import type { WriterOptions } from "../tracking/log/writer.ts";
 import { sharedResolver } from "../tracking/ipdata/resolver.ts";
 import { networkTypeCache } from "./networks.ts";
-import { domainEvidence } from "../tracking/write/domain-evidence.ts";
+import { DomainEvidence } from "../tracking/write/domain-evidence.ts";
 import { notifyAdminsOfDisabledEndpoint, registerWebhookJobs } from "../notify/webhook-job.ts";
 import * as webhookEvents from "./webhook-events.ts";
 import type { OnLeadsRemoved } from "../tracking/write/lead-store.ts";
@@ -81,7 +81,7 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
   };
   registerWebhookJobs(db, jobs, { config: webhooks, secrets: webhookSecrets, logger, now, onEndpointDisabled: notifyAdminsOfDisabledEndpoint(jobs) });
   // organisation domains from evidence: the ingest writer settles each batch's, ip-lookup asks reverse DNS
-  const evidence = domainEvidence(db, config.tracking.reverseDns, logger);
+  const evidence = new DomainEvidence(db, config.tracking.reverseDns, logger);
   // the organisation behind an address of a shared network (server/identity): evidence, declarations, look-ups
   const identities = new IdentityStore(db, { identities: config.tracking.identities, reverseDns: config.tracking.reverseDns, now, logger });
   const declared = declaredNetworks(db);
