@@ -24,7 +24,7 @@ import type { OnLeadsRemoved } from "../tracking/write/lead-store.ts";
 import { IdentityStore } from "../identity/identities.ts";
 import { addressKeys } from "../identity/addresses.ts";
 import { writeEvents } from "../tracking/write/batch.ts";
-import { pendingAttribution } from "../tracking/write/pending.ts";
+import { PendingAttribution } from "../tracking/write/pending.ts";
 import { declaredNetworks } from "../identity/declared-networks.ts";
 
 /** The parts of the configuration the services are built from. */
@@ -107,7 +107,7 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
   const identifyOwn: WriterOptions["identify"] = async (queries, tx) =>
     (await identify(queries, tx)).map((identity, i) => (identity && (identity.source === "declared" || isUnit(identity.prefix, queries[i]!.ip)) ? identity : undefined));
   // pending events of shared networks: learned from after each batch, attributed once their address has an identity
-  const pending = pendingAttribution(db, {
+  const pending = new PendingAttribution(db, {
     identities,
     write: (tx, rows) => writeEvents(tx, rows, { onIngested, identify }),
     onCommitted: () => jobs.wake(),
