@@ -17,14 +17,14 @@ import type { EnrichmentDeps } from "../tracking/write/enrichment.ts";
 import type { WriterOptions } from "../tracking/log/writer.ts";
 import { sharedResolver } from "../tracking/ipdata/resolver.ts";
 import { networkTypeCache } from "./networks.ts";
-import { domainEvidence } from "../tracking/write/domain-evidence.ts";
+import { DomainEvidence } from "../tracking/write/domain-evidence.ts";
 import { notifyAdminsOfDisabledEndpoint, registerWebhookJobs } from "../notify/webhook-job.ts";
 import * as webhookEvents from "./webhook-events.ts";
 import type { OnLeadsRemoved } from "../tracking/write/lead-store.ts";
 import { IdentityStore } from "../identity/identities.ts";
 import { addressKeys } from "../identity/addresses.ts";
 import { writeEvents } from "../tracking/write/batch.ts";
-import { pendingAttribution } from "../tracking/write/pending.ts";
+import { PendingAttribution } from "../tracking/write/pending.ts";
 import { declaredNetworks } from "../identity/declared-networks.ts";
 
 /** The parts of the configuration the services are built from. */
@@ -81,7 +81,7 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
   };
   registerWebhookJobs(db, jobs, { config: webhooks, secrets: webhookSecrets, logger, now, onEndpointDisabled: notifyAdminsOfDisabledEndpoint(jobs) });
   // organisation domains from evidence: the ingest writer settles each batch's, ip-lookup asks reverse DNS
-  const evidence = domainEvidence(db, config.tracking.reverseDns, logger);
+  const evidence = new DomainEvidence(db, config.tracking.reverseDns, logger);
   // the organisation behind an address of a shared network (server/identity): evidence, declarations, look-ups
   const identities = new IdentityStore(db, { identities: config.tracking.identities, reverseDns: config.tracking.reverseDns, now, logger });
   const declared = declaredNetworks(db);
@@ -107,7 +107,7 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
   const identifyOwn: WriterOptions["identify"] = async (queries, tx) =>
     (await identify(queries, tx)).map((identity, i) => (identity && (identity.source === "declared" || isUnit(identity.prefix, queries[i]!.ip)) ? identity : undefined));
   // pending events of shared networks: learned from after each batch, attributed once their address has an identity
-  const pending = pendingAttribution(db, {
+  const pending = new PendingAttribution(db, {
     identities,
     write: (tx, rows) => writeEvents(tx, rows, { onIngested, identify }),
     onCommitted: () => jobs.wake(),

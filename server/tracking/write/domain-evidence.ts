@@ -48,48 +48,79 @@ export function mergedEvidence(older: IngestResult, newer: IngestResult): Ingest
   return { ...newer, visitorsIdentified: [...older.visitorsIdentified, ...newer.visitorsIdentified], addresses: [...addresses.values()] };
 }
 
-// Why long: its methods share the PTR look-up cache and the retry times of failed look-ups;
-// issue 37 item 4 (a module with explicit dependencies) is still to do.
-export function domainEvidence(db: Db, config: ReverseDnsConfig, logger?: Logger) {
+/** Organisation domains from evidence; one per process (services/index.ts): its look-ups share the PTR cache table and the retry times of failed look-ups. */
+export class DomainEvidence {
+  constructor(
+    private readonly db: Db,
+    private readonly config: ReverseDnsConfig,
+    private readonly logger?: Logger,
+  ) {}
+
+  /** The reverse DNS domain of the address, or null (none, refused, an access network's, or off). */
+  reverseDomain(ip: string): Promise<string | null> {
+    return this.reverseDomainUsing(ip);
+  }
+
+  /** The evidence a written batch brings: identified visitors' e-mail domains, visitors' PTR names. */
+  async settle(result: IngestResult): Promise<void> {
+    const identified = new Map(result.visitorsIdentified.map((v) => [`${v.datasetId}\u0000${v.leadId}`, v] as const));
+    for (const lead of identified.values()) {
+      const domain = await this.emailDomainOf(lead);
+      if (domain) await setLeadDomain(this.db, lead, domain, "email");
+    }
+    if (!this.config.enabled) return;
+    const candidates = await this.reverseDnsCandidates(result);
+    const cached = await this.cachedCandidates(candidates.flatMap((lead) => prefixOf(lead.ip) ?? []));
+    for (let i = 0; i < candidates.length; i += PARALLEL_LOOKUPS) {
+      await Promise.all(
+        candidates.slice(i, i + PARALLEL_LOOKUPS).map(async (lead) => {
+          const domain = await this.reverseDomainUsing(lead.ip, cached);
+          if (domain) await setLeadDomain(this.db, lead, domain, "reverse_dns");
+        }),
+      );
+    }
+    this.logger?.debug("domain evidence settled", { identified: identified.size, reverseDns: candidates.length });
+  }
+
   /** The cached domain candidates (null: none) of the /24s that have a fresh entry: one query for all. */
-  async function cachedCandidates(prefixes: readonly string[]): Promise<Map<string, string | null>> {
+  private async cachedCandidates(prefixes: readonly string[]): Promise<Map<string, string | null>> {
     if (!prefixes.length) return new Map();
-    const rows = await db.$queryRaw<{ prefix: string; domain: string | null }[]>`
+    const rows = await this.db.$queryRaw<{ prefix: string; domain: string | null }[]>`
       SELECT prefix, domain FROM "ReverseDnsEntry" WHERE prefix = ANY(${prefixes}::text[]) AND "expiresAt" > now()`;
     return new Map(rows.map((r) => [r.prefix, r.domain]));
   }
 
   /** Looks the /24's candidate up and caches the answer. */
-  async function lookedUpCandidate(ip: string, prefix: string): Promise<string | null> {
-    const answer = await lookUpPtr(config, ip);
+  private async lookedUpCandidate(ip: string, prefix: string): Promise<string | null> {
+    const answer = await lookUpPtr(this.config, ip);
     const domain = answer?.host ? domainOfPtr(answer.host, ip) : null;
-    const keepMs = answer ? config.cacheSeconds * 1000 : Math.min(FAILURE_RETRY_MS, config.cacheSeconds * 1000);
+    const keepMs = answer ? this.config.cacheSeconds * 1000 : Math.min(FAILURE_RETRY_MS, this.config.cacheSeconds * 1000);
     const expiresAt = new Date(Date.now() + keepMs);
     // a refused name is not kept: an access line's name spells its subscriber's address
     const host = domain ? answer!.host : null;
-    await db.$executeRaw`
+    await this.db.$executeRaw`
       INSERT INTO "ReverseDnsEntry" (prefix, host, domain, "expiresAt") VALUES (${prefix}, ${host}, ${domain}, ${expiresAt})
       ON CONFLICT (prefix) DO UPDATE SET host = EXCLUDED.host, domain = EXCLUDED.domain, "expiresAt" = EXCLUDED."expiresAt"`;
     return domain;
   }
 
   /** The /24's domain candidate: the fresh cached one (`cached`, else asked), or looked up. */
-  async function candidateOf(ip: string, cached?: ReadonlyMap<string, string | null>): Promise<string | null> {
+  private async candidateOf(ip: string, cached?: ReadonlyMap<string, string | null>): Promise<string | null> {
     const prefix = prefixOf(ip);
     if (!prefix) return null;
-    const known = cached ?? (await cachedCandidates([prefix]));
-    return known.has(prefix) ? known.get(prefix)! : lookedUpCandidate(ip, prefix);
+    const known = cached ?? (await this.cachedCandidates([prefix]));
+    return known.has(prefix) ? known.get(prefix)! : this.lookedUpCandidate(ip, prefix);
   }
 
   /** Whether the domain is PTR of so many /24s that it is an access network's own. */
-  async function isOperatorDomain(domain: string): Promise<boolean> {
-    const [row] = await db.$queryRaw<{ n: number }[]>`SELECT count(*)::int AS n FROM "ReverseDnsEntry" WHERE domain = ${domain}`;
-    return (row?.n ?? 0) >= config.operatorPrefixes;
+  private async isOperatorDomain(domain: string): Promise<boolean> {
+    const [row] = await this.db.$queryRaw<{ n: number }[]>`SELECT count(*)::int AS n FROM "ReverseDnsEntry" WHERE domain = ${domain}`;
+    return (row?.n ?? 0) >= this.config.operatorPrefixes;
   }
 
   /** The e-mail domain at least EMAIL_AGREEMENT distinct identified visitors of the lead share. */
-  async function emailDomainOf(lead: LeadRef): Promise<string | null> {
-    const rows = await db.$queryRaw<{ email: string }[]>`
+  private async emailDomainOf(lead: LeadRef): Promise<string | null> {
+    const rows = await this.db.$queryRaw<{ email: string }[]>`
       SELECT email FROM "Visitor" WHERE "datasetId" = ${lead.datasetId} AND "leadId" = ${lead.leadId} AND email IS NOT NULL`;
     const counts = new Map<string, number>();
     for (const { email } of rows) {
@@ -100,50 +131,24 @@ export function domainEvidence(db: Db, config: ReverseDnsConfig, logger?: Logger
     return best?.[0] ?? null;
   }
 
-  /** The reverse DNS domain of the address, or null (none, refused, an access network's, or off); `cached`: the fresh entries of its batch. */
-  async function reverseDomain(ip: string, cached?: ReadonlyMap<string, string | null>): Promise<string | null> {
-    if (!config.enabled) return null;
-    const domain = await candidateOf(ip, cached);
+  /** reverseDomain, with `cached`: the fresh entries of its batch. */
+  private async reverseDomainUsing(ip: string, cached?: ReadonlyMap<string, string | null>): Promise<string | null> {
+    if (!this.config.enabled) return null;
+    const domain = await this.candidateOf(ip, cached);
     if (!domain) return null;
-    if (!(await isOperatorDomain(domain))) return domain;
-    await dropReverseDnsDomain(db, domain); // an access network's: leads that took it from reverse DNS lose it
+    if (!(await this.isOperatorDomain(domain))) return domain;
+    await dropReverseDnsDomain(this.db, domain); // an access network's: leads that took it from reverse DNS lose it
     return null;
   }
 
   /** Leads of the batch that may still take a reverse DNS domain, with one address each. */
-  async function reverseDnsCandidates(result: IngestResult): Promise<(LeadRef & { ip: string })[]> {
+  private async reverseDnsCandidates(result: IngestResult): Promise<(LeadRef & { ip: string })[]> {
     const latest = new Map(result.addresses.map((a) => [`${a.datasetId}\u0000${a.leadId}`, a] as const));
     if (!latest.size) return [];
-    const open = await db.$queryRaw<{ datasetId: string; id: string }[]>`
+    const open = await this.db.$queryRaw<{ datasetId: string; id: string }[]>`
       SELECT "datasetId", id FROM "Lead"
       WHERE ("datasetId", id) IN (SELECT * FROM jsonb_to_recordset(${JSON.stringify([...latest.values()])}::jsonb) AS r("datasetId" text, "leadId" text))
         AND ("domainSource" IS NULL OR "domainSource" = 'reverse_dns'::"DomainSource")`;
     return open.map((l) => latest.get(`${l.datasetId}\u0000${l.id}`)!).slice(0, LOOKUPS_PER_STEP);
   }
-
-  return {
-    reverseDomain: (ip: string) => reverseDomain(ip),
-    /** The evidence a written batch brings: identified visitors' e-mail domains, visitors' PTR names. */
-    async settle(result: IngestResult): Promise<void> {
-      const identified = new Map(result.visitorsIdentified.map((v) => [`${v.datasetId}\u0000${v.leadId}`, v] as const));
-      for (const lead of identified.values()) {
-        const domain = await emailDomainOf(lead);
-        if (domain) await setLeadDomain(db, lead, domain, "email");
-      }
-      if (!config.enabled) return;
-      const candidates = await reverseDnsCandidates(result);
-      const cached = await cachedCandidates(candidates.flatMap((lead) => prefixOf(lead.ip) ?? []));
-      for (let i = 0; i < candidates.length; i += PARALLEL_LOOKUPS) {
-        await Promise.all(
-          candidates.slice(i, i + PARALLEL_LOOKUPS).map(async (lead) => {
-            const domain = await reverseDomain(lead.ip, cached);
-            if (domain) await setLeadDomain(db, lead, domain, "reverse_dns");
-          }),
-        );
-      }
-      logger?.debug("domain evidence settled", { identified: identified.size, reverseDns: candidates.length });
-    },
-  };
 }
-
-export type DomainEvidence = ReturnType<typeof domainEvidence>;

@@ -372,18 +372,100 @@ export interface PendingAttributionDeps {
   logger?: Logger;
 }
 
-/** Learning from pending events and backfilling them; one per process (services/index.ts). */
-// Why long: learning and backfilling share the identity store, the writer and the webhook hooks
-// of one process; issue 37 item 4 (a module with explicit dependencies) is still to do.
-export function pendingAttribution(db: Db, { identities, write, onCommitted, onLeadsRemoved, logger }: PendingAttributionDeps) {
+/** Learning from pending events and backfilling them; one per process (services/index.ts): learning and backfilling share the identity store, the writer and the webhook hooks. */
+export class PendingAttribution {
+  private readonly identities: IdentityStore;
+  private readonly write: PendingAttributionDeps["write"];
+  private readonly onCommitted: (() => void) | undefined;
+  private readonly onLeadsRemoved: OnLeadsRemoved | undefined;
+  private readonly logger: Logger | undefined;
+
+  constructor(
+    private readonly db: Db,
+    { identities, write, onCommitted, onLeadsRemoved, logger }: PendingAttributionDeps,
+  ) {
+    this.identities = identities;
+    this.write = write;
+    this.onCommitted = onCommitted;
+    this.onLeadsRemoved = onLeadsRemoved;
+    this.logger = logger;
+  }
+
+  /**
+   * After a batch committed: its forms' business e-mail domains and its addresses' PTR names
+   * become evidence; attributions of the ranges they touch that it no longer supports are
+   * withdrawn, then the pending events of those ranges are backfilled.
+   */
+  async learn(notes: readonly PendingNote[]): Promise<number> {
+    if (!notes.length) return 0;
+    const known = await knownEmails(this.db, notes.filter((n) => !n.masked));
+    const evidence = (n: PendingNote, email: string) => ({ accountId: n.accountId, ip: n.ip, networkType: n.networkType, email, networkDomain: n.networkDomain, masked: n.masked });
+    await this.identities.recordFormEvidence(notes.flatMap((n) => (n.email ? [evidence(n, n.email)] : [])));
+    // where people known by a form were seen: a person moving between addresses holds none of them
+    await this.identities.recordPresence(
+      notes.flatMap((n) => [...new Set(n.visitorIds.flatMap((v) => known.get(`${n.datasetId} ${v}`) ?? []))].filter((e) => e !== n.email).map((e) => evidence(n, e))),
+    );
+    await this.identities.learnReverseDns(notes.map((n) => ({ accountId: n.accountId, ip: n.ip, networkType: n.networkType, networkDomain: n.networkDomain, masked: n.masked })));
+    const ranges = new Map<string, Set<string>>();
+    const touch = (accountId: string, ip: string) => {
+      const range = addressKeys(ip)?.range;
+      if (range) ranges.set(accountId, (ranges.get(accountId) ?? new Set()).add(range));
+    };
+    for (const n of notes) touch(n.accountId, n.ip);
+    // a known person seen at a new address may have stopped holding the addresses of their earlier visits
+    const movers = notes.flatMap((n) => n.visitorIds.filter((v) => known.has(`${n.datasetId} ${v}`)).map((visitorId) => ({ datasetId: n.datasetId, visitorId })));
+    if (movers.length) {
+      const earlier = await this.db.$queryRaw<{ accountId: string; ip: string }[]>`
+        SELECT DISTINCT v."accountId", v.ip FROM "Visit" v JOIN jsonb_to_recordset(${JSON.stringify(movers)}::jsonb) AS m("datasetId" text, "visitorId" text)
+          ON v."datasetId" = m."datasetId" AND v."visitorId" = m."visitorId"
+        WHERE v."networkType" IN ('isp', 'hosting', 'mobile', 'unknown')`;
+      for (const e of earlier) touch(e.accountId, e.ip);
+    }
+    // every range whose identities were recomputed meanwhile (an operator's domain found, pooled PTR evidence): wherever its visits are
+    const pooled: string[] = [];
+    for (const { scope, range } of this.identities.takeRecomputed()) {
+      if (scope === POOL) pooled.push(range);
+      else ranges.set(scope, (ranges.get(scope) ?? new Set()).add(range));
+    }
+    let written = 0;
+    let withdrawn = (await this.withdraw(pooled)).visits;
+    for (const [accountId, set] of ranges) {
+      withdrawn += (await this.withdraw([...set], accountId)).visits;
+      written += await this.backfillRanges(accountId, [...set]);
+    }
+    if (written || withdrawn) this.logger?.debug("pending events attributed", { events: written, withdrawn });
+    return written;
+  }
+
+  /** The account's pending addresses in these ranges that have an identity row (others cannot have become identified by evidence). */
+  async backfillRanges(accountId: string, ranges: readonly string[]): Promise<number> {
+    const candidates = await this.identities.rangesWithIdentities(accountId, ranges);
+    if (!candidates.length) return 0;
+    const addresses = await this.db.$queryRaw<{ ip: string; networkType: string; masked: boolean }[]>`
+      SELECT DISTINCT ip, "networkType", masked FROM "PendingEvent" WHERE "accountId" = ${accountId} AND "range" = ANY(${candidates}::text[])`;
+    return addresses.length ? this.attributeAddresses(accountId, addresses) : 0;
+  }
+
+  /** What a removed declaration of the account attributed and nothing else supports goes back to pending (its visits by the address index). */
+  withdrawNetwork(accountId: string, cidr: string): Promise<Withdrawal> {
+    return this.withdraw([cidr], accountId);
+  }
+
+  /** The account's pending events inside a network it declared (they are its organisation's now). */
+  async backfillNetwork(accountId: string, cidr: string): Promise<number> {
+    const addresses = await this.db.$queryRaw<{ ip: string; networkType: string; masked: boolean }[]>`
+      SELECT DISTINCT ip, "networkType", masked FROM "PendingEvent" WHERE "accountId" = ${accountId} AND ip::inet <<= ${cidr}::inet`;
+    return addresses.length ? this.attributeAddresses(accountId, addresses) : 0;
+  }
+
   /** Writes the pending events at these addresses of the account whose identity attributes them (in transactions of BACKFILL_ADDRESSES addresses). */
-  async function attributeAddresses(accountId: string, addresses: { ip: string; networkType: string; masked: boolean }[]): Promise<number> {
-    const found = await identities.identitiesOf(addresses.map((a) => ({ accountId, ip: a.ip, networkType: a.networkType as AddressQuery["networkType"], masked: a.masked })));
+  private async attributeAddresses(accountId: string, addresses: { ip: string; networkType: string; masked: boolean }[]): Promise<number> {
+    const found = await this.identities.identitiesOf(addresses.map((a) => ({ accountId, ip: a.ip, networkType: a.networkType as AddressQuery["networkType"], masked: a.masked })));
     const ips = [...new Set(addresses.filter((_, i) => found[i]).map((a) => a.ip))].sort();
     let written = 0;
     for (let i = 0; i < ips.length; i += BACKFILL_ADDRESSES) {
       const part = ips.slice(i, i + BACKFILL_ADDRESSES);
-      const result = await db.$transaction(async (tx) => {
+      const result = await this.db.$transaction(async (tx) => {
         // as a writer's batch: an erasure waits for it, or it waits for the erasure
         await holdForWriting(tx);
         const taken = await tx.$queryRaw<{ accountId: string; datasetId: string; receivedAt: Date; event: QueueRow["event"] }[]>`
@@ -391,91 +473,20 @@ export function pendingAttribution(db: Db, { identities, write, onCommitted, onL
             SELECT id FROM "PendingEvent" WHERE "accountId" = ${accountId} AND ip = ANY(${part}::text[]) ORDER BY id FOR UPDATE SKIP LOCKED)
           RETURNING "accountId", "datasetId", "receivedAt", event`;
         // attributed again in the transaction (writeEvents): what lost its identity meanwhile stays pending
-        return taken.length ? write(tx, taken.map((r) => ({ accountId: r.accountId, datasetId: r.datasetId, receivedAt: r.receivedAt, event: r.event }))) : undefined;
+        return taken.length ? this.write(tx, taken.map((r) => ({ accountId: r.accountId, datasetId: r.datasetId, receivedAt: r.receivedAt, event: r.event }))) : undefined;
       });
       if (result) {
         written += result.events;
-        onCommitted?.();
+        this.onCommitted?.();
       }
     }
     return written;
   }
 
-  /** The account's pending addresses in these ranges that have an identity row (others cannot have become identified by evidence). */
-  async function backfillRanges(accountId: string, ranges: readonly string[]): Promise<number> {
-    const candidates = await identities.rangesWithIdentities(accountId, ranges);
-    if (!candidates.length) return 0;
-    const addresses = await db.$queryRaw<{ ip: string; networkType: string; masked: boolean }[]>`
-      SELECT DISTINCT ip, "networkType", masked FROM "PendingEvent" WHERE "accountId" = ${accountId} AND "range" = ANY(${candidates}::text[])`;
-    return addresses.length ? attributeAddresses(accountId, addresses) : 0;
-  }
-
   /** Withdraws what the evidence of these networks no longer supports (withdrawUnsupported), then tells `onWithdrawn`. */
-  async function withdraw(networks: readonly string[], accountId?: string): Promise<Withdrawal> {
-    const withdrawal = await withdrawUnsupported(db, identities, networks, { accountId, onLeadsRemoved });
-    if (withdrawal.visits) onCommitted?.();
+  private async withdraw(networks: readonly string[], accountId?: string): Promise<Withdrawal> {
+    const withdrawal = await withdrawUnsupported(this.db, this.identities, networks, { accountId, onLeadsRemoved: this.onLeadsRemoved });
+    if (withdrawal.visits) this.onCommitted?.();
     return withdrawal;
   }
-
-  return {
-    /**
-     * After a batch committed: its forms' business e-mail domains and its addresses' PTR names
-     * become evidence; attributions of the ranges they touch that it no longer supports are
-     * withdrawn, then the pending events of those ranges are backfilled.
-     */
-    async learn(notes: readonly PendingNote[]): Promise<number> {
-      if (!notes.length) return 0;
-      const known = await knownEmails(db, notes.filter((n) => !n.masked));
-      const evidence = (n: PendingNote, email: string) => ({ accountId: n.accountId, ip: n.ip, networkType: n.networkType, email, networkDomain: n.networkDomain, masked: n.masked });
-      await identities.recordFormEvidence(notes.flatMap((n) => (n.email ? [evidence(n, n.email)] : [])));
-      // where people known by a form were seen: a person moving between addresses holds none of them
-      await identities.recordPresence(
-        notes.flatMap((n) => [...new Set(n.visitorIds.flatMap((v) => known.get(`${n.datasetId} ${v}`) ?? []))].filter((e) => e !== n.email).map((e) => evidence(n, e))),
-      );
-      await identities.learnReverseDns(notes.map((n) => ({ accountId: n.accountId, ip: n.ip, networkType: n.networkType, networkDomain: n.networkDomain, masked: n.masked })));
-      const ranges = new Map<string, Set<string>>();
-      const touch = (accountId: string, ip: string) => {
-        const range = addressKeys(ip)?.range;
-        if (range) ranges.set(accountId, (ranges.get(accountId) ?? new Set()).add(range));
-      };
-      for (const n of notes) touch(n.accountId, n.ip);
-      // a known person seen at a new address may have stopped holding the addresses of their earlier visits
-      const movers = notes.flatMap((n) => n.visitorIds.filter((v) => known.has(`${n.datasetId} ${v}`)).map((visitorId) => ({ datasetId: n.datasetId, visitorId })));
-      if (movers.length) {
-        const earlier = await db.$queryRaw<{ accountId: string; ip: string }[]>`
-          SELECT DISTINCT v."accountId", v.ip FROM "Visit" v JOIN jsonb_to_recordset(${JSON.stringify(movers)}::jsonb) AS m("datasetId" text, "visitorId" text)
-            ON v."datasetId" = m."datasetId" AND v."visitorId" = m."visitorId"
-          WHERE v."networkType" IN ('isp', 'hosting', 'mobile', 'unknown')`;
-        for (const e of earlier) touch(e.accountId, e.ip);
-      }
-      // every range whose identities were recomputed meanwhile (an operator's domain found, pooled PTR evidence): wherever its visits are
-      const pooled: string[] = [];
-      for (const { scope, range } of identities.takeRecomputed()) {
-        if (scope === POOL) pooled.push(range);
-        else ranges.set(scope, (ranges.get(scope) ?? new Set()).add(range));
-      }
-      let written = 0;
-      let withdrawn = (await withdraw(pooled)).visits;
-      for (const [accountId, set] of ranges) {
-        withdrawn += (await withdraw([...set], accountId)).visits;
-        written += await backfillRanges(accountId, [...set]);
-      }
-      if (written || withdrawn) logger?.debug("pending events attributed", { events: written, withdrawn });
-      return written;
-    },
-
-    backfillRanges,
-
-    /** What a removed declaration of the account attributed and nothing else supports goes back to pending (its visits by the address index). */
-    withdrawNetwork: (accountId: string, cidr: string): Promise<Withdrawal> => withdraw([cidr], accountId),
-
-    /** The account's pending events inside a network it declared (they are its organisation's now). */
-    async backfillNetwork(accountId: string, cidr: string): Promise<number> {
-      const addresses = await db.$queryRaw<{ ip: string; networkType: string; masked: boolean }[]>`
-        SELECT DISTINCT ip, "networkType", masked FROM "PendingEvent" WHERE "accountId" = ${accountId} AND ip::inet <<= ${cidr}::inet`;
-      return addresses.length ? attributeAddresses(accountId, addresses) : 0;
-    },
-  };
 }
-
-export type PendingAttribution = ReturnType<typeof pendingAttribution>;
