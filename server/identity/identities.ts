@@ -535,24 +535,30 @@ export class IdentityStore {
    * What else new evidence changes: the ranges where the same people left evidence (they may now
    * be moving), every account's rows of a range whose pooled PTR evidence changed, the rows
    * naming a PTR domain that has become a network operator's, and the other ranges bearing the PTR
-   * domain of a unit with new evidence (it may have become a host's there too: hostDomainsOf; only
-   * a domain of fewer ranges than an operator's, so that an operator's name recomputes nothing).
+   * domain of a unit with new evidence (it may have become a host's there too: hostDomainsOf; not
+   * an operator's domain, which names nobody anywhere and would recompute its many ranges).
    */
   private async affectedElsewhere(rows: readonly NewEvidence[]): Promise<{ scope: string; range: string }[]> {
     const people = rows.filter((r) => r.contributor).map((r) => ({ scope: r.scope, contributor: r.contributor }));
     const pooledRanges = [...new Set(rows.filter((r) => r.scope === POOL).map((r) => r.range))];
     const ptrDomains = [...new Set(rows.filter((r) => r.kind === "reverse_dns").map((r) => r.domain))];
-    const operators = [...(await this.operatorDomains(this.db, ptrDomains))];
     const named = rows.filter((r) => r.scope !== POOL && (r.kind === "form_email" || r.kind === "reverse_dns")).map((r) => ({ scope: r.scope, unit: r.unit }));
+    // the PTR domains at the units of new evidence: a host's brand learned here is one in its other ranges too
+    const unitDomains = named.length
+      ? await this.db.$queryRaw<{ scope: string; domain: string }[]>`
+          SELECT DISTINCT n.scope, p.domain FROM jsonb_to_recordset(${JSON.stringify(named)}::jsonb) AS n(scope text, unit text)
+            JOIN "IdentityEvidence" p ON p.unit = n.unit AND p.kind = 'reverse_dns' AND p.scope IN (n.scope, ${POOL})`
+      : [];
+    const operators = await this.operatorDomains(this.db, [...new Set([...ptrDomains, ...unitDomains.map((d) => d.domain)])]);
+    // an operator's domain names nobody anywhere: its many ranges need no recomputation for it
+    const hostCandidates = unitDomains.filter((d) => !operators.has(d.domain));
     return this.db.$queryRaw<{ scope: string; range: string }[]>`
       SELECT DISTINCT e.scope, e."range" FROM "IdentityEvidence" e
         JOIN jsonb_to_recordset(${JSON.stringify(people)}::jsonb) AS p(scope text, contributor text) ON e.scope = p.scope AND e.contributor = p.contributor
       UNION SELECT DISTINCT scope, "range" FROM "IdentityEvidence" WHERE "range" = ANY(${pooledRanges}::text[])
-      UNION SELECT DISTINCT scope, "range" FROM "NetworkIdentity" WHERE "organizationDomain" = ANY(${operators}::text[])
-      UNION SELECT DISTINCT n.scope, e."range" FROM jsonb_to_recordset(${JSON.stringify(named)}::jsonb) AS n(scope text, unit text)
-        JOIN "IdentityEvidence" p ON p.unit = n.unit AND p.kind = 'reverse_dns' AND p.scope IN (n.scope, ${POOL})
-        JOIN "IdentityEvidence" e ON e.kind = 'reverse_dns' AND e.domain = p.domain AND e.scope IN (n.scope, ${POOL})
-        WHERE (SELECT count(DISTINCT x."range") FROM "IdentityEvidence" x WHERE x.kind = 'reverse_dns' AND x.domain = p.domain) < ${this.reverseDns.operatorPrefixes}`;
+      UNION SELECT DISTINCT scope, "range" FROM "NetworkIdentity" WHERE "organizationDomain" = ANY(${[...operators]}::text[])
+      UNION SELECT DISTINCT c.scope, e."range" FROM jsonb_to_recordset(${JSON.stringify(hostCandidates)}::jsonb) AS c(scope text, domain text)
+        JOIN "IdentityEvidence" e ON e.kind = 'reverse_dns' AND e.domain = c.domain AND e.scope IN (c.scope, ${POOL})`;
   }
 
   /** Stores evidence and recomputes what it changes: its ranges (each in one transaction with its evidence), then the others. */

@@ -68,8 +68,9 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
   registerSegmentAlertJobs(db, jobs, mailer, logger);
   // a lead entering a segment: an instant alert (queued in the entries' transaction), then the webhook event below
   const segmentListeners: segmentEntries.SegmentEnteredListeners = new Set();
-  const entryDeps: segmentEntries.SegmentEntryDeps = { now, jobs, segmentListeners };
-  segmentEntries.onSegmentEntered(entryDeps, segmentAlerts.instantAlerts);
+  // the handles the writer's hooks pass to the modules (the same the returned object gives the routes)
+  const shared = { db, hotSql, now, jobs, segmentListeners };
+  segmentEntries.onSegmentEntered(shared, segmentAlerts.instantAlerts);
   const configuredUrl = notify.publicUrl;
   const invitations = {
     jobs,
@@ -87,9 +88,8 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
   const declared = declaredNetworks(db);
   // One publisher of webhook events for every process: a lead entering a segment is a
   // segment.lead_entered event, in the entries' transaction (whose caller wakes the queue after its commit).
-  const eventDeps: webhookEvents.WebhookEventDeps = { db, jobs, now };
-  segmentEntries.onSegmentEntered(entryDeps, (entries, tx) => webhookEvents.onSegmentEntered(eventDeps, entries, tx));
-  const onLeadsRemoved: OnLeadsRemoved = (tx, removed, reason) => webhookEvents.onLeadsRemoved(eventDeps, tx, removed, reason);
+  segmentEntries.onSegmentEntered(shared, (entries, tx) => webhookEvents.onSegmentEntered(shared, entries, tx));
+  const onLeadsRemoved: OnLeadsRemoved = (tx, removed, reason) => webhookEvents.onLeadsRemoved(shared, tx, removed, reason);
   /**
    * What every ingest writer (in the service, `npm run ingest`, tests) is wired with:
    * lead.created / lead.visited, then segment entries (so a lead's lead.created is queued before
@@ -97,8 +97,8 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
    * enrichment; then the batch's organisation domains from evidence.
    */
   const onIngested: WriterOptions["onIngested"] = async (result, tx) => {
-    await webhookEvents.onIngested(eventDeps, result, tx);
-    await segmentEntries.onIngested(entryDeps, result, tx);
+    await webhookEvents.onIngested(shared, result, tx);
+    await segmentEntries.onIngested(shared, result, tx);
   };
   const identify: WriterOptions["identify"] = (queries, tx) => identities.identitiesOf(queries, tx);
   // at write time only an address's own identity (or a declared one): a prefix's holds an address
@@ -114,33 +114,28 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
     onLeadsRemoved,
     logger,
   });
-  // what the enrichment's contact look-up and charge read through
-  const handles = { db, hotSql };
   const ingestWiring: { deps: EnrichmentDeps; hooks: Pick<WriterOptions, "onIngested" | "identify" | "pending" | "onEnriched" | "evidence" | "onCommitted"> } = {
     // tracking/ is below services/: the enrichment gets the contact look-up and the charge handed in
     deps: {
-      contacts: { find: (email) => contacts.find(handles, email) },
-      credits: { charge: (charge) => credits.charge(handles, charge) },
+      contacts: { find: (email) => contacts.find(shared, email) },
+      credits: { charge: (charge) => credits.charge(shared, charge) },
       now,
     },
     hooks: {
       onIngested,
       identify: identifyOwn,
       pending,
-      onEnriched: (outcomes) => webhookEvents.onEnriched(eventDeps, outcomes),
+      onEnriched: (outcomes) => webhookEvents.onEnriched(shared, outcomes),
       evidence,
       // the alert and webhook jobs onIngested queued run as soon as their batch committed
       onCommitted: () => jobs.wake(),
     },
   };
   return {
-    // what the account-side modules take as deps (services/<tag>.ts): the database, the hot path's driver, the clock, accounts.ts's key cache, users.ts's invitation settings
-    db,
-    hotSql,
-    now,
+    // what the modules take as deps (services/<tag>.ts): the database, the hot path's driver, the clock, the queue, the segment listeners, accounts.ts's key cache, users.ts's invitation settings
+    ...shared,
     keyCache: newKeyCache(keyCacheMs),
     invitations,
-    jobs,
     ingestWiring,
     webhookConfig: webhooks,
     mailer,
@@ -158,7 +153,6 @@ export function createServices(db: Db, { config, logger = createLogger(), now = 
     ingestLog: config.ingestLog,
     networkTypes: networkTypeCache(config.tracking.settingsTtlSeconds),
     resolver: sharedResolver,
-    segmentListeners,
     declaredNetworkStore: declared,
     pending,
   };
