@@ -147,6 +147,24 @@ describe("groundTruth", () => {
     expect(truthRows(world).filter(([, row]) => row === "host tenant")).toEqual([["v4", "host tenant", 3, true, true], ["v5", "host tenant", 4, false, false]]);
   });
 
+  it("when a host showed only its own brand's PTR name, or one person's form under an operator's business-line name, then its visits are a look-alike host's", () => {
+    const hostVisits = (world: World) => groundTruth(world, { declarations: false }).filter((t) => t.row === "host tenant").map((t) => [t.visitId, t.lookalikeHost]);
+    const world = tinyWorld();
+    world.sites[3]!.domain = "quayside.se";
+    expect(hostVisits(world)).toEqual([["v4", false], ["v5", false]]); // its tenants' forms name two organisations
+    const [aForm, bForm] = world.forms.filter((f) => f.domain.endsWith("-coworker.se"));
+    world.forms = world.forms.filter((f) => !f.domain.endsWith("-coworker.se"));
+    expect(hostVisits(world)).toEqual([["v4", true], ["v5", true]]);
+    expect(groundTruth(world, { declarations: false }).filter((t) => t.lookalikeHost).map((t) => t.visitId)).toEqual(["v4", "v5"]);
+    world.sites[3]!.domain = "quayside-cowork.se"; // a word says what it is
+    expect(hostVisits(world)).toEqual([["v4", false], ["v5", false]]);
+    world.sites[3]!.naming = "operator";
+    world.forms.push(aForm!);
+    expect(hostVisits(world)).toEqual([["v4", true], ["v5", true]]); // one tenant's word on a business line
+    world.forms.push({ ...bForm!, domain: "a-coworker.se" }); // a second person
+    expect(hostVisits(world)).toEqual([["v4", false], ["v5", false]]);
+  });
+
   it("when the service took the declarations, then a declared organisation's visits are knowable from the declaration, the household pool's stay not business", () => {
     const truths = groundTruth(tinyWorld(), { declarations: true }).filter((t) => t.declared);
     expect(truths.map((t) => [t.visitId, t.business, t.knowable, t.beforeEvidence])).toEqual([
@@ -185,6 +203,9 @@ describe("evaluate", () => {
       ["static, no PTR -> velora-firmen.de (velora-firmen.de)", 1],
     ]);
     expect(verdicts(e.figures).map((v) => v.met)).toEqual([false, false, false]);
+    expect(e.wrongAtLookalikeHosts).toBe(0);
+    const lookalike = evaluate(truths.map((t) => ({ ...t, lookalikeHost: t.row === "host tenant" })), world.orgs, [lead("l4", "A Coworker", "a-coworker.se", ["v4", "v5"])]);
+    expect([lookalike.wrong, lookalike.wrongAtLookalikeHosts]).toEqual([[["host tenant -> A Coworker (a-coworker.se)", 1]], 1]);
     const inDeclared = evaluate(truths, world.orgs, [lead("l2", "mueller-bau.de", "mueller-bau.de", ["v1", "v6"])], declared);
     expect(inDeclared.figures).toMatchObject({ precision: { numerator: 0, denominator: 1 }, leak: { numerator: 1, denominator: 2 } });
   });
@@ -306,6 +327,7 @@ describe("buildWorld", () => {
     expect(new Set(hosts.map((h) => h.s.host))).toEqual(new Set(["coworking", "serviced", "hotel"]));
     const named = hosts.filter((h) => h.s.naming === "host").map((h) => h.name!);
     expect(named.filter((n) => !/cowork|hub|suite|office|hotel/.test(n)).length).toBeGreaterThan(named.length / 2);
+    for (const h of hosts.filter((x) => x.s.naming === "host")) expect(h.name!.endsWith(`.${h.s.domain}`)).toBe(true); // the brand the truth reads
     for (const world of all) {
       const first = world.sites.find((s) => s.kind === "host")!;
       const tenants = world.people.filter((p) => p.where.type === "site" && p.where.siteId === first.id);

@@ -38,6 +38,8 @@ export interface Evaluation {
   figures: { matchRate: Ratio; precision: Ratio; leak: Ratio; knowableMatch: Ratio };
   /** Wrong attributions by row and lead, most first: `row -> lead name (domain)`. */
   wrong: [string, number][];
+  /** Of the wrong attributions, those at look-alike hosts (truth.ts): no stored evidence tells them from an office. */
+  wrongAtLookalikeHosts: number;
   /** Wrong counts: a visit read back that was never sent or was read twice, more attributed than sent. */
   problems: string[];
 }
@@ -82,6 +84,7 @@ export function evaluate(truths: readonly VisitTruth[], orgs: readonly Organisat
   const unknown: string[] = [];
   const readBy = new Map<string, string>();
   const wrong = new Map<string, number>();
+  let wrongAtLookalikeHosts = 0;
   let attributedTotal = 0;
 
   const tallies = (t: VisitTruth) => [rows[t.row], t.business ? business : other];
@@ -119,6 +122,7 @@ export function evaluate(truths: readonly VisitTruth[], orgs: readonly Organisat
       if (!right) {
         const key = `${truth.row} -> ${lead.organizationName} (${lead.organizationDomain ?? "no domain"})`;
         wrong.set(key, (wrong.get(key) ?? 0) + 1);
+        if (truth.lookalikeHost) wrongAtLookalikeHosts += 1;
       }
     }
   }
@@ -136,6 +140,7 @@ export function evaluate(truths: readonly VisitTruth[], orgs: readonly Organisat
       knowableMatch: { numerator: business.knowableRight, denominator: business.knowable },
     },
     wrong: [...wrong].sort(([a, m], [b, n]) => n - m || (a < b ? -1 : 1)),
+    wrongAtLookalikeHosts,
     problems,
   };
 }

@@ -186,6 +186,9 @@ export function ownPtr(domain: string, index: number, random: Random): string {
 const HOST_STEMS = ["kallisto", "ferngate", "marbleyard", "northlight", "quayside", "ambergate", "harbourline", "saltworks", "copperhouse", "linden-court", "tessera", "oriel", "wharfside", "belmonte", "the-forge", "meridia"];
 const HOST_KEYWORDS: Record<"coworking" | "serviced" | "hotel", string[]> = { coworking: ["-cowork", "-hub"], serviced: ["-suites", "-offices"], hotel: ["-hotel", "hotels"] };
 
+/** Whether a host's domain carries a word saying what it is (HOST_KEYWORDS). */
+export const saysWhatHostIs = (domain: string) => Object.values(HOST_KEYWORDS).flat().some((keyword) => domain.includes(keyword));
+
 /** A host's domain: under its brand, with a keyword saying what it is only one time in five. */
 export function hostDomain(random: Random, kind: keyof typeof HOST_KEYWORDS, suffix: string, taken: Set<string>): string {
   for (let n = 0; ; n++) {

@@ -47,6 +47,8 @@ function tallyRow(name: string, t: Tally): string {
   return `| ${name} | ${cells.join(" | ")} |`;
 }
 
+const LOOKALIKE = "of them at hosts that looked like one company's office (their own brand's PTR name and no business form, or one person's form on a business line)";
+
 export function describeEvaluation(e: Evaluation): string[] {
   const table = [
     "| visitors | visits | attributed | right organisation | knowable | knowable, right | knowable only from later evidence | of those, right |",
@@ -64,7 +66,7 @@ export function describeEvaluation(e: Evaluation): string[] {
     figure("precision", e.figures.precision, "visits attributed to the right organisation / all attributed visits"),
     figure("consumer leak", e.figures.leak, "home workers', households', host guests', CGNAT, mobile and cloud visits attributed to any organisation / those visits", 2),
     figure("knowable match", e.figures.knowableMatch, "knowable business visits attributed to the right organisation / knowable business visits"),
-    ...(e.wrong.length ? ["", "wrong attributions (visits; row -> lead):", ...e.wrong.slice(0, 8).map(([key, n]) => `  ${count(n).padStart(6)}  ${key}`)] : []),
+    ...(e.wrong.length ? ["", "wrong attributions (visits; row -> lead):", ...e.wrong.slice(0, 8).map(([key, n]) => `  ${count(n).padStart(6)}  ${key}`), `  ${LOOKALIKE}: ${count(e.wrongAtLookalikeHosts)}`] : []),
   ];
 }
 
@@ -111,6 +113,9 @@ export function describeRuns(results: readonly RunResult[]): string[] {
   });
   const figures = { matchRate: worst(results, "matchRate"), precision: worst(results, "precision"), leak: worst(results, "leak"), knowableMatch: worst(results, "knowableMatch") };
   const verdict = new Map(verdicts({ matchRate: figures.matchRate.ratio, precision: figures.precision.ratio, leak: figures.leak.ratio, knowableMatch: figures.knowableMatch.ratio }).map((v) => [v.name, `target ${v.target}: ${v.met ? "met" : "MISSES"}`]));
+  const sum = (of: (r: RunResult) => number) => results.reduce((n, r) => n + of(r), 0);
+  const wrongOf = (r: RunResult) => r.headline.wrong.reduce((n, [, visits]) => n + visits, 0);
+  const wrongVisits = sum(wrongOf);
   const line = (name: string, key: keyof typeof figures, digits = 1) =>
     `${name.padEnd(15)} ${fraction(figures[key].ratio, digits).padEnd(28)} ${`(${run(figures[key].run)})`.padEnd(18)} ${verdict.get(name) ?? ""}`;
   return [
@@ -123,5 +128,6 @@ export function describeRuns(results: readonly RunResult[]): string[] {
     line("precision", "precision"),
     line("consumer leak", "leak", 2),
     line("knowable match", "knowableMatch"),
+    `wrong attributions over the runs: ${count(wrongVisits)} visits in ${results.filter(wrongOf).length} runs; ${LOOKALIKE}: ${count(sum((r) => r.headline.wrongAtLookalikeHosts))}`,
   ];
 }

@@ -11,9 +11,14 @@
 //   one form on a line the operator names as a business line; two people on a line that could be
 //   a household's (no PTR, or a name like the operator's household lines); two people or two days
 //   at a host (one network for many tenants: one form is one tenant's word, not the network's).
-import { isFreeMail } from "./names.ts";
+//
+// A look-alike host: one that showed nothing but what one company's office shows (its gateway named
+// under its own brand with no word saying what it is and no business form at its units, or an
+// operator's business-line name with one person's business form at most). No stored evidence
+// tells such a network from its company's own line; the wrong visits at it are counted apart.
+import { isFreeMail, saysWhatHostIs } from "./names.ts";
 import { isV6, numberOf, v6Value } from "./addresses.ts";
-import { BUSINESS_KINDS, type Form, type Kind, type Naming, type World } from "./world.ts";
+import { BUSINESS_KINDS, type Form, type Kind, type Naming, type Site, type World } from "./world.ts";
 
 export const ROWS = [
   "own AS", "static, own PTR", "static, operator's name", "static, named like a household", "static, no PTR", "host tenant",
@@ -34,6 +39,8 @@ export interface VisitTruth {
   /** From inside a network the partner declared (whoever the visitor is). */
   declared: boolean;
   family: 4 | 6;
+  /** At a host that looked like one company's office (see the head of this file). */
+  lookalikeHost: boolean;
 }
 
 const OTHER_ROWS: Record<Exclude<Kind, "own_as" | "static" | "tenant">, Row> = {
@@ -65,6 +72,23 @@ function formEvidenceAt(forms: readonly Form[], domain: string, strength: Streng
   return Infinity;
 }
 
+/** Whether a host showed only what one company's office shows; `formPeople`: the people who sent a business form at its units. */
+function looksLikeAnOffice(site: Site, formPeople: number): boolean {
+  if (site.kind !== "host") return false;
+  if (site.naming === "host") return formPeople === 0 && !saysWhatHostIs(site.domain ?? "");
+  return site.naming === "operator" && formPeople <= 1;
+}
+
+/** The sites that are look-alike hosts, by id. */
+function lookalikeHosts(world: World): Set<number> {
+  const formPeople = new Map<number, Set<number>>();
+  for (const form of world.forms) {
+    const siteId = world.unitSite.get(form.unit);
+    if (siteId !== undefined && !isFreeMail(form.domain)) formPeople.set(siteId, (formPeople.get(siteId) ?? new Set()).add(form.personId));
+  }
+  return new Set(world.sites.filter((s) => looksLikeAnOffice(s, formPeople.get(s.id)?.size ?? 0)).map((s) => s.id));
+}
+
 /** CIDR -> [first, last] as numbers (IPv4) or bigints (IPv6). */
 function inCidr(cidr: string, address: string): boolean {
   const [base, bitsText] = cidr.split("/") as [string, string];
@@ -82,11 +106,13 @@ export function groundTruth(world: World, { declarations }: { declarations: bool
   for (const form of world.forms) if (!isFreeMail(form.domain)) formsAt.set(form.unit, [...(formsAt.get(form.unit) ?? []), form]);
   const midwayVisit = world.visits.findIndex((v) => v.day >= world.options.days / 2);
   const declaredAt = (when: "start" | "midway") => (!declarations ? Infinity : when === "start" ? 0 : midwayVisit < 0 ? Infinity : midwayVisit);
+  const lookalikes = lookalikeHosts(world);
 
   return world.visits.map((visit, index) => {
     const person = people[visit.personId]!;
     const declaration = world.declarations.find((d) => inCidr(d.cidr, visit.address));
-    const base = { visitId: visit.visitId, declared: !!declaration, family: visit.family };
+    const siteId = world.unitSite.get(visit.unit);
+    const base = { visitId: visit.visitId, declared: !!declaration, family: visit.family, lookalikeHost: siteId !== undefined && lookalikes.has(siteId) };
     if (!BUSINESS_KINDS.has(person.kind)) {
       return { ...base, row: OTHER_ROWS[person.kind as keyof typeof OTHER_ROWS], business: false, orgId: null, knowable: false, beforeEvidence: false };
     }

@@ -46,6 +46,8 @@ export interface Site {
   /** The organisation; null for a host (its tenants or guests share it). */
   orgId: number | null;
   naming: Naming;
+  /** A host's own brand domain, when its gateway is named under it (naming "host"). */
+  domain?: string;
   /** IPv4 addresses (each one unit of evidence). */
   v4: string[];
   /** The site's IPv6 /48 (text of its first address) and its LANs' /64 numbers; absent: no IPv6. */
@@ -387,7 +389,8 @@ function addHosts(b: Builder, count: number): void {
     const naming: Naming = draw < 0.6 ? "host" : draw < 0.85 ? operatorNamingOf(operator) : "none";
     const site = addSite(b, { kind: "host", host: kind, orgId: null, naming, v4: line.v4.slice(0, 1), v6: line.v6 });
     const suffix = companySuffix(b.random, operator.network.domain);
-    const gatewayName = naming === "host" ? hostGatewayPtr(hostDomain(b.random, kind, suffix, b.hostDomains), b.random) : undefined;
+    if (naming === "host") site.domain = hostDomain(b.random, kind, suffix, b.hostDomains);
+    const gatewayName = site.domain ? hostGatewayPtr(site.domain, b.random) : undefined;
     if (naming === "host" || naming === "none") for (const address of [...site.v4, ...(site.v6 ? [gateways(site.v6).site] : [])]) setPtr(b.ptr, address, gatewayName);
     if (kind === "hotel") addGuests(b, site);
     else addTenants(b, site, kind, suffix, h === 0);
