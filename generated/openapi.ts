@@ -2879,7 +2879,9 @@ export interface components {
          *     - `dynamic_line`: the PTR name reads like a dynamic access line (`dyn`, `dynamic`,
          *       `pool`, `dhcp`, `ppp`, `dial`, `dsl`, `cable`, `ftth`, `broadband`, `customer`,
          *       `residential`, `home`, `nat`, ..., or any name under a curated access or mobile
-         *       operator's domain, and no `static`, `fixed` or `business`): e-mail alone gives it no
+         *       operator's domain, and no `static`, `fixed` or `business`), or names a network for
+         *       guests (`guest`, `gast`, `visitor`, `public`, `hotspot`, `eduroam`, `lobby`: such a
+         *       name names nobody): e-mail alone gives it no
          *       identity (a person working from home with a business address does not make their
          *       household a company), unless two or more people of one organisation, seen at no other
          *       address, appear there over two days or more (a static line named like a dynamic one);

@@ -63,6 +63,13 @@ describe("domainOfPtr", () => {
     }
   });
 
+  it("when the PTR name says the network is for guests (guest, visitor or public Wi-Fi, a hotspot), then it names no organisation", () => {
+    for (const host of ["guest.acme-motors.co.uk", "visitors.wlan.zeta-werke.de", "hotspot2.grandplaza.com", "eduroam.uni-example.de", "public-wifi.city-library.org"]) {
+      expect(domainOfPtr(host, "198.51.100.7"), host).toBeNull();
+    }
+    expect(domainOfPtr("guestbook.acme-motors.co.uk", "198.51.100.7")).toBe("acme-motors.co.uk"); // whole labels only
+  });
+
   it("when the PTR name is an organisation's host, then its registrable domain by the Public Suffix List", () => {
     expect(domainOfPtr("fw1.hq.acme-motors.co.uk.", "198.51.100.7")).toBe("acme-motors.co.uk");
     expect(domainOfPtr("proxy.Zeta-Werke.DE", "198.51.100.7")).toBe("zeta-werke.de");

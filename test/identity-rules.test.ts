@@ -111,6 +111,9 @@ describe("access operators' line names", () => {
     ["gw.office.ma.comcastbusiness.net", false],
     ["gw.static.example-telecom.de", false],
     ["fw1.office.acme-widgets.com", false],
+    ["guest.acme-widgets.com", true], // a network for guests: its people come and go
+    ["gast-wlan.static.zeta-werke.de", true],
+    ["hotspot.grandplaza-hotel.com", true],
   ])("when a PTR name is %s, then it reads like an access line: %s", (host, expected) => {
     expect(readsLikeDynamicLine(host)).toBe(expected);
   });

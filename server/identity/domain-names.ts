@@ -92,10 +92,18 @@ const BUSINESS_BRAND = /.(biz|business)$/;
 export const isBusinessBrand = (domain: string): boolean => BUSINESS_BRAND.test(domain.slice(0, domain.indexOf(".")));
 
 /**
+ * Labels of a network for guests (a company's guest or visitor Wi-Fi, a hotel's or venue's
+ * hotspot, a public or eduroam network): `guest.<company>.com`, `gast-wlan.<company>.de`,
+ * `hotspot.<hotel>.com`. Its people are visitors, not the organisation's: the name names nobody,
+ * and like a dynamic line's their forms give it no identity (readsLikeDynamicLine).
+ */
+const GUEST_LABEL = /(^|[.-])(guest|guests|gast|gaeste|invite|invites|visitor|visitors|besucher|public|hotspot|eduroam|lobby)\d*(?=$|[.-])/;
+
+/**
  * The organisation domain a PTR name gives, or null when it names no organisation: it has no
  * registrable domain, the domain is a curated network operator's (operator-domains.ts) or reads
  * like an operator's business brand (BUSINESS_BRAND), or its
- * labels read like an access line, number a line under an operator zone, or spell the address
+ * labels read like an access line or a guest network, number a line under an operator zone, or spell the address
  * (under the registrable domain, or in its own label: `ns123.ip-51-75-3.eu`).
  */
 export function domainOfPtr(host: string, ip: string): string | null {
@@ -105,7 +113,7 @@ export function domainOfPtr(host: string, ip: string): string | null {
   const labels = parse(name).subdomain ?? "";
   const domainLabel = domain.slice(0, domain.indexOf("."));
   if (isBusinessBrand(domain)) return null;
-  if (ACCESS_LABEL.test(labels) || LINE_NUMBER.test(labels) || embedsAddress(labels ? `${labels}.${domainLabel}` : domainLabel, ip)) return null;
+  if (ACCESS_LABEL.test(labels) || GUEST_LABEL.test(labels) || LINE_NUMBER.test(labels) || embedsAddress(labels ? `${labels}.${domainLabel}` : domainLabel, ip)) return null;
   return domain;
 }
 
@@ -118,7 +126,8 @@ const STATIC_LABEL = /(^|[.-])(static|stat|fixed|fix|biz|business|corp|sme|enter
 const STATIC_WORD = /static|fixed|biz|business|enterprise/;
 
 /**
- * Whether a PTR name reads like a dynamic access line: none of its labels below the registrable
+ * Whether a PTR name reads like a dynamic access line, or a guest network (GUEST_LABEL) whose
+ * people change as a dynamic line's do: none of its labels below the registrable
  * domain reads static (static, biz, business...), and one reads dynamic (dyn, pool, dsl,
  * customer...) or the domain is a curated access or mobile operator's (operator-domains.json):
  * such an operator names its subscribers' lines, households' among them, under its own domain
@@ -129,6 +138,7 @@ export function readsLikeDynamicLine(host: string): boolean {
   const name = host.toLowerCase().replace(/\.$/, "");
   const domain = registrableDomain(name);
   const labels = (domain ? parse(name).subdomain : name) ?? "";
+  if (GUEST_LABEL.test(labels)) return true;
   // an operator's business brand reads static in its domain's own name (comcastbusiness.net, orange-business.com)
   if (STATIC_LABEL.test(labels) || (domain && STATIC_WORD.test(domain.slice(0, domain.indexOf("."))))) return false;
   const kind = domain ? operatorOfDomain(domain)?.kind : undefined;
