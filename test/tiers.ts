@@ -26,6 +26,7 @@ export const TIERS = {
     "table-owners",
     "tiers",
     "tracking-resolution",
+    "vpn-networks",
   ],
   api: [
     "auth",
