@@ -1,6 +1,7 @@
 // VPN operators' networks: their own ASes carried every VPN user's visit as a lead named after the
 // VPN ("Proton AG", "PacketHub S.A." for NordVPN, "31173 Services AB" for Mullvad), typed
-// `business`; and some hosters whose space VPNs rent were typed `business` or `isp`. Both are
+// `business`; and some hosters whose space VPNs rent were typed `business` or `isp`, as were
+// Zscaler's proxies, whose egress carries many companies' employees ("ZSCALER, INC." leads). Both are
 // curated as `hosting` in server/tracking/ipdata/curated-networks.json: their visitors are the
 // VPN's or the hoster's customers, not the operator's people. Checked here through the resolver
 // against the shipped ASN data, and against the holdouts of bench/classify-set.json.
@@ -21,7 +22,8 @@ const VPN_OPERATORS: readonly (readonly [string, string, readonly number[]])[] =
   ["IVPN", "IVPN Limited", [203619]],
 ];
 
-/** Hosters VPNs rent from that the rule typed `business` or `isp`. */
+/** Hosters VPNs rent from, and a security proxy's egress (many companies' employees at one
+ * address), that the rule typed `business` or `isp`. */
 const HOSTERS: readonly (readonly [string, string, readonly number[]])[] = [
   ["Leaseweb", "LeaseWeb Network B.V.", [16265, 38930]],
   ["Leaseweb", "LeaseWeb LeaseWeb Network B.V.", [60626]],
@@ -48,6 +50,7 @@ const HOSTERS: readonly (readonly [string, string, readonly number[]])[] = [
   ["Zenlayer", "Zenlayer", [38854]],
   ["Zenlayer", "Zenlayer (Singapore) PTE. LTD", [139625]],
   ["Zenlayer", "ZENLAYER TECNOLOGIAS LTDA", [274778]],
+  ["Zscaler", "ZSCALER, INC.", [22616, 53444, 53813, 62907]],
 ];
 
 const rows = (list: typeof VPN_OPERATORS) => list.flatMap(([operator, name, asns]) => asns.map((asn) => [asn, name, operator] as const));
