@@ -53,6 +53,33 @@ const HOSTERS: readonly (readonly [string, string, readonly number[]])[] = [
   ["Zscaler", "ZSCALER, INC.", [22616, 53444, 53813, 62907]],
 ];
 
+/** Security proxies and browser VPNs (hosting), in-flight and hotel Wi-Fi (isp): one address for
+ * many companies' employees, passengers or guests, none of them the operator's; typed `business`. */
+const SHARED_EGRESS: readonly (readonly [string, string, readonly number[], "hosting" | "isp"])[] = [
+  ["Netskope", "Netskope Inc", [55256], "hosting"],
+  ["iboss", "IBOSS Inc.", [137922], "hosting"],
+  ["iboss", "IBOSS, INC", [202276], "hosting"],
+  ["iboss", "iboss,inc", [396253], "hosting"],
+  ["Skyhigh Security", "SKYHIGH SECURITY LLC", [14600], "hosting"],
+  ["Forcepoint", "Forcepoint LLC", [13448], "hosting"],
+  ["Forcepoint", "Forcepoint UK Limited", [42465, 44444], "hosting"],
+  ["Forcepoint", "Forcepoint Overseas Limited", [43251], "hosting"],
+  ["Cisco Umbrella", "Cisco OpenDNS, LLC", [25605], "hosting"],
+  ["Menlo Security", "MENLO SECURITY, INC.", [62654], "hosting"],
+  ["Cato Networks", "CATO NETWORKS LTD", [13150], "hosting"],
+  ["Cato Networks", "Cato Networks, Inc.", [138627], "hosting"],
+  ["Opera", "Opera Software AS", [39832], "hosting"],
+  ["Opera", "Opera Software Americas LLC", [21837], "hosting"],
+  ["Opera", "Opera Software International AS Sp. z o.o. Oddzial w Polsce", [198992], "hosting"],
+  ["Opera", "Opera Software Technology (Beijing) Co., Ltd.", [136189], "hosting"],
+  ["Gogo Business Aviation", "Gogo Business Aviation LLC", [11167], "isp"],
+  ["Panasonic Avionics", "Panasonic Avionics Corporation", [394603, 64294], "isp"],
+  ["Anuvu", "Anuvu Operations LLC", [400110], "isp"],
+  ["Inmarsat", "Inmarsat Solutions B.V.", [25222], "isp"],
+  ["Inmarsat", "Inmarsat Australia Pty Ltd", [152659], "isp"],
+  ["Guest-Tek", "Guest-Tek Interactive Entertainment LTD", [39852], "isp"],
+];
+
 const rows = (list: typeof VPN_OPERATORS) => list.flatMap(([operator, name, asns]) => asns.map((asn) => [asn, name, operator] as const));
 
 const resolver = sharedResolver();
@@ -64,16 +91,17 @@ resolver.asns.eachIpv4Range((asn, start) => {
 
 const networkOf = (c: NetworkClass) => ({ networkType: c.type, networkTypeSource: c.source });
 
-/** The AS is in the data under `name`, curated as hosting, and typed so: through the resolver at
- * its first IPv4 address, or by the classifier for an AS that announces IPv6 only. */
-function expectCuratedHosting(asn: number, name: string): void {
+/** The AS is in the data under `name`, curated as `type` (hosting by default), and typed so:
+ * through the resolver at its first IPv4 address, or by the classifier for an AS that announces
+ * IPv6 only. */
+function expectCuratedHosting(asn: number, name: string, type: "hosting" | "isp" = "hosting"): void {
   expect(resolver.asns.nameOf(asn)).toBe(name);
-  expect(CURATED_NETWORKS.find((entry) => entry.asn === asn)).toMatchObject({ type: "hosting", name });
+  expect(CURATED_NETWORKS.find((entry) => entry.asn === asn)).toMatchObject({ type, name });
   const ip = firstAddress.get(asn);
   const resolved = ip
     ? resolver.resolve(ip, { geo: false })
     : { asn, organizationName: name, ...networkOf(classifyNetwork({ asn, name }, resolver.evidenceOf(asn))) };
-  expect(resolved).toMatchObject({ asn, organizationName: name, networkType: "hosting", networkTypeSource: "curated" });
+  expect(resolved).toMatchObject({ asn, organizationName: name, networkType: type, networkTypeSource: "curated" });
   expect(LEAD_NETWORKS.has(resolved!.networkType)).toBe(false);
 }
 
@@ -86,10 +114,17 @@ describe("VPN operators' networks", () => {
     expectCuratedHosting(asn, name);
   });
 
+  it.each(SHARED_EGRESS.flatMap(([operator, name, asns, type]) => asns.map((asn) => [asn, name, operator, type] as const)))(
+    "when a visit comes from the shared egress AS%i (%s, %s), then it is typed %s, not a lead",
+    (asn, name, _operator, type) => {
+      expectCuratedHosting(asn, name, type);
+    },
+  );
+
   it("when the labelled set's holdouts are classified, then none is decided by these entries, by ASN or as a sibling", () => {
     // PacketHub's AS147049 is in the holdout: its entries say `"siblings": false`
     const set = JSON.parse(readFileSync(new URL("../bench/classify-set.json", import.meta.url), "utf8")) as LabelledNetwork[];
-    const listed = new Set([...rows(VPN_OPERATORS), ...rows(HOSTERS)].map(([asn]) => asn));
+    const listed = new Set([...[...rows(VPN_OPERATORS), ...rows(HOSTERS)].map(([asn]) => asn), ...SHARED_EGRESS.flatMap(([, , asns]) => asns)]);
     const entries = CURATED_NETWORKS.filter((entry) => listed.has(entry.asn));
     expect(entries).toHaveLength(listed.size);
     const siblingKeys = new Set(entries.filter((entry) => entry.siblings !== false).map((entry) => organisationKey(entry.name)));
