@@ -1,7 +1,9 @@
 // VPN operators' networks: their own ASes carried every VPN user's visit as a lead named after the
 // VPN ("Proton AG", "PacketHub S.A." for NordVPN, "31173 Services AB" for Mullvad), typed
 // `business`; and some hosters whose space VPNs rent were typed `business` or `isp`, as were
-// Zscaler's proxies, whose egress carries many companies' employees ("ZSCALER, INC." leads). Both are
+// Zscaler's proxies, whose egress carries many companies' employees ("ZSCALER, INC." leads), the
+// other cloud security proxies, in-flight Wi-Fi, and venues whose networks carry their tenants,
+// attendees or guests (Regus, convention centres, hotels with an AS of their own). Both are
 // curated as `hosting` in server/tracking/ipdata/curated-networks.json: their visitors are the
 // VPN's or the hoster's customers, not the operator's people. Checked here through the resolver
 // against the shipped ASN data, and against the holdouts of bench/classify-set.json.
@@ -80,6 +82,67 @@ const SHARED_EGRESS: readonly (readonly [string, string, readonly number[], "hos
   ["Guest-Tek", "Guest-Tek Interactive Entertainment LTD", [39852], "isp"],
 ];
 
+/** Places whose network carries their visitors, not their own people: coworking and serviced
+ * offices (tenants), convention and exhibition centres and stadiums (attendees), hotels with an AS
+ * of their own (guests); typed `business`. A hotel chain's or an airport's corporate network stays
+ * its own. */
+const VENUES: readonly (readonly [string, string, readonly number[], "isp"])[] = [
+  ["Regus (serviced offices)", "Regus Business Centre, LLC", [14676], "isp"],
+  ["Regus (serviced offices)", "Regus Paris SAS", [16077], "isp"],
+  ["Regus (serviced offices)", "Regus Group Services Ltd", [203438], "isp"],
+  ["Servcorp (serviced offices)", "Servcorp Australian Holdings Pty Ltd", [17978], "isp"],
+  ["Convene (flexible workspace)", "Convene", [394734], "isp"],
+  ["Waterman Workspaces (coworking)", "Waterman Workspaces", [151213], "isp"],
+  ["GOLD COAST CONVENTION AND EXHIBITION CENTRE (convention centre)", "GOLD COAST CONVENTION AND EXHIBITION CENTRE", [137903], "isp"],
+  ["Massachusetts Convention Center Authority (convention centre)", "Massachusetts Convention Center Authority", [32102, 64237], "isp"],
+  ["Jacob K. Javits Convention Center (convention centre)", "Jacob K. Javits Convention Center", [33729], "isp"],
+  ["RBC Convention Centre Winnipeg (convention centre)", "RBC Convention Centre Winnipeg", [395338], "isp"],
+  ["Austin Convention Center (convention centre)", "Austin Convention Center", [397542], "isp"],
+  ["Pennsylvania Convention Center Authority (convention centre)", "Pennsylvania Convention Center Authority", [397986], "isp"],
+  ["Oklahoma City Convention Center (convention centre)", "Oklahoma City Convention Center", [399198], "isp"],
+  ["Melbourne Convention and Exhibition Centre (convention centre)", "Melbourne Convention and Exhibition Centre", [45527], "isp"],
+  ["Vancouver Convention Centre (convention centre)", "Vancouver Convention Centre", [46959], "isp"],
+  ["Brisbane Convention and Exhibition Centre (convention centre)", "Brisbane Convention and Exhibition Centre", [58734], "isp"],
+  ["Monona Terrace Community and Convention Center (convention centre)", "Monona Terrace Community and Convention Center", [64251], "isp"],
+  ["Regina Exhibition Association Ltd (convention centre)", "Regina Exhibition Association Ltd", [397894], "isp"],
+  ["MCH Messe Schweiz (Basel) AG (exhibition centre)", "MCH Messe Schweiz (Basel) AG", [203702], "isp"],
+  ["Messe Frankfurt GmbH (exhibition centre)", "Messe Frankfurt GmbH", [20740], "isp"],
+  ["Messe Duesseldorf GmbH (exhibition centre)", "Messe Duesseldorf GmbH", [29494], "isp"],
+  ["Leipziger Messe GmbH (exhibition centre)", "Leipziger Messe GmbH", [35065], "isp"],
+  ["Convention Communications Provisioners (event networks)", "Convention Communications Provisioners, Inc.", [15198], "isp"],
+  ["New Meadowlands Stadium Co., LLC (stadium)", "New Meadowlands Stadium Co., LLC", [393325], "isp"],
+  ["Bills stadium and events company llc (stadium)", "Bills stadium and events company llc", [402213], "isp"],
+  ["Gaylord Rockies Resort & Convention Center (Gaylord resort and convention centre)", "Gaylord Rockies Resort & Convention Center", [32535], "isp"],
+  ["Gaylord Palms Resort & Convention Center (Gaylord resort and convention centre)", "Gaylord Palms Resort & Convention Center", [394194], "isp"],
+  ["Gaylord National Resort & Convention Center (Gaylord resort and convention centre)", "Gaylord National Resort & Convention Center", [400902], "isp"],
+  ["Gaylord Pacific Resort and Convention Center (Gaylord resort and convention centre)", "Gaylord Pacific Resort and Convention Center", [40493], "isp"],
+  ["Waterfront Hotel (hotel)", "Waterfront Hotel", [149036], "isp"],
+  ["Urban Resort Hotel Co.,Ltd. (hotel)", "Urban Resort Hotel Co.,Ltd.", [151040], "isp"],
+  ["Island Palms Hotel & Marina (hotel)", "Island Palms Hotel & Marina", [16521], "isp"],
+  ["Bartell Hotels, A California Limited Partnership (hotel)", "Bartell Hotels, A California Limited Partnership", [18949], "isp"],
+  ["Park Hotel Vitznau AG (hotel)", "Park Hotel Vitznau AG", [199225], "isp"],
+  ["Podillia-hotel PJSC (hotel)", "Podillia-hotel PJSC", [201626], "isp"],
+  ["Pacific Terrace Hotel (hotel)", "Pacific Terrace Hotel", [21912], "isp"],
+  ["Broadmoor Hotel Inc (hotel)", "Broadmoor Hotel Inc", [26399], "isp"],
+  ["Days Inn Hotel Circle Sea World (hotel)", "Days Inn Hotel Circle Sea World", [27001], "isp"],
+  ["Sheraton La Jolla Hotel (hotel)", "Sheraton La Jolla Hotel", [27636], "isp"],
+  ["Hard Rock Hotel and Casino Atlantic City (hotel)", "Hard Rock Hotel and Casino Atlantic City", [30183], "isp"],
+  ["Santa Ana Star Casino Hotel (hotel)", "Santa Ana Star Casino Hotel", [31948], "isp"],
+  ["Hotel Nikko of San Francisco, Inc. (hotel)", "Hotel Nikko of San Francisco, Inc.", [36415], "isp"],
+  ["The Beverly Hilton (hotel)", "The Beverly Hilton", [53290], "isp"],
+  ["Beverly Hills Hotel (hotel)", "Beverly Hills Hotel", [55132], "isp"],
+  ["Loews Hotels at Universal Orlando (hotel)", "Loews Hotels at Universal Orlando", [46576], "isp"],
+  ["Vancas Hotel d.o.o. (hotel)", "Vancas Hotel d.o.o.", [47676], "isp"],
+  ["MI Squared Company Limited (Branch 00003)/JW Marriott Phuket Resort & Spa (hotel)", "MI Squared Company Limited (Branch 00003)/JW Marriott Phuket Resort & Spa", [154088], "isp"],
+  ["Solare Hotels and Resorts Co., Ltd. (hotel)", "Solare Hotels and Resorts Co., Ltd.", [151376, 151377], "isp"],
+  ["Vetal Hotel And Resort Pvt Ltd (hotel)", "Vetal Hotel And Resort Pvt Ltd", [139486], "isp"],
+  ["Slavyanskaya Hotel and Business Center Ltd (hotel)", "Slavyanskaya Hotel and Business Center Ltd", [44232], "isp"],
+  ["Ana Hotels SA (hotel)", "Ana Hotels SA", [48836], "isp"],
+  ["Nuevos Hoteles de Panama, S.A. (hotel)", "Nuevos Hoteles de Panama, S.A.", [52437], "isp"],
+  ["Flugleidahotel hf. (Icelandair Hotels) (hotel)", "Flugleidahotel hf. (Icelandair Hotels)", [210747], "isp"],
+  ["City Lodge Hotels (Proprietary) Limited (hotel)", "City Lodge Hotels (Proprietary) Limited", [328505], "isp"],
+];
+
 const rows = (list: typeof VPN_OPERATORS) => list.flatMap(([operator, name, asns]) => asns.map((asn) => [asn, name, operator] as const));
 
 const resolver = sharedResolver();
@@ -114,8 +177,8 @@ describe("VPN operators' networks", () => {
     expectCuratedHosting(asn, name);
   });
 
-  it.each(SHARED_EGRESS.flatMap(([operator, name, asns, type]) => asns.map((asn) => [asn, name, operator, type] as const)))(
-    "when a visit comes from the shared egress AS%i (%s, %s), then it is typed %s, not a lead",
+  it.each([...SHARED_EGRESS, ...VENUES].flatMap(([operator, name, asns, type]) => asns.map((asn) => [asn, name, operator, type] as const)))(
+    "when a visit comes from the shared egress or venue AS%i (%s, %s), then it is typed %s, not a lead",
     (asn, name, _operator, type) => {
       expectCuratedHosting(asn, name, type);
     },
@@ -124,7 +187,7 @@ describe("VPN operators' networks", () => {
   it("when the labelled set's holdouts are classified, then none is decided by these entries, by ASN or as a sibling", () => {
     // PacketHub's AS147049 is in the holdout: its entries say `"siblings": false`
     const set = JSON.parse(readFileSync(new URL("../bench/classify-set.json", import.meta.url), "utf8")) as LabelledNetwork[];
-    const listed = new Set([...[...rows(VPN_OPERATORS), ...rows(HOSTERS)].map(([asn]) => asn), ...SHARED_EGRESS.flatMap(([, , asns]) => asns)]);
+    const listed = new Set([...[...rows(VPN_OPERATORS), ...rows(HOSTERS)].map(([asn]) => asn), ...[...SHARED_EGRESS, ...VENUES].flatMap(([, , asns]) => asns)]);
     const entries = CURATED_NETWORKS.filter((entry) => listed.has(entry.asn));
     expect(entries).toHaveLength(listed.size);
     const siblingKeys = new Set(entries.filter((entry) => entry.siblings !== false).map((entry) => organisationKey(entry.name)));
