@@ -2,7 +2,7 @@
 // business e-mail domain of two identified visitors, and reverse DNS asked of a loopback DNS server
 // (test/support/dns-server.ts), through ip-lookup, the ingest writer, GET /v1/leads and domain-lookup.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { businessEmailDomain, domainOfPtr } from "../server/identity/domain-names.ts";
+import { businessEmailDomain, domainOfPtr, isFreeMail } from "../server/identity/domain-names.ts";
 import { reverseName, startDnsServer, type TestDnsServer } from "./support/dns-server.ts";
 import { as } from "./support/suite.ts";
 import { ADDRESSES, startTracking, type TrackingSuite } from "./support/tracking.ts";
@@ -81,8 +81,17 @@ describe("businessEmailDomain", () => {
     for (const email of ["kim@gmail.com", "kim@gmx.de", "kim@web.de", "kim@yahoo.co.uk", "kim@outlook.com"]) expect(businessEmailDomain(email), email).toBeNull();
   });
 
+  it("when the address is a privacy mail provider's the free-mail list lacks, or a student's or alumnus' at a university, then no business domain: it is the person's own", () => {
+    for (const email of ["kim@tutanota.com", "kim@tuta.io", "kim@students.uni-example.de", "kim@alumni.stanford.edu", "kim@stud.tu-example.de", "kim@alum.mit.edu"]) {
+      expect(businessEmailDomain(email), email).toBeNull();
+      expect(isFreeMail(email), email).toBe(true);
+    }
+    expect(businessEmailDomain("kim@studio.acme-motors.co.uk")).toBe("acme-motors.co.uk"); // whole labels only
+  });
+
   it("when the address is a company's, then its registrable domain", () => {
     expect(businessEmailDomain("kim@eu.acme-motors.co.uk")).toBe("acme-motors.co.uk");
+    expect(isFreeMail("kim@eu.acme-motors.co.uk")).toBe(false);
   });
 });
 

