@@ -225,6 +225,28 @@ describe("listDeclaredNetworks", () => {
     expect(listed?.conflicts).toEqual({ dynamicLineNames: 2, otherOrganizations: 2, freeMailPeople: 1 });
   });
 
+  it("when a declaration spans several ranges (an IPv4 /22) or more than the range index serves (an IPv6 /32), then the evidence of every range inside it counts, and none outside it", async () => {
+    const at = new Date();
+    const row = (range: string, unit: string, domain: string, contributor: string) => ({
+      scope: tenant.accountId, accountId: tenant.accountId, range, unit, kind: "form_email" as const, domain, contributor, firstSeenAt: at, lastSeenAt: at,
+    });
+    const v4 = await declare({ cidr: "198.19.64.0/22", organizationName: "Wide Co", organizationDomain: "wide-co.de" });
+    const v6 = await declare({ cidr: "3fff:100::/32", organizationName: "Wide Six Co", organizationDomain: "wide-six.de" });
+    expect([v4.status, v6.status]).toEqual([201, 201]);
+    await api.db.prisma.identityEvidence.createMany({
+      data: [
+        row("198.19.64.0/24", "198.19.64.9/32", "first-range.com", "w1"),
+        row("198.19.67.0/24", "198.19.67.9/32", "last-range.com", "w2"),
+        row("198.19.68.0/24", "198.19.68.9/32", "outside.com", "w3"), // the next /22
+        row("3fff:100:7::/48", "3fff:100:7:1::/64", "six-inside.com", "w4"),
+        row("3fff:101::/48", "3fff:101::/64", "six-outside.com", "w5"),
+      ],
+    });
+    const listed = await declared();
+    expect(listed.find((n) => n.id === v4.body.id)?.conflicts).toEqual({ dynamicLineNames: 0, otherOrganizations: 2, freeMailPeople: 0 });
+    expect(listed.find((n) => n.id === v6.body.id)?.conflicts).toEqual({ dynamicLineNames: 0, otherOrganizations: 1, freeMailPeople: 0 });
+  });
+
   it("when nothing disagrees with a declaration, then its conflicts are all 0", async () => {
     const { body } = await declare({ cidr: freshNetwork(), organizationName: "Quiet Co" });
     expect((await declared()).find((n) => n.id === body.id)?.conflicts).toEqual({ dynamicLineNames: 0, otherOrganizations: 0, freeMailPeople: 0 });

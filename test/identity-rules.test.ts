@@ -7,6 +7,7 @@
 // rules' own constants.
 import { describe, expect, it } from "vitest";
 import { readsLikeBusinessLine, readsLikeDynamicLine } from "../server/identity/domain-names.ts";
+import { rangesOf } from "../server/identity/addresses.ts";
 import { type Evidence, HOST_TENANTS, identitiesOfRange, type IdentityRow, EMAIL_PEOPLE, HOSPITALITY_WORD, type RangeFacts, STATIC_LINE } from "../server/identity/rules.ts";
 
 const DAY = 86_400_000;
@@ -144,5 +145,19 @@ describe("households", () => {
     ["host86-150-12-34.range86-150.example-isp.com", false],
   ])("when a PTR name is %s, then it marks a business line: %s", (host, expected) => {
     expect(readsLikeBusinessLine(host)).toBe(expected);
+  });
+});
+
+describe("rangesOf", () => {
+  it("when a network lies within a range, then that range; when it covers several, each of them; when more than the limit, none", () => {
+    expect(rangesOf("198.51.100.16/28", 256)).toEqual(["198.51.100.0/24"]);
+    expect(rangesOf("198.51.100.0/24", 256)).toEqual(["198.51.100.0/24"]);
+    expect(rangesOf("198.51.254.0/23", 256)).toEqual(["198.51.254.0/24", "198.51.255.0/24"]);
+    expect(rangesOf("198.51.0.0/16", 256)).toHaveLength(256);
+    expect(rangesOf("198.51.0.0/16", 256)?.at(-1)).toBe("198.51.255.0/24");
+    expect(rangesOf("2001:db8:1:2::/64", 256)).toEqual(["2001:db8:1::/48"]);
+    expect(rangesOf("2001:db8:ff00::/47", 256)).toEqual(["2001:db8:ff00::/48", "2001:db8:ff01::/48"]);
+    expect(rangesOf("2001:db8:ff00::/40", 256)).toHaveLength(256);
+    expect(rangesOf("2001:db8::/32", 256)).toBeUndefined(); // 65,536 /48s
   });
 });

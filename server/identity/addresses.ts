@@ -90,6 +90,28 @@ export function declaredNetwork(text: string): { cidr: string } | { problem: str
   return { cidr };
 }
 
+/**
+ * The ranges (IPv4 /24, IPv6 /48) a network lies in or covers, as stored in evidence rows'
+ * `range`: one for a network within a range, each one for a wider network, or undefined when it
+ * covers more than `limit` (a wide IPv6 declaration: an IPv6 /32 covers 65,536 /48s).
+ */
+export function rangesOf(cidr: string, limit: number): string[] | undefined {
+  const [network, length] = ipaddr.parseCIDR(cidr);
+  const rangeLength = RANGE_LENGTH[versionOf(network)];
+  const bytes = network.toByteArray();
+  if (length >= rangeLength) return [cidrOf(bytes, rangeLength)];
+  const count = 2 ** (rangeLength - length);
+  if (count > limit) return undefined;
+  // the range's number is the address's first rangeLength bits (at most 48: exact in a double)
+  const rangeBytes = rangeLength / 8;
+  const first = bytes.slice(0, rangeBytes).reduce((n, byte) => n * 256 + byte, 0);
+  return Array.from({ length: count }, (_, i) => {
+    const number = first + i;
+    const prefix = Array.from({ length: rangeBytes }, (_, j) => Math.floor(number / 256 ** (rangeBytes - 1 - j)) % 256);
+    return cidrOf([...prefix, ...bytes.slice(rangeBytes)], rangeLength);
+  });
+}
+
 /** The first host of a prefix (its network address + 1: `2001:db8:1:2::/64` -> `2001:db8:1:2::1`), where a site's gateway usually is. */
 export function gatewayOf(cidr: string): string {
   const [network] = ipaddr.parseCIDR(cidr);

@@ -7,11 +7,18 @@ import type { Db } from "../db/database.ts";
 import { Conflict, Invalid, NotFound } from "../domain/errors.ts";
 import { newId } from "../ids.ts";
 import { registrableDomain } from "./domain-names.ts";
-import { declaredNetwork } from "./addresses.ts";
+import { declaredNetwork, rangesOf } from "./addresses.ts";
 import { POOL } from "./identities.ts";
 
 /** Declarations an account may hold (the look-ups of a batch compare each address with them). */
 export const MAX_DECLARED_NETWORKS = 10_000;
+
+/**
+ * The most ranges a declaration's conflicts are looked up by (the evidence's range index): every
+ * IPv4 declaration (a /16 covers 256 /24s) and IPv6 ones of a /40 or narrower. A wider IPv6
+ * declaration is compared with the account's evidence row by row.
+ */
+const CONFLICT_RANGES = 256;
 
 /**
  * Advisory-lock namespace of an account's declarations ("dnet"; the second key is a hash of the
@@ -110,26 +117,16 @@ export function declaredNetworks(db: Db) {
     /**
      * A page of the account's declarations, oldest first, after `after`, each with its conflicts:
      * the account's evidence from its addresses (and pooled PTR names: public) that disagrees.
-     * The evidence is found by its scope's index and compared by containment, one page at a time.
+     * The evidence is found by its scope and range (an index) and compared by containment, so a
+     * page costs the evidence of its declarations' ranges, not the account's (conflictsOf).
      */
     async list(accountId: string, limit: number, after?: { t: number; id: string }): Promise<DeclaredNetworkRecord[]> {
-      const position = after ? Prisma.sql`AND ("createdAt", d.id) > (${new Date(after.t)}, ${after.id})` : Prisma.empty;
-      const rows = await db.$queryRaw<(Omit<DeclaredNetworkRecord, "conflicts"> & DeclarationConflicts)[]>`
-        SELECT d.id, text(d.network) AS cidr, d."organizationName", d."organizationDomain", d."createdAt", c.*
-        FROM (
-          SELECT * FROM "DeclaredNetwork" d WHERE "accountId" = ${accountId} ${position} ORDER BY "createdAt", id LIMIT ${limit}
-        ) d
-        CROSS JOIN LATERAL (
-          SELECT
-            count(DISTINCT e.unit) FILTER (WHERE e.kind = 'dynamic_line')::int AS "dynamicLineNames",
-            count(DISTINCT e.domain) FILTER (WHERE e.kind = 'form_email' AND e.scope = d."accountId"
-              AND (d."organizationDomain" IS NULL OR (e.domain <> d."organizationDomain" AND d."organizationDomain" NOT LIKE '%.' || e.domain)))::int AS "otherOrganizations",
-            count(DISTINCT e.contributor) FILTER (WHERE e.kind = 'free_mail' AND e.scope = d."accountId")::int AS "freeMailPeople"
-          FROM "IdentityEvidence" e
-          WHERE e.scope IN (${accountId}, ${POOL}) AND e.unit::inet <<= d.network
-        ) c
-        ORDER BY d."createdAt", d.id`;
-      return rows.map(({ dynamicLineNames, otherOrganizations, freeMailPeople, ...row }) => ({ ...row, conflicts: { dynamicLineNames, otherOrganizations, freeMailPeople } }));
+      const position = after ? Prisma.sql`AND ("createdAt", id) > (${new Date(after.t)}, ${after.id})` : Prisma.empty;
+      const page = await db.$queryRaw<Omit<DeclaredNetworkRecord, "conflicts">[]>`
+        SELECT id, text(network) AS cidr, "organizationName", "organizationDomain", "createdAt" FROM "DeclaredNetwork"
+        WHERE "accountId" = ${accountId} ${position} ORDER BY "createdAt", id LIMIT ${limit}`;
+      const conflicts = await conflictsOf(db, accountId, page);
+      return page.map((row) => ({ ...row, conflicts: conflicts.get(row.id) ?? { dynamicLineNames: 0, otherOrganizations: 0, freeMailPeople: 0 } }));
     },
 
     /** Removes a declaration of the account; 404 for an unknown id (another account's included). Its CIDR (what it attributed is withdrawn). */
@@ -142,3 +139,39 @@ export function declaredNetworks(db: Db) {
 }
 
 export type DeclaredNetworks = ReturnType<typeof declaredNetworks>;
+
+/** The counts of DeclarationConflicts over the evidence rows `e` of declaration `d`. */
+const CONFLICT_COUNTS = Prisma.sql`
+  count(DISTINCT e.unit) FILTER (WHERE e.kind = 'dynamic_line')::int AS "dynamicLineNames",
+  count(DISTINCT e.domain) FILTER (WHERE e.kind = 'form_email' AND e.scope = d."accountId"
+    AND (d."organizationDomain" IS NULL OR (e.domain <> d."organizationDomain" AND d."organizationDomain" NOT LIKE '%.' || e.domain)))::int AS "otherOrganizations",
+  count(DISTINCT e.contributor) FILTER (WHERE e.kind = 'free_mail' AND e.scope = d."accountId")::int AS "freeMailPeople"`;
+
+/**
+ * The conflicts of these declarations of the account, by id (none: no disagreeing evidence). The
+ * evidence of a declaration's ranges (rangesOf) is read by the (scope, range) index; a declaration
+ * covering more than CONFLICT_RANGES ranges is compared with every evidence row of the account.
+ */
+async function conflictsOf(db: Db, accountId: string, page: readonly { id: string; cidr: string }[]): Promise<Map<string, DeclarationConflicts>> {
+  const pairs = page.flatMap((d) => (rangesOf(d.cidr, CONFLICT_RANGES) ?? []).map((range) => ({ id: d.id, range })));
+  const wide = page.filter((d) => !rangesOf(d.cidr, CONFLICT_RANGES)).map((d) => d.id);
+  const scopes = Prisma.sql`e.scope IN (${accountId}, ${POOL})`;
+  const [byRange, byScope] = await Promise.all([
+    pairs.length
+      ? db.$queryRaw<({ id: string } & DeclarationConflicts)[]>`
+          SELECT d.id, ${CONFLICT_COUNTS}
+          FROM unnest(${pairs.map((p) => p.id)}::text[], ${pairs.map((p) => p.range)}::text[]) AS p(id, range)
+          JOIN "DeclaredNetwork" d ON d.id = p.id AND d."accountId" = ${accountId}
+          JOIN "IdentityEvidence" e ON ${scopes} AND e.range = p.range AND e.unit::inet <<= d.network
+          GROUP BY d.id`
+      : [],
+    wide.length
+      ? db.$queryRaw<({ id: string } & DeclarationConflicts)[]>`
+          SELECT d.id, ${CONFLICT_COUNTS}
+          FROM "DeclaredNetwork" d JOIN "IdentityEvidence" e ON ${scopes} AND e.unit::inet <<= d.network
+          WHERE d.id = ANY(${wide}::text[]) AND d."accountId" = ${accountId}
+          GROUP BY d.id`
+      : [],
+  ]);
+  return new Map([...byRange, ...byScope].map(({ id, ...conflicts }) => [id, conflicts]));
+}
