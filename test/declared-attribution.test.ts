@@ -42,4 +42,17 @@ describe("declareNetwork", () => {
     const network = listing.body.data.find((n: { id: string }) => n.id === declared.body.id);
     expect(network.conflicts).toEqual({ dynamicLineNames: 0, otherOrganizations: 2, freeMailPeople: 0 });
   });
+
+  it("when a network spanning two ranges (a /23) is declared after visits from both waited, then both are backfilled to its lead, and a visit from outside it keeps waiting", async () => {
+    const datasetId = await datasets.create(t.api.services, t.tenant.accountId, t.tenant.admin.email, { name: "Declared /23 backfill" });
+    for (const ip of ["73.201.8.9", "73.201.9.9", "73.201.10.9"]) expect((await t.collect(datasetId, ip, [t.pageView(newVisitor())])).status).toBe(202); // Comcast: isp, pending
+    await t.writer.drain();
+    expect(await t.leads(datasetId)).toHaveLength(0);
+    const declared = await t.api.request().post("/v1/declared-networks").query(admin()).set(as(t.tenant.key))
+      .send({ cidr: "73.201.8.0/23", organizationName: "Two Ranges GmbH" });
+    expect(declared.status).toBe(201);
+    await eventually(async () => expect((await t.leads(datasetId)).map((l) => [l.organizationName, l.visitCount])).toEqual([["Two Ranges GmbH", 2]]), {
+      message: "both ranges' pending visits backfilled",
+    });
+  });
 });

@@ -91,6 +91,13 @@ export function declaredNetwork(text: string): { cidr: string } | { problem: str
 }
 
 /**
+ * The most ranges a network is looked up by through a range index (evidence, pending events):
+ * every declarable IPv4 network (a /16 covers 256 /24s) and IPv6 ones of a /40 or narrower; a
+ * wider one is compared with the account's rows one by one.
+ */
+export const INDEXED_RANGES = 256;
+
+/**
  * The ranges (IPv4 /24, IPv6 /48) a network lies in or covers, as stored in evidence rows'
  * `range`: one for a network within a range, each one for a wider network, or undefined when it
  * covers more than `limit` (a wide IPv6 declaration: an IPv6 /32 covers 65,536 /48s).

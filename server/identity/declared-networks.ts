@@ -7,18 +7,11 @@ import type { Db } from "../db/database.ts";
 import { Conflict, Invalid, NotFound } from "../domain/errors.ts";
 import { newId } from "../ids.ts";
 import { registrableDomain } from "./domain-names.ts";
-import { declaredNetwork, rangesOf } from "./addresses.ts";
+import { declaredNetwork, INDEXED_RANGES, rangesOf } from "./addresses.ts";
 import { POOL } from "./identities.ts";
 
 /** Declarations an account may hold (the look-ups of a batch compare each address with them). */
 export const MAX_DECLARED_NETWORKS = 10_000;
-
-/**
- * The most ranges a declaration's conflicts are looked up by (the evidence's range index): every
- * IPv4 declaration (a /16 covers 256 /24s) and IPv6 ones of a /40 or narrower. A wider IPv6
- * declaration is compared with the account's evidence row by row.
- */
-const CONFLICT_RANGES = 256;
 
 /**
  * Advisory-lock namespace of an account's declarations ("dnet"; the second key is a hash of the
@@ -150,11 +143,11 @@ const CONFLICT_COUNTS = Prisma.sql`
 /**
  * The conflicts of these declarations of the account, by id (none: no disagreeing evidence). The
  * evidence of a declaration's ranges (rangesOf) is read by the (scope, range) index; a declaration
- * covering more than CONFLICT_RANGES ranges is compared with every evidence row of the account.
+ * covering more than INDEXED_RANGES ranges is compared with every evidence row of the account.
  */
 async function conflictsOf(db: Db, accountId: string, page: readonly { id: string; cidr: string }[]): Promise<Map<string, DeclarationConflicts>> {
-  const pairs = page.flatMap((d) => (rangesOf(d.cidr, CONFLICT_RANGES) ?? []).map((range) => ({ id: d.id, range })));
-  const wide = page.filter((d) => !rangesOf(d.cidr, CONFLICT_RANGES)).map((d) => d.id);
+  const pairs = page.flatMap((d) => (rangesOf(d.cidr, INDEXED_RANGES) ?? []).map((range) => ({ id: d.id, range })));
+  const wide = page.filter((d) => !rangesOf(d.cidr, INDEXED_RANGES)).map((d) => d.id);
   const scopes = Prisma.sql`e.scope IN (${accountId}, ${POOL})`;
   const [byRange, byScope] = await Promise.all([
     pairs.length
