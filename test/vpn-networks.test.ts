@@ -13,8 +13,11 @@ import type { LabelledNetwork } from "../bench/classify-measure.ts";
 import { classifyNetwork, CURATED_NETWORKS, LEAD_NETWORKS, type NetworkClass, organisationKey } from "../server/tracking/ipdata/network-class.ts";
 import { sharedResolver } from "../server/tracking/ipdata/resolver.ts";
 
-/** VPN operators: the operator, the AS name in the data, its ASNs. */
-const VPN_OPERATORS: readonly (readonly [string, string, readonly number[]])[] = [
+/** Curated networks: the operator, the AS name in the data, its ASNs, and their type when not hosting. */
+type CuratedList = readonly (readonly [string, string, readonly number[], ("hosting" | "isp")?])[];
+
+/** VPN operators. */
+const VPN_OPERATORS: CuratedList = [
   ["NordVPN", "PacketHub S.A.", [141039, 207137]],
   ["NordVPN", "PACKETHUB S.A.", [272096]],
   ["Proton VPN", "Proton AG", [62371, 199218, 208172, 209103]],
@@ -26,7 +29,7 @@ const VPN_OPERATORS: readonly (readonly [string, string, readonly number[]])[] =
 
 /** Hosters VPNs rent from, and a security proxy's egress (many companies' employees at one
  * address), that the rule typed `business` or `isp`. */
-const HOSTERS: readonly (readonly [string, string, readonly number[]])[] = [
+const HOSTERS: CuratedList = [
   ["Leaseweb", "LeaseWeb Network B.V.", [16265, 38930]],
   ["Leaseweb", "LeaseWeb LeaseWeb Network B.V.", [60626]],
   ["Leaseweb", "LEASEWEB HONG KONG LIMITED", [133752]],
@@ -57,7 +60,7 @@ const HOSTERS: readonly (readonly [string, string, readonly number[]])[] = [
 
 /** Security proxies and browser VPNs (hosting), in-flight and hotel Wi-Fi (isp): one address for
  * many companies' employees, passengers or guests, none of them the operator's; typed `business`. */
-const SHARED_EGRESS: readonly (readonly [string, string, readonly number[], "hosting" | "isp"])[] = [
+const SHARED_EGRESS: CuratedList = [
   ["Netskope", "Netskope Inc", [55256], "hosting"],
   ["iboss", "IBOSS Inc.", [137922], "hosting"],
   ["iboss", "IBOSS, INC", [202276], "hosting"],
@@ -86,7 +89,7 @@ const SHARED_EGRESS: readonly (readonly [string, string, readonly number[], "hos
  * offices (tenants), convention and exhibition centres and stadiums (attendees), hotels with an AS
  * of their own (guests); typed `business`. A hotel chain's or an airport's corporate network stays
  * its own. */
-const VENUES: readonly (readonly [string, string, readonly number[], "isp"])[] = [
+const VENUES: CuratedList = [
   ["Regus (serviced offices)", "Regus Business Centre, LLC", [14676], "isp"],
   ["Regus (serviced offices)", "Regus Paris SAS", [16077], "isp"],
   ["Regus (serviced offices)", "Regus Group Services Ltd", [203438], "isp"],
@@ -143,7 +146,8 @@ const VENUES: readonly (readonly [string, string, readonly number[], "isp"])[] =
   ["City Lodge Hotels (Proprietary) Limited (hotel)", "City Lodge Hotels (Proprietary) Limited", [328505], "isp"],
 ];
 
-const rows = (list: typeof VPN_OPERATORS) => list.flatMap(([operator, name, asns]) => asns.map((asn) => [asn, name, operator] as const));
+/** One row per ASN: [asn, AS name, operator, type]. */
+const rows = (list: CuratedList) => list.flatMap(([operator, name, asns, type = "hosting"]) => asns.map((asn) => [asn, name, operator, type] as const));
 
 const resolver = sharedResolver();
 /** The first IPv4 address of each AS in the data (one walk over its ranges). */
@@ -177,7 +181,7 @@ describe("VPN operators' networks", () => {
     expectCuratedHosting(asn, name);
   });
 
-  it.each([...SHARED_EGRESS, ...VENUES].flatMap(([operator, name, asns, type]) => asns.map((asn) => [asn, name, operator, type] as const)))(
+  it.each(rows([...SHARED_EGRESS, ...VENUES]))(
     "when a visit comes from the shared egress or venue AS%i (%s, %s), then it is typed %s, not a lead",
     (asn, name, _operator, type) => {
       expectCuratedHosting(asn, name, type);
@@ -187,7 +191,7 @@ describe("VPN operators' networks", () => {
   it("when the labelled set's holdouts are classified, then none is decided by these entries, by ASN or as a sibling", () => {
     // PacketHub's AS147049 is in the holdout: its entries say `"siblings": false`
     const set = JSON.parse(readFileSync(new URL("../bench/classify-set.json", import.meta.url), "utf8")) as LabelledNetwork[];
-    const listed = new Set([...[...rows(VPN_OPERATORS), ...rows(HOSTERS)].map(([asn]) => asn), ...[...SHARED_EGRESS, ...VENUES].flatMap(([, , asns]) => asns)]);
+    const listed = new Set(rows([...VPN_OPERATORS, ...HOSTERS, ...SHARED_EGRESS, ...VENUES]).map(([asn]) => asn));
     const entries = CURATED_NETWORKS.filter((entry) => listed.has(entry.asn));
     expect(entries).toHaveLength(listed.size);
     const siblingKeys = new Set(entries.filter((entry) => entry.siblings !== false).map((entry) => organisationKey(entry.name)));

@@ -79,12 +79,12 @@ function looksLikeAnOffice(site: Site, formPeople: number): boolean {
   return site.naming === "operator" && formPeople <= 1;
 }
 
-/** The sites that are look-alike hosts, by id. */
-function lookalikeHosts(world: World): Set<number> {
+/** The sites that are look-alike hosts, by id; `formsAt`: the business forms by unit. */
+function lookalikeHosts(world: World, formsAt: ReadonlyMap<string, readonly Form[]>): Set<number> {
   const formPeople = new Map<number, Set<number>>();
-  for (const form of world.forms) {
-    const siteId = world.unitSite.get(form.unit);
-    if (siteId !== undefined && !isFreeMail(form.domain)) formPeople.set(siteId, (formPeople.get(siteId) ?? new Set()).add(form.personId));
+  for (const [unit, forms] of formsAt) {
+    const siteId = world.unitSite.get(unit);
+    if (siteId !== undefined) formPeople.set(siteId, new Set([...(formPeople.get(siteId) ?? []), ...forms.map((f) => f.personId)]));
   }
   return new Set(world.sites.filter((s) => looksLikeAnOffice(s, formPeople.get(s.id)?.size ?? 0)).map((s) => s.id));
 }
@@ -106,7 +106,7 @@ export function groundTruth(world: World, { declarations }: { declarations: bool
   for (const form of world.forms) if (!isFreeMail(form.domain)) formsAt.set(form.unit, [...(formsAt.get(form.unit) ?? []), form]);
   const midwayVisit = world.visits.findIndex((v) => v.day >= world.options.days / 2);
   const declaredAt = (when: "start" | "midway") => (!declarations ? Infinity : when === "start" ? 0 : midwayVisit < 0 ? Infinity : midwayVisit);
-  const lookalikes = lookalikeHosts(world);
+  const lookalikes = lookalikeHosts(world, formsAt);
 
   return world.visits.map((visit, index) => {
     const person = people[visit.personId]!;

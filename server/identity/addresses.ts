@@ -95,20 +95,20 @@ export function declaredNetwork(text: string): { cidr: string } | { problem: str
  * every declarable IPv4 network (a /16 covers 256 /24s) and IPv6 ones of a /40 or narrower; a
  * wider one is compared with the account's rows one by one.
  */
-export const INDEXED_RANGES = 256;
+const INDEXED_RANGES = 256;
 
 /**
- * The ranges (IPv4 /24, IPv6 /48) a network lies in or covers, as stored in evidence rows'
- * `range`: one for a network within a range, each one for a wider network, or undefined when it
- * covers more than `limit` (a wide IPv6 declaration: an IPv6 /32 covers 65,536 /48s).
+ * The ranges (IPv4 /24, IPv6 /48) a network lies in or covers, as stored in evidence and pending
+ * events' `range`: one for a network within a range, each one for a wider network, or undefined
+ * when it covers more than INDEXED_RANGES (a wide IPv6 declaration: a /32 covers 65,536 /48s).
  */
-export function rangesOf(cidr: string, limit: number): string[] | undefined {
+export function rangesOf(cidr: string): string[] | undefined {
   const [network, length] = ipaddr.parseCIDR(cidr);
   const rangeLength = RANGE_LENGTH[versionOf(network)];
   const bytes = network.toByteArray();
   if (length >= rangeLength) return [cidrOf(bytes, rangeLength)];
   const count = 2 ** (rangeLength - length);
-  if (count > limit) return undefined;
+  if (count > INDEXED_RANGES) return undefined;
   // the range's number is the address's first rangeLength bits (at most 48: exact in a double)
   const rangeBytes = rangeLength / 8;
   const first = bytes.slice(0, rangeBytes).reduce((n, byte) => n * 256 + byte, 0);

@@ -7,7 +7,7 @@ import type { Db } from "../db/database.ts";
 import { Conflict, Invalid, NotFound } from "../domain/errors.ts";
 import { newId } from "../ids.ts";
 import { registrableDomain } from "./domain-names.ts";
-import { declaredNetwork, INDEXED_RANGES, rangesOf } from "./addresses.ts";
+import { declaredNetwork, rangesOf } from "./addresses.ts";
 import { POOL } from "./identities.ts";
 
 /** Declarations an account may hold (the look-ups of a batch compare each address with them). */
@@ -143,11 +143,12 @@ const CONFLICT_COUNTS = Prisma.sql`
 /**
  * The conflicts of these declarations of the account, by id (none: no disagreeing evidence). The
  * evidence of a declaration's ranges (rangesOf) is read by the (scope, range) index; a declaration
- * covering more than INDEXED_RANGES ranges is compared with every evidence row of the account.
+ * covering more ranges than rangesOf lists is compared with every evidence row of the account.
  */
 async function conflictsOf(db: Db, accountId: string, page: readonly { id: string; cidr: string }[]): Promise<Map<string, DeclarationConflicts>> {
-  const pairs = page.flatMap((d) => (rangesOf(d.cidr, INDEXED_RANGES) ?? []).map((range) => ({ id: d.id, range })));
-  const wide = page.filter((d) => !rangesOf(d.cidr, INDEXED_RANGES)).map((d) => d.id);
+  const covered = page.map((d) => ({ id: d.id, ranges: rangesOf(d.cidr) }));
+  const pairs = covered.flatMap((d) => (d.ranges ?? []).map((range) => ({ id: d.id, range })));
+  const wide = covered.filter((d) => !d.ranges).map((d) => d.id);
   const scopes = Prisma.sql`e.scope IN (${accountId}, ${POOL})`;
   const [byRange, byScope] = await Promise.all([
     pairs.length

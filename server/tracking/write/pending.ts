@@ -14,7 +14,7 @@ import { Prisma } from "../../../generated/prisma/client.ts";
 import type { Db } from "../../db/database.ts";
 import type { Logger } from "../../logging.ts";
 import type { IngestResult, PendingNote, Tx, WriterHooks } from "./write-result.ts";
-import { addressKeys, INDEXED_RANGES, rangesOf } from "../../identity/addresses.ts";
+import { addressKeys, rangesOf } from "../../identity/addresses.ts";
 import { POOL, type IdentityStore } from "../../identity/identities.ts";
 import type { AddressQuery, Identity } from "../../identity/types.ts";
 import { holdForWriting } from "./erasure-tombstones.ts";
@@ -453,7 +453,7 @@ export class PendingAttribution {
 
   /** The account's pending events inside a network it declared (they are its organisation's now), found by its ranges (the (accountId, range) index). */
   async backfillNetwork(accountId: string, cidr: string): Promise<number> {
-    const ranges = rangesOf(cidr, INDEXED_RANGES);
+    const ranges = rangesOf(cidr);
     const inRanges = ranges ? Prisma.sql`AND "range" = ANY(${ranges}::text[])` : Prisma.empty;
     const addresses = await this.db.$queryRaw<{ ip: string; networkType: string; masked: boolean }[]>`
       SELECT DISTINCT ip, "networkType", masked FROM "PendingEvent" WHERE "accountId" = ${accountId} ${inRanges} AND ip::inet <<= ${cidr}::inet`;
