@@ -2853,7 +2853,8 @@ export interface components {
          *
          *     **Confidence.** Declared 1; PTR and e-mail agreeing 0.95; PTR 0.85; the e-mail of two or
          *     more distinct people 0.75; one person's e-mail 0.6, only on a line whose PTR name marks a
-         *     business line (`static`, `fixed`, `biz`, `business`): elsewhere e-mail names an address
+         *     business line (`static`, `biz`, `business`; `fixed` without an access label beside it,
+         *     which would make it the operator's fixed network): elsewhere e-mail names an address
          *     only when two people of the organisation left it in its /24 (IPv6 /48), since a line
          *     without that mark may be a household's (a home worker, a reassigned line's previous
          *     subscriber). The address is attributed (`attributed`) when the confidence is at

@@ -143,6 +143,9 @@ describe("households", () => {
     ["rr20931.example-telecombusiness.net", false],
     ["a109-96.lfbn-lyo-1.w87-238.abo.example-telecom.fr", false],
     ["host86-150-12-34.range86-150.example-isp.com", false],
+    ["st-198-51-100-7.kmu.example-telecom.ch", false],
+    ["kd40917.lyo.pro.example-telecom.fr", false],
+    ["catv-198-51-100-7.catv.fixed.example-telecom.hu", false],
   ])("when a PTR name is %s, then it marks a business line: %s", (host, expected) => {
     expect(readsLikeBusinessLine(host)).toBe(expected);
   });

@@ -64,6 +64,8 @@ describe("operator naming structure", () => {
     ["gw.fixed.example-telecom.pl", "a host under an operator's fixed-line zone"],
     ["gw.acme-widgets.examplecablebiz.com", "a line under an operator's business brand (<brand>biz)"],
     ["office.example-telecom-business.de", "a line under an operator's business brand (<brand>-business)"],
+    ["gw.acme-widgets.example-telecom-empresas.es", "a line under an operator's business brand (<brand>-empresas)"],
+    ["office.example-telecom-pro.fr", "a line under an operator's business brand (<brand>-pro)"],
   ])("when a PTR name is %s (%s), then it names no organisation", (host) => {
     expect(domainOfPtr(host, "192.0.2.7")).toBeNull();
   });
@@ -79,6 +81,8 @@ describe("operator naming structure", () => {
     expect(domainOfPtr("gw.bizarro-design.com", "192.0.2.7")).toBe("bizarro-design.com");
     expect(domainOfPtr("gw.showbiz-media.com", "192.0.2.7")).toBe("showbiz-media.com");
     expect(domainOfPtr("gw.showbiz.com", "192.0.2.7")).toBeNull(); // a label ending in biz is read as a brand: the rule's known cost
+    expect(domainOfPtr("gw.techpro.de", "192.0.2.7")).toBe("techpro.de"); // a business zone's word only after a dash
+    expect(domainOfPtr("gw.clean-pro.de", "192.0.2.7")).toBeNull(); // ... where it is read as a brand: the same cost
   });
 
   it("when the address's octets are spread over the name's labels, then it names no organisation; the same name for another address names its domain", () => {

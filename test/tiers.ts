@@ -19,6 +19,7 @@ export const TIERS = {
     "layers",
     "network-classification",
     "operator-domains",
+    "operator-ptr-formats",
     "readme",
     "secret-box",
     "spec-examples",
