@@ -156,6 +156,12 @@ describe("groundTruth", () => {
     world.forms = world.forms.filter((f) => !f.domain.endsWith("-coworker.se"));
     expect(hostVisits(world)).toEqual([["v4", true], ["v5", true]]);
     expect(groundTruth(world, { declarations: false }).filter((t) => t.lookalikeHost).map((t) => t.visitId)).toEqual(["v4", "v5"]);
+    const privately = (personId: number, day: number) => ({ ...aForm!, personId, domain: "gmail.com", day });
+    world.forms.push(privately(4, 2));
+    expect(hostVisits(world)).toEqual([["v4", true], ["v5", true]]); // one private address: anybody's
+    world.forms.push(privately(5, 3));
+    expect(hostVisits(world)).toEqual([["v4", false], ["v5", false]]); // two people giving private addresses: not an office's people
+    world.forms = world.forms.filter((f) => f.domain !== "gmail.com");
     world.sites[3]!.domain = "quayside-cowork.se"; // a word says what it is
     expect(hostVisits(world)).toEqual([["v4", false], ["v5", false]]);
     world.sites[3]!.naming = "operator";

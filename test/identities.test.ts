@@ -245,6 +245,20 @@ describe("reverse DNS evidence", () => {
     expect(await describeAddress(net(81))).toMatchObject({ guard: "shared" });
   });
 
+  it(`when a dual-stack hotel's people give ${CONSUMERS} free-mail addresses, one on each family, and none its PTR domain's, then neither its IPv4 gateway nor its IPv6 site names it`, async () => {
+    const net = freshNet();
+    const hotel = freshDomain("quayside");
+    const site = `2001:db8:${(++nets).toString(16)}`;
+    await store.recordPtrEvidence([ptr(net(82), `gw.${hotel}`), ptr(`${site}:1::1`, `gw.${hotel}`)]);
+    await store.recordFormEvidence([form(net(82), `guest.${randomBytes(3).toString("hex")}@gmail.com`)]);
+    expect((await identityOf(net(82)))?.organizationDomain, "one private address: a colleague's").toBe(hotel);
+    await store.recordFormEvidence([form(`${site}:1::1`, `guest.${randomBytes(3).toString("hex")}@gmail.com`)]);
+    expect(await identityOf(`${site}:1::1`)).toBeUndefined();
+    // the IPv4 /24 holds no new evidence: its recomputation follows the domain
+    expect(await identityOf(net(82))).toBeUndefined();
+    expect(await describeAddress(net(82))).toMatchObject({ guard: "shared", shared: true });
+  });
+
   it("when an address holds an identity from e-mail and its PTR name then turns out to be a dynamic line's, then the identity is withdrawn", async () => {
     const net = await businessNet();
     await store.recordFormEvidence([form(net(1), person(freshDomain()))]);
@@ -319,7 +333,7 @@ describe("reverse DNS evidence", () => {
 });
 
 describe("addresses many people share", () => {
-  it(`when more people give free-mail addresses at an address than business ones (${CONSUMERS} at least), then e-mail alone gives it no identity (CGNAT, a café); a PTR-named one keeps its own`, async () => {
+  it(`when more people give free-mail addresses at an address than business ones (${CONSUMERS} at least), then neither e-mail nor a PTR name no form bears out gives it an identity (CGNAT, a café, a hotel under its own brand); a form of the PTR's domain gives it back`, async () => {
     const net = await businessNet();
     await store.recordFormEvidence([form(net(1), person(freshDomain()))]);
     expect(await identityOf(net(1))).toBeDefined();
@@ -331,8 +345,13 @@ describe("addresses many people share", () => {
 
     const domain = freshDomain();
     await store.recordPtrEvidence([ptr(net(2), `gw.${domain}`)]);
-    for (const who of ["a", "b", "c"]) await store.recordFormEvidence([form(net(2), `${who}.${randomBytes(3).toString("hex")}@gmail.com`)]);
-    expect((await identityOf(net(2)))?.organizationDomain).toBe(domain);
+    await store.recordFormEvidence([form(net(2), `a.${randomBytes(3).toString("hex")}@gmail.com`)]);
+    expect((await identityOf(net(2)))?.organizationDomain, "one private address: a colleague's").toBe(domain);
+    await store.recordFormEvidence([form(net(2), `b.${randomBytes(3).toString("hex")}@gmail.com`)]);
+    expect(await identityOf(net(2))).toBeUndefined();
+    expect(await describeAddress(net(2))).toMatchObject({ guard: "shared", shared: true, attributed: false });
+    await store.recordFormEvidence([form(net(2), person(domain))]);
+    expect(await identityOf(net(2))).toMatchObject({ organizationDomain: domain, source: "reverse_dns", confidence: CONFIDENCE.reverseDnsAndEmail });
   });
 });
 

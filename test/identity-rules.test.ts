@@ -8,7 +8,7 @@
 import { describe, expect, it } from "vitest";
 import { readsLikeBusinessLine, readsLikeDynamicLine } from "../server/identity/domain-names.ts";
 import { rangesOf } from "../server/identity/addresses.ts";
-import { type Evidence, HOST_TENANTS, identitiesOfRange, type IdentityRow, EMAIL_PEOPLE, HOSPITALITY_WORD, type RangeFacts, STATIC_LINE } from "../server/identity/rules.ts";
+import { CONSUMERS, type Evidence, HOST_TENANTS, identitiesOfRange, type IdentityRow, EMAIL_PEOPLE, HOSPITALITY_WORD, type RangeFacts, STATIC_LINE } from "../server/identity/rules.ts";
 
 const DAY = 86_400_000;
 const START = new Date("2026-11-01T09:00:00Z").getTime();
@@ -37,6 +37,14 @@ const space = "workhub-spaces.example";
 const tenantsAtGateway = Array.from({ length: HOST_TENANTS }, (_, i) => mail(1, `tenant-${i}.example`, `tenant-${i}-person`));
 
 describe("hosts", () => {
+  it(`when ${CONSUMERS} people give free-mail addresses at a unit named under a brand and nobody gives the brand's, then the name names nobody (a hotel under its own brand); one colleague's form bears it out`, () => {
+    const privately = (host: number, person: string) => seen(host, "free_mail", "", person);
+    const hotel = [ptr(9, "quayside.example"), privately(9, "guest-a"), privately(9, "guest-b")];
+    expect(rowOf(identitiesOfRange(hotel, facts), 9)).toMatchObject({ organizationDomain: null, guard: "shared", shared: true });
+    expect(named(identitiesOfRange(hotel.slice(0, 2), facts), 9), "one private address: a colleague's").toBe("quayside.example");
+    expect(named(identitiesOfRange([...hotel, mail(9, "quayside.example", "staff")], facts), 9)).toBe("quayside.example");
+  });
+
   it(`when forms at a unit name ${HOST_TENANTS} organisation(s) and never its PTR domain, then that domain is a host's: it names nobody at its other units either`, () => {
     const rows = identitiesOfRange([ptr(1, space), ...tenantsAtGateway, ptr(2, space)], facts);
     expect(rowOf(rows, 1)).toMatchObject({ guard: "shared", organizationDomain: null });

@@ -47,7 +47,7 @@ function tallyRow(name: string, t: Tally): string {
   return `| ${name} | ${cells.join(" | ")} |`;
 }
 
-const LOOKALIKE = "of them at hosts that looked like one company's office (their own brand's PTR name and no business form, or one person's form on a business line)";
+const LOOKALIKE = "of them at hosts that looked like one company's office (their own brand's PTR name, no business form and one private address at most, or one person's form on a business line)";
 
 export function describeEvaluation(e: Evaluation): string[] {
   const table = [

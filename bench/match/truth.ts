@@ -13,9 +13,10 @@
 //   at a host (one network for many tenants: one form is one tenant's word, not the network's).
 //
 // A look-alike host: one that showed nothing but what one company's office shows (its gateway named
-// under its own brand with no word saying what it is and no business form at its units, or an
-// operator's business-line name with one person's business form at most). No stored evidence
-// tells such a network from its company's own line; the wrong visits at it are counted apart.
+// under its own brand with no word saying what it is, no business form and fewer than two people
+// giving private addresses at its units, or an operator's business-line name with one person's
+// business form at most). No stored evidence tells such a network from its company's own line;
+// the wrong visits at it are counted apart.
 import { isFreeMail, saysWhatHostIs } from "./names.ts";
 import { isV6, numberOf, v6Value } from "./addresses.ts";
 import { BUSINESS_KINDS, type Form, type Kind, type Naming, type Site, type World } from "./world.ts";
@@ -72,21 +73,25 @@ function formEvidenceAt(forms: readonly Form[], domain: string, strength: Streng
   return Infinity;
 }
 
-/** Whether a host showed only what one company's office shows; `formPeople`: the people who sent a business form at its units. */
-function looksLikeAnOffice(site: Site, formPeople: number): boolean {
+/** Whether a host showed only what one company's office shows, from the people who sent business forms and free-mail ones at its units. */
+function looksLikeAnOffice(site: Site, formPeople: number, privatePeople: number): boolean {
   if (site.kind !== "host") return false;
-  if (site.naming === "host") return formPeople === 0 && !saysWhatHostIs(site.domain ?? "");
+  if (site.naming === "host") return formPeople === 0 && privatePeople < 2 && !saysWhatHostIs(site.domain ?? "");
   return site.naming === "operator" && formPeople <= 1;
 }
 
-/** The sites that are look-alike hosts, by id; `formsAt`: the business forms by unit. */
-function lookalikeHosts(world: World, formsAt: ReadonlyMap<string, readonly Form[]>): Set<number> {
-  const formPeople = new Map<number, Set<number>>();
-  for (const [unit, forms] of formsAt) {
-    const siteId = world.unitSite.get(unit);
-    if (siteId !== undefined) formPeople.set(siteId, new Set([...(formPeople.get(siteId) ?? []), ...forms.map((f) => f.personId)]));
-  }
-  return new Set(world.sites.filter((s) => looksLikeAnOffice(s, formPeople.get(s.id)?.size ?? 0)).map((s) => s.id));
+/** The sites that are look-alike hosts, by id. */
+function lookalikeHosts(world: World): Set<number> {
+  const peopleAt = (free: boolean) => {
+    const people = new Map<number, Set<number>>();
+    for (const form of world.forms.filter((f) => isFreeMail(f.domain) === free)) {
+      const siteId = world.unitSite.get(form.unit);
+      if (siteId !== undefined) people.set(siteId, (people.get(siteId) ?? new Set()).add(form.personId));
+    }
+    return (siteId: number) => people.get(siteId)?.size ?? 0;
+  };
+  const [business, privately] = [peopleAt(false), peopleAt(true)];
+  return new Set(world.sites.filter((s) => looksLikeAnOffice(s, business(s.id), privately(s.id))).map((s) => s.id));
 }
 
 /** CIDR -> [first, last] as numbers (IPv4) or bigints (IPv6). */
@@ -106,7 +111,7 @@ export function groundTruth(world: World, { declarations }: { declarations: bool
   for (const form of world.forms) if (!isFreeMail(form.domain)) formsAt.set(form.unit, [...(formsAt.get(form.unit) ?? []), form]);
   const midwayVisit = world.visits.findIndex((v) => v.day >= world.options.days / 2);
   const declaredAt = (when: "start" | "midway") => (!declarations ? Infinity : when === "start" ? 0 : midwayVisit < 0 ? Infinity : midwayVisit);
-  const lookalikes = lookalikeHosts(world, formsAt);
+  const lookalikes = lookalikeHosts(world);
 
   return world.visits.map((visit, index) => {
     const person = people[visit.personId]!;

@@ -29,7 +29,7 @@ import type { NetworkType } from "../domain/types.ts";
 import { hasher, keyOf as erasureKeyOf } from "./erasure-key.ts";
 import { addressKeys, gatewayOf, prefixLength } from "./addresses.ts";
 import type { AddressQuery, Identity, IdentitySource } from "./types.ts";
-import { attributes, type Evidence, type EvidenceKind, type EvidenceSource, type Guard, HOST_TENANTS, identitiesOfRange, type IdentityRow, OPERATOR_UNITS } from "./rules.ts";
+import { attributes, CONSUMERS, type Evidence, type EvidenceKind, type EvidenceSource, type Guard, HOST_TENANTS, identitiesOfRange, type IdentityRow, OPERATOR_UNITS } from "./rules.ts";
 import { isOperatorDomain } from "./operator-domains.ts";
 
 type Tx = Prisma.TransactionClient;
@@ -461,19 +461,24 @@ export class IdentityStore {
   }
 
   /**
-   * Of these PTR domains, the hosts' by the scope's evidence in every range (HOST_TENANTS, rules.ts):
-   * forms at the units bearing the domain, wherever they are, name other organisations and never
-   * the domain. A dual-stack coworking space shows its tenants' forms on one family and only its
-   * gateway's name on the other.
+   * Of these PTR domains, the hosts' by the scope's evidence in every range (rules.ts): forms at
+   * the units bearing the domain, wherever they are, never name the domain, and name other
+   * organisations (HOST_TENANTS) or come from more people with free-mail addresses than with
+   * business ones (CONSUMERS). A dual-stack coworking space or hotel shows its people's forms on
+   * one family and only its gateway's name on the other.
    */
   private async hostDomainsOf(tx: Client, scope: string, withPool: boolean, domains: readonly string[], at: Date): Promise<Set<string>> {
     if (!domains.length) return new Set();
     const rows = await tx.$queryRaw<{ domain: string }[]>`
       SELECT p.domain FROM "IdentityEvidence" p
-        JOIN "IdentityEvidence" f ON f.scope = ${scope} AND f.unit = p.unit AND f.kind = 'form_email' AND f."lastSeenAt" > ${this.since(at)}
+        JOIN "IdentityEvidence" f ON f.scope = ${scope} AND f.unit = p.unit AND f.kind IN ('form_email', 'free_mail') AND f."lastSeenAt" > ${this.since(at)}
       WHERE p.kind = 'reverse_dns' AND p.domain = ANY(${domains}::text[]) AND p."lastSeenAt" > ${this.since(at)}
         AND (p.scope = ${scope} OR (${withPool}::boolean AND p.scope = ${POOL}))
-      GROUP BY p.domain HAVING count(DISTINCT f.domain) >= ${HOST_TENANTS} AND bool_and(f.domain <> p.domain)`;
+      GROUP BY p.domain
+      HAVING bool_and(f.domain <> p.domain) AND (
+        count(DISTINCT f.domain) FILTER (WHERE f.kind = 'form_email') >= ${HOST_TENANTS}
+        OR (count(DISTINCT f.contributor) FILTER (WHERE f.kind = 'free_mail') >= ${CONSUMERS}
+            AND count(DISTINCT f.contributor) FILTER (WHERE f.kind = 'free_mail') > count(DISTINCT f.contributor) FILTER (WHERE f.kind = 'form_email')))`;
     return new Set(rows.map((r) => r.domain));
   }
 
@@ -542,7 +547,8 @@ export class IdentityStore {
     const people = rows.filter((r) => r.contributor).map((r) => ({ scope: r.scope, contributor: r.contributor }));
     const pooledRanges = [...new Set(rows.filter((r) => r.scope === POOL).map((r) => r.range))];
     const ptrDomains = [...new Set(rows.filter((r) => r.kind === "reverse_dns").map((r) => r.domain))];
-    const named = rows.filter((r) => r.scope !== POOL && (r.kind === "form_email" || r.kind === "reverse_dns")).map((r) => ({ scope: r.scope, unit: r.unit }));
+    const telling: readonly EvidenceKind[] = ["form_email", "free_mail", "reverse_dns"];
+    const named = rows.filter((r) => r.scope !== POOL && telling.includes(r.kind)).map((r) => ({ scope: r.scope, unit: r.unit }));
     // the PTR domains at the units of new evidence: a host's brand learned here is one in its other ranges too
     const unitDomains = named.length
       ? await this.db.$queryRaw<{ scope: string; domain: string }[]>`

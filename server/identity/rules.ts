@@ -32,8 +32,11 @@ export const DYNAMIC_RANGE_ORGANIZATIONS = 4;
 /**
  * People with free-mail addresses at an address (at least this many, and more than those with a
  * business address) make it a place many people share (CGNAT, a café, a hotel): e-mail alone
- * gives it no identity. A company's line is used with its domain; a household's or a carrier's by
- * people with their own addresses.
+ * gives it no identity, and neither does a PTR name no form of the address bears out (a hotel or
+ * a coworking space named under its own brand, whose people identify themselves as individuals,
+ * never as it). A company's line is used with its domain; a household's or a carrier's by people
+ * with their own addresses. The cost: an office whose people give only private addresses, two or
+ * more, is not named by its PTR name until one of them gives the company's.
  */
 export const CONSUMERS = 2;
 
@@ -121,9 +124,10 @@ export interface RangeFacts {
   /** People (contributors) whose e-mail evidence lies at two or more units within the window. */
   movingPeople: ReadonlySet<string>;
   /**
-   * PTR domains the scope's evidence in any range shows to be hosts' (HOST_TENANTS counted over
-   * every unit bearing the domain): a coworking space's IPv4 gateway and its IPv6 site carry one
-   * brand, and forms seen at either tell what it is at both. Absent: this range's evidence only.
+   * PTR domains the scope's evidence in any range shows to be hosts' (HOST_TENANTS, or CONSUMERS,
+   * counted over every unit bearing the domain): a coworking space's IPv4 gateway and its IPv6
+   * site carry one brand, and forms seen at either tell what it is at both. Absent: this range's
+   * evidence only.
    */
   hostDomains?: ReadonlySet<string>;
   /** How long evidence counts after it was last seen. */
@@ -231,9 +235,10 @@ function unitRow(u: UnitEvidence, dynamicRange: boolean, facts: RangeFacts, rang
   const [domain] = named;
   // a host's gateway with no other evidence: its tenants' or guests' line, say so
   if (domain === undefined) return { ...none, guard: u.dynamicLine ? "dynamic_line" : u.hosted ? "shared" : null, shared: u.hosted };
-  // more people with free-mail than with business addresses (two at least): a place many people share (CGNAT, a café, a hotel)
+  // more people with free-mail than with business addresses (two at least): a place many people
+  // share (CGNAT, a café, a hotel), unless its PTR name is borne out by a form of the same domain
   const crowded = u.consumers.size >= CONSUMERS && u.consumers.size > people.size;
-  if (crowded && !u.ptrDomains.has(domain)) return { ...none, guard: "shared", shared: true };
+  if (crowded && !(u.ptrDomains.has(domain) && u.emailPeople.has(domain))) return { ...none, guard: "shared", shared: true };
   const supporting = u.rows.filter((r) => r.domain === domain);
   const identity = { ...base, organizationDomain: domain, organizationName: nameOfDomain(domain), guard: null, shared: false, expiresAt: new Date(latest(supporting).getTime() + facts.windowMs) };
   if (u.ptrDomains.has(domain)) {
