@@ -2841,7 +2841,8 @@ export interface components {
          *     **Evidence.** (a) Forms submitted from the address whose e-mail address has a business
          *     domain (its registrable domain; free-mail providers never count); (b) the address's
          *     reverse DNS (PTR) name, reduced to its registrable domain, unless it spells the address
-         *     (whole, in hex, or its octets spread over the labels), numbers a line under an operator
+         *     (whole, in hex, its octets spread over the labels, or two neighbouring groups of an IPv6
+         *     address's /64), numbers a line under an operator
          *     zone (`biz48213.ma.<domain>`), reads like an access line (labels such as `dyn`, `pool`,
          *     `dsl`, `dip`, `customer`, `static`) or is a network operator's own (the AS organisation's
          *     domain, a curated access, mobile or hosting operator's domain, or a domain that is the

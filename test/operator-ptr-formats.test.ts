@@ -115,6 +115,17 @@ describe("real operators' PTR formats", () => {
   });
 
   it.each([
+    ["2001-db8-a540-1f2e--1.ip6.example-isp.de", "groups dashed"],
+    ["a540-1f2e.region.example-telecom.pl", "two groups, the first with a letter"],
+    ["x2001-db8.lines.example-fibre.net", "unpadded groups after a letter"],
+    ["1f2e.a540.example-cable.net", "groups in reverse order"],
+    ["e.2.f.1.0.4.5.a.example-isp.net", "nibbles reversed, as in ip6.arpa"],
+  ])("when an IPv6 customer prefix is named %s (%s), then it names nobody", (host) => {
+    expect(domainOfPtr(host, "2001:db8:a540:1f2e::1")).toBeNull();
+    expect(domainOfPtr("gw.acme-widgets.com", "2001:db8:a540:1f2e::1")).toBe("acme-widgets.com");
+  });
+
+  it.each([
     ["fw.northwind-traders.co.uk", "northwind-traders.co.uk"],
     ["mail.acme-widgets.com", "acme-widgets.com"],
     ["vpn.kessler-maschinenbau.de", "kessler-maschinenbau.de"],

@@ -6,7 +6,8 @@
 // address, numbers a line, or has labels such as dyn, pool, dsl, customer), with the PTR look-up itself.
 import { promises as dns } from "node:dns";
 import { createRequire } from "node:module";
-import { isIPv4 } from "node:net";
+import { isIPv4, isIPv6 } from "node:net";
+import ipaddr from "ipaddr.js";
 import { getDomain, parse } from "tldts";
 import type { ReverseDnsConfig } from "../config.ts";
 import { isOperatorDomain, operatorOfDomain } from "./operator-domains.ts";
@@ -76,6 +77,7 @@ const octetsOf = (ip: string): number[] | undefined => (isIPv4(ip) ? ip.split(".
 function embedsAddress(labels: string, ip: string): boolean {
   if (/\d{1,3}[-._x]\d{1,3}[-._x]\d{1,3}/.test(labels)) return true; // three dotted or dashed numbers: an address
   if (/(?=[0-9a-f]*\d)[0-9a-f]{8,}/.test(labels)) return true; // a long hex run with digits: an encoded address
+  if (isIPv6(ip)) return spellsIPv6Groups(labels, ip);
   const octets = octetsOf(ip);
   if (!octets) return false;
   const digits = labels.replace(/[^0-9]/g, "");
@@ -90,6 +92,22 @@ function embedsAddress(labels: string, ip: string): boolean {
     const at = numbers.indexOf(octet);
     return at >= 0 && numbers.splice(at, 1).length === 1;
   });
+}
+
+/**
+ * Whether the labels spell two neighbouring groups of an IPv6 address's /64 (`2a0a-a540-1f2e`,
+ * `x2a01-4f8`, reversed `1f2e.a540`, or nibble by nibble as in ip6.arpa), with or without leading
+ * zeros, six hex digits at least: an operator's generator names its customers' prefixes so.
+ */
+function spellsIPv6Groups(labels: string, ip: string): boolean {
+  const groups = ipaddr.IPv6.parse(ip).parts.slice(0, 4).map((part) => part.toString(16));
+  const joined = labels.replace(/[-._]/g, "");
+  const pairs = groups.slice(1).flatMap((group, i) => {
+    const [first, second] = [groups[i]!, group];
+    const padded = first.padStart(4, "0") + second.padStart(4, "0");
+    return [first + second, padded, second + first, [...padded].reverse().join("")];
+  });
+  return pairs.some((pair) => pair.length >= 6 && joined.includes(pair));
 }
 
 /**
