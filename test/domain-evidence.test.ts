@@ -82,7 +82,7 @@ describe("businessEmailDomain", () => {
   });
 
   it("when the address is a privacy mail provider's the free-mail list lacks, or a student's or alumnus' at a university, then no business domain: it is the person's own", () => {
-    for (const email of ["kim@tutanota.com", "kim@tuta.io", "kim@students.uni-example.de", "kim@alumni.stanford.edu", "kim@stud.tu-example.de", "kim@alum.mit.edu"]) {
+    for (const email of ["kim@tutanota.com", "kim@tuta.io", "kim@mailbox.org", "kim@hey.com", "kim@ms12.hinet.net", "kim@netvigator.com", "kim@students.uni-example.de", "kim@alumni.stanford.edu", "kim@stud.tu-example.de", "kim@alum.mit.edu"]) {
       expect(businessEmailDomain(email), email).toBeNull();
       expect(isFreeMail(email), email).toBe(true);
     }

