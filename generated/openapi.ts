@@ -2876,8 +2876,8 @@ export interface components {
          *       named and nothing is attributed (a declaration still wins). A PTR domain at whose
          *       addresses forms name another organisation and never the domain is a host's: it names
          *       nobody at any address of the /24 (IPv6 /48), and its addresses name none of its
-         *       tenants; so is one at whose addresses two or more people gave free-mail addresses,
-         *       more than gave business ones, and nobody the domain's own; a hospitality network's
+         *       tenants; so is one at whose addresses two or more people gave free-mail addresses
+         *       and nobody the domain's own; a hospitality network's
          *       PTR domain (hotel, hostel, resort, ...) names nobody unless a form names it;
          *     - `dynamic_line`: the PTR name reads like a dynamic access line (`dyn`, `dynamic`,
          *       `pool`, `dhcp`, `ppp`, `dial`, `dsl`, `cable`, `ftth`, `broadband`, `customer`,

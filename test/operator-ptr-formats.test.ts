@@ -5,7 +5,7 @@
 // nobody and never marks a business line (one person's form would then name a household); an
 // operator's business line names nobody and marks one; a company's own host names the company.
 import { describe, expect, it } from "vitest";
-import { domainOfPtr, readsLikeBusinessLine, readsLikeDynamicLine } from "../server/identity/domain-names.ts";
+import { domainOfPtr, readsLikeBusinessLine, readsLikeDynamicLine, registrableDomain } from "../server/identity/domain-names.ts";
 import { isOperatorDomain } from "../server/identity/operator-domains.ts";
 
 /** [PTR name, its address]: households' access lines (cable, DSL, fibre, mobile), by operator. */
@@ -92,7 +92,7 @@ describe("real operators' PTR formats", () => {
   });
 
   it("when households' lines are named by operators the curated list does not hold, then most still read as access lines (the dynamic mark) by their labels alone", () => {
-    const unlisted = ACCESS_LINES.filter(([host]) => !isOperatorDomain(host.split(".").slice(-2).join(".")) && !isOperatorDomain(host.split(".").slice(-3).join(".")));
+    const unlisted = ACCESS_LINES.filter(([host]) => !isOperatorDomain(registrableDomain(host) ?? ""));
     const dynamic = unlisted.filter(([host]) => readsLikeDynamicLine(host));
     expect(unlisted.length).toBeGreaterThan(20);
     expect(dynamic.length / unlisted.length).toBeGreaterThanOrEqual(0.8);

@@ -80,18 +80,20 @@ function looksLikeAnOffice(site: Site, formPeople: number, privatePeople: number
   return site.naming === "operator" && formPeople <= 1;
 }
 
+/** Site id -> the people who sent forms at its units, with a free-mail address or (`free` false) an organisation's. */
+function formPeopleBySite(world: World, free: boolean): Map<number, Set<number>> {
+  const people = new Map<number, Set<number>>();
+  for (const form of world.forms.filter((f) => isFreeMail(f.domain) === free)) {
+    const siteId = world.unitSite.get(form.unit);
+    if (siteId !== undefined) people.set(siteId, (people.get(siteId) ?? new Set()).add(form.personId));
+  }
+  return people;
+}
+
 /** The sites that are look-alike hosts, by id. */
 function lookalikeHosts(world: World): Set<number> {
-  const peopleAt = (free: boolean) => {
-    const people = new Map<number, Set<number>>();
-    for (const form of world.forms.filter((f) => isFreeMail(f.domain) === free)) {
-      const siteId = world.unitSite.get(form.unit);
-      if (siteId !== undefined) people.set(siteId, (people.get(siteId) ?? new Set()).add(form.personId));
-    }
-    return (siteId: number) => people.get(siteId)?.size ?? 0;
-  };
-  const [business, privately] = [peopleAt(false), peopleAt(true)];
-  return new Set(world.sites.filter((s) => looksLikeAnOffice(s, business(s.id), privately(s.id))).map((s) => s.id));
+  const [business, privately] = [formPeopleBySite(world, false), formPeopleBySite(world, true)];
+  return new Set(world.sites.filter((s) => looksLikeAnOffice(s, business.get(s.id)?.size ?? 0, privately.get(s.id)?.size ?? 0)).map((s) => s.id));
 }
 
 /** CIDR -> [first, last] as numbers (IPv4) or bigints (IPv6). */

@@ -461,11 +461,11 @@ export class IdentityStore {
   }
 
   /**
-   * Of these PTR domains, the hosts' by the scope's evidence in every range (rules.ts): forms at
-   * the units bearing the domain, wherever they are, never name the domain, and name other
-   * organisations (HOST_TENANTS) or come from more people with free-mail addresses than with
-   * business ones (CONSUMERS). A dual-stack coworking space or hotel shows its people's forms on
-   * one family and only its gateway's name on the other.
+   * Of these PTR domains, the hosts' by the scope's evidence in every range (rules.ts hostDomains):
+   * forms at the units bearing the domain, wherever they are, never name the domain, and name
+   * other organisations (HOST_TENANTS) or come from people with free-mail addresses (CONSUMERS).
+   * A dual-stack coworking space or hotel shows its people's forms on one family and only its
+   * gateway's name on the other.
    */
   private async hostDomainsOf(tx: Client, scope: string, withPool: boolean, domains: readonly string[], at: Date): Promise<Set<string>> {
     if (!domains.length) return new Set();
@@ -477,8 +477,7 @@ export class IdentityStore {
       GROUP BY p.domain
       HAVING bool_and(f.domain <> p.domain) AND (
         count(DISTINCT f.domain) FILTER (WHERE f.kind = 'form_email') >= ${HOST_TENANTS}
-        OR (count(DISTINCT f.contributor) FILTER (WHERE f.kind = 'free_mail') >= ${CONSUMERS}
-            AND count(DISTINCT f.contributor) FILTER (WHERE f.kind = 'free_mail') > count(DISTINCT f.contributor) FILTER (WHERE f.kind = 'form_email')))`;
+        OR count(DISTINCT f.contributor) FILTER (WHERE f.kind = 'free_mail') >= ${CONSUMERS})`;
     return new Set(rows.map((r) => r.domain));
   }
 

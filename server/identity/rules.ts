@@ -32,11 +32,12 @@ export const DYNAMIC_RANGE_ORGANIZATIONS = 4;
 /**
  * People with free-mail addresses at an address (at least this many, and more than those with a
  * business address) make it a place many people share (CGNAT, a café, a hotel): e-mail alone
- * gives it no identity, and neither does a PTR name no form of the address bears out (a hotel or
- * a coworking space named under its own brand, whose people identify themselves as individuals,
- * never as it). A company's line is used with its domain; a household's or a carrier's by people
- * with their own addresses. The cost: an office whose people give only private addresses, two or
- * more, is not named by its PTR name until one of them gives the company's.
+ * gives it no identity. At the units of a PTR domain no form names, this many make the domain a
+ * host's (hostDomains: a hotel or a coworking space named under its own brand, whose people
+ * identify themselves as individuals, never as it). A company's line is used with its domain; a
+ * household's or a carrier's by people with their own addresses. The cost: an office whose people
+ * give only private addresses, two or more, is not named by its PTR name until one of them gives
+ * the company's.
  */
 export const CONSUMERS = 2;
 
@@ -199,17 +200,25 @@ function unitEvidence(unit: string, rows: Evidence[], hosts: ReadonlySet<string>
 }
 
 /**
- * The PTR domains of the range that are hosts' or providers' (HOST_TENANTS): forms at their units,
- * in one unit or spread over several (a host's several gateway addresses, an operator naming each
- * customer's line after itself), name other organisations only, HOST_TENANTS of them or more.
- * Such a name is no organisation's; a line carrying it may be shared by its tenants.
+ * The PTR domains of the range that are hosts' or providers': forms at their units, in one unit or
+ * spread over several (a host's several gateway addresses, an operator naming each customer's
+ * line after itself), never name the domain, and name other organisations (HOST_TENANTS of them
+ * or more) or come from CONSUMERS people or more with free-mail addresses. Such a name is no
+ * organisation's; a line carrying it may be shared by its tenants or guests.
  */
 function hostDomains(units: readonly UnitEvidence[]): Set<string> {
-  const named = new Map<string, Set<string>>();
+  const seen = new Map<string, { organizations: Set<string>; consumers: Set<string> }>();
   for (const u of units) {
-    for (const domain of u.ptrDomains) named.set(domain, new Set([...(named.get(domain) ?? []), ...u.emailPeople.keys()]));
+    for (const domain of u.ptrDomains) {
+      const at = seen.get(domain) ?? { organizations: new Set(), consumers: new Set() };
+      for (const organization of u.emailPeople.keys()) at.organizations.add(organization);
+      for (const person of u.consumers) at.consumers.add(person);
+      seen.set(domain, at);
+    }
   }
-  return new Set([...named].filter(([domain, organizations]) => !organizations.has(domain) && organizations.size >= HOST_TENANTS).map(([domain]) => domain));
+  const isHost = (domain: string, { organizations, consumers }: { organizations: Set<string>; consumers: Set<string> }) =>
+    !organizations.has(domain) && (organizations.size >= HOST_TENANTS || consumers.size >= CONSUMERS);
+  return new Set([...seen].filter(([domain, at]) => isHost(domain, at)).map(([domain]) => domain));
 }
 
 /** Organisations that e-mail at units without a PTR domain names (the dynamic-range rule). */
@@ -235,10 +244,9 @@ function unitRow(u: UnitEvidence, dynamicRange: boolean, facts: RangeFacts, rang
   const [domain] = named;
   // a host's gateway with no other evidence: its tenants' or guests' line, say so
   if (domain === undefined) return { ...none, guard: u.dynamicLine ? "dynamic_line" : u.hosted ? "shared" : null, shared: u.hosted };
-  // more people with free-mail than with business addresses (two at least): a place many people
-  // share (CGNAT, a café, a hotel), unless its PTR name is borne out by a form of the same domain
+  // more people with free-mail than with business addresses (two at least): a place many people share (CGNAT, a café, a hotel)
   const crowded = u.consumers.size >= CONSUMERS && u.consumers.size > people.size;
-  if (crowded && !(u.ptrDomains.has(domain) && u.emailPeople.has(domain))) return { ...none, guard: "shared", shared: true };
+  if (crowded && !u.ptrDomains.has(domain)) return { ...none, guard: "shared", shared: true };
   const supporting = u.rows.filter((r) => r.domain === domain);
   const identity = { ...base, organizationDomain: domain, organizationName: nameOfDomain(domain), guard: null, shared: false, expiresAt: new Date(latest(supporting).getTime() + facts.windowMs) };
   if (u.ptrDomains.has(domain)) {
