@@ -119,6 +119,8 @@ describe("access operators' line names", () => {
     ["biz48213.ma.comcastbusiness.net", false],
     ["gw.office.ma.comcastbusiness.net", false],
     ["gw.static.example-telecom.de", false],
+    ["kd40917.lyo.pro.wanadoo.fr", false], // a curated access operator's zone for its business customers
+    ["dsl-90-1-2-3.pro.wanadoo.fr", true], // ... where an access label still reads dynamic
     ["fw1.office.acme-widgets.com", false],
     ["guest.acme-widgets.com", true], // a network for guests: its people come and go
     ["gast-wlan.static.zeta-werke.de", true],

@@ -141,6 +141,9 @@ const BUSINESS_ZONE_WORDS = "kmu|smb|pro|firmen|entreprises?|empresas?|aziende|a
  */
 const BUSINESS_BRAND = new RegExp(`.(biz|business)$|.-(${BUSINESS_ZONE_WORDS})$`);
 
+/** A business zone's word as a whole label (`kd12345.kmu.<operator>.ch`): the operator's zone for its business customers. */
+const BUSINESS_ZONE_LABEL = new RegExp(`(^|\\.)(${BUSINESS_ZONE_WORDS})(?=$|\\.)`);
+
 /** Whether a registrable domain reads like an access operator's business brand (BUSINESS_BRAND). */
 export const isBusinessBrand = (domain: string): boolean => BUSINESS_BRAND.test(domain.slice(0, domain.indexOf(".")));
 
@@ -193,7 +196,7 @@ const STATIC_WORD = /static|fixed|biz|business|enterprise|entreprise|empresa|fir
  * the domain is a curated access or mobile operator's (operator-domains.json):
  * such an operator names its subscribers' lines, households' among them, under its own domain
  * (`a109-96.lfbn-lyo-1.w87-238.abo.wanadoo.fr`), and marks its business lines when it sells them
- * as such.
+ * as such; a name under its business customers' zone (`kd12345.pro.<operator>.ca`) is not one.
  */
 export function readsLikeDynamicLine(host: string): boolean {
   const name = host.toLowerCase().replace(/\.$/, "");
@@ -205,7 +208,9 @@ export function readsLikeDynamicLine(host: string): boolean {
   const kind = domain ? operatorOfDomain(domain)?.kind : undefined;
   // an access word as a whole part of the domain's own label: an operator's access brand (`<line>.direct-adsl.nl`)
   const brandReadsDynamic = !!domain && DYNAMIC_LABEL.test(domain.slice(0, domain.indexOf(".")));
-  return DYNAMIC_LABEL.test(labels) || brandReadsDynamic || kind === "access" || kind === "mobile";
+  if (DYNAMIC_LABEL.test(labels)) return true;
+  // a curated operator's business zone holds no household's line: neutral, not the business-line mark either (readsLikeBusinessLine)
+  return !BUSINESS_ZONE_LABEL.test(labels) && (brandReadsDynamic || kind === "access" || kind === "mobile");
 }
 
 /**
