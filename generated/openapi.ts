@@ -2877,12 +2877,14 @@ export interface components {
          *       addresses forms name another organisation and never the domain is a host's: it names
          *       nobody at any address of the /24 (IPv6 /48), and its addresses name none of its
          *       tenants; so is one at whose addresses two or more people gave free-mail addresses
-         *       and nobody the domain's own; a hospitality network's
+         *       and nobody the domain's own (counted over every account's forms: a fact that only
+         *       takes a name away); a hospitality network's
          *       PTR domain (hotel, hostel, resort, ...) names nobody unless a form names it;
          *     - `dynamic_line`: the PTR name reads like a dynamic access line (`dyn`, `dynamic`,
          *       `pool`, `dhcp`, `ppp`, `dial`, `dsl`, `cable`, `ftth`, `broadband`, `customer`,
          *       `residential`, `home`, `nat`, ..., or any name under a curated access or mobile
-         *       operator's domain, and no `static`, `fixed` or `business`), or names a network for
+         *       operator's domain, and no `static`, `fixed` or `business`, nor a business zone's
+         *       label such as `pro` or `kmu`), or names a network for
          *       guests (`guest`, `gast`, `visitor`, `public`, `hotspot`, `eduroam`, `lobby`: such a
          *       name names nobody): e-mail alone gives it no
          *       identity (a person working from home with a business address does not make their

@@ -582,10 +582,25 @@ describe("scope", () => {
     await pooled.recordFormEvidence([form(net(2), person(mailDomain))]);
     expect(await identityOf(net(1), "isp", B, pooled)).toMatchObject({ organizationDomain: ptrDomain, source: "reverse_dns" });
     expect(await identityOf(net(2), "isp", B, pooled)).toBeUndefined();
-    // an account's own e-mail of another organisation at the address makes it shared for that account only
-    await pooled.recordFormEvidence([form(net(1), person(mailDomain), { accountId: B })]);
-    expect(await identityOf(net(1), "isp", B, pooled)).toBeUndefined();
-    expect(await identityOf(net(1), "isp", A, pooled)).toMatchObject({ organizationDomain: ptrDomain });
+    // an account's own e-mail of another organisation names nothing for another account
+    await pooled.recordFormEvidence([form(net(3), person(mailDomain), { accountId: B }), form(net(3), person(mailDomain), { accountId: B })]);
+    expect(await identityOf(net(3), "isp", B, pooled)).toMatchObject({ organizationDomain: mailDomain });
+    expect(await identityOf(net(3), "isp", A, pooled)).toBeUndefined();
+  });
+
+  it(`when another account's visitors' forms show a PTR domain to be a host's (${HOST_TENANTS} other organisation, never the domain), then it names nobody for this account either, and this account's ranges bearing it are recomputed (withdrawal)`, async () => {
+    const net = freshNet();
+    const host = freshDomain("kallisto");
+    await store.recordPtrEvidence([ptr(net(1), `gw.${host}`), ptr(net(1), `gw.${host}`, { accountId: B })]);
+    expect((await identityOf(net(1), "isp", A))?.organizationDomain, "a company's own gateway name, as far as A's evidence says").toBe(host);
+    store.takeRecomputed();
+    await store.recordFormEvidence([form(net(1), person(freshDomain()), { accountId: B })]);
+    expect(await identityOf(net(1), "isp", A)).toBeUndefined();
+    expect(await describeAddress(net(1), "isp", A)).toMatchObject({ guard: "shared", shared: true });
+    expect(store.takeRecomputed()).toContainEqual({ scope: A, range: `${net(0)}/24` });
+    // a form of the domain itself, in any account, says it is a company's own line after all (its staff)
+    await store.recordFormEvidence([form(net(1), person(host))]);
+    expect((await identityOf(net(1), "isp", A))?.organizationDomain).toBe(host);
   });
 });
 

@@ -461,19 +461,20 @@ export class IdentityStore {
   }
 
   /**
-   * Of these PTR domains, the hosts' by the scope's evidence in every range (rules.ts hostDomains):
-   * forms at the units bearing the domain, wherever they are, never name the domain, and name
-   * other organisations (HOST_TENANTS) or come from people with free-mail addresses (CONSUMERS).
-   * A dual-stack coworking space or hotel shows its people's forms on one family and only its
-   * gateway's name on the other.
+   * Of these PTR domains, the hosts' by every account's evidence in every range (rules.ts
+   * hostDomains): forms at the units bearing the domain, wherever they are, never name the domain,
+   * and name other organisations (HOST_TENANTS) or come from people with free-mail addresses
+   * (CONSUMERS). A dual-stack coworking space or hotel shows its people's forms on one family and
+   * only its gateway's name on the other; its guests fill in forms on many partners' sites, few on
+   * any one. Like an operator's domain, a host's is learned across accounts: the fact only takes a
+   * name away (its units name nobody), never gives one, and shows no account's visitors to another.
    */
-  private async hostDomainsOf(tx: Client, scope: string, withPool: boolean, domains: readonly string[], at: Date): Promise<Set<string>> {
+  private async hostDomainsOf(tx: Client, domains: readonly string[], at: Date): Promise<Set<string>> {
     if (!domains.length) return new Set();
     const rows = await tx.$queryRaw<{ domain: string }[]>`
       SELECT p.domain FROM "IdentityEvidence" p
-        JOIN "IdentityEvidence" f ON f.scope = ${scope} AND f.unit = p.unit AND f.kind IN ('form_email', 'free_mail') AND f."lastSeenAt" > ${this.since(at)}
+        JOIN "IdentityEvidence" f ON f.unit = p.unit AND f.kind IN ('form_email', 'free_mail') AND f."lastSeenAt" > ${this.since(at)}
       WHERE p.kind = 'reverse_dns' AND p.domain = ANY(${domains}::text[]) AND p."lastSeenAt" > ${this.since(at)}
-        AND (p.scope = ${scope} OR (${withPool}::boolean AND p.scope = ${POOL}))
       GROUP BY p.domain
       HAVING bool_and(f.domain <> p.domain) AND (
         count(DISTINCT f.domain) FILTER (WHERE f.kind = 'form_email') >= ${HOST_TENANTS}
@@ -494,7 +495,7 @@ export class IdentityStore {
       version: versionOfRange(range),
       operatorDomains: await this.operatorDomains(tx, domains),
       movingPeople: await this.movingPeople(tx, scope, people, at),
-      hostDomains: await this.hostDomainsOf(tx, scope, withPool, [...new Set(evidence.filter((e) => e.kind === "reverse_dns").map((e) => e.domain))], at),
+      hostDomains: await this.hostDomainsOf(tx, [...new Set(evidence.filter((e) => e.kind === "reverse_dns").map((e) => e.domain))], at),
       windowMs: this.windowMs,
     });
     await tx.$executeRaw`DELETE FROM "NetworkIdentity" WHERE scope = ${scope} AND "range" = ${range}`;
@@ -539,20 +540,21 @@ export class IdentityStore {
    * What else new evidence changes: the ranges where the same people left evidence (they may now
    * be moving), every account's rows of a range whose pooled PTR evidence changed, the rows
    * naming a PTR domain that has become a network operator's, and the other ranges bearing the PTR
-   * domain of a unit with new evidence (it may have become a host's there too: hostDomainsOf; not
-   * an operator's domain, which names nobody anywhere and would recompute its many ranges).
+   * domain of a unit with new evidence, with every account's rows naming it where the evidence is
+   * a form (it may have become a host's: hostDomainsOf; not an operator's domain, which names
+   * nobody anywhere and would recompute its many ranges).
    */
   private async affectedElsewhere(rows: readonly NewEvidence[]): Promise<{ scope: string; range: string }[]> {
     const people = rows.filter((r) => r.contributor).map((r) => ({ scope: r.scope, contributor: r.contributor }));
     const pooledRanges = [...new Set(rows.filter((r) => r.scope === POOL).map((r) => r.range))];
     const ptrDomains = [...new Set(rows.filter((r) => r.kind === "reverse_dns").map((r) => r.domain))];
     const telling: readonly EvidenceKind[] = ["form_email", "free_mail", "reverse_dns"];
-    const named = rows.filter((r) => r.scope !== POOL && telling.includes(r.kind)).map((r) => ({ scope: r.scope, unit: r.unit }));
-    // the PTR domains at the units of new evidence: a host's brand learned here is one in its other ranges too
+    const named = rows.filter((r) => r.scope !== POOL && telling.includes(r.kind)).map((r) => ({ scope: r.scope, unit: r.unit, form: r.kind !== "reverse_dns" }));
+    // the PTR domains at the units of new evidence (any account's names of them): a host's brand learned here is one in its other ranges too
     const unitDomains = named.length
-      ? await this.db.$queryRaw<{ scope: string; domain: string }[]>`
-          SELECT DISTINCT n.scope, p.domain FROM jsonb_to_recordset(${JSON.stringify(named)}::jsonb) AS n(scope text, unit text)
-            JOIN "IdentityEvidence" p ON p.unit = n.unit AND p.kind = 'reverse_dns' AND p.scope IN (n.scope, ${POOL})`
+      ? await this.db.$queryRaw<{ scope: string; domain: string; form: boolean }[]>`
+          SELECT DISTINCT n.scope, p.domain, n.form FROM jsonb_to_recordset(${JSON.stringify(named)}::jsonb) AS n(scope text, unit text, form boolean)
+            JOIN "IdentityEvidence" p ON p.unit = n.unit AND p.kind = 'reverse_dns'`
       : [];
     const operators = await this.operatorDomains(this.db, [...new Set([...ptrDomains, ...unitDomains.map((d) => d.domain)])]);
     // an operator's domain names nobody anywhere: its many ranges need no recomputation for it
@@ -563,7 +565,8 @@ export class IdentityStore {
       UNION SELECT DISTINCT scope, "range" FROM "IdentityEvidence" WHERE "range" = ANY(${pooledRanges}::text[])
       UNION SELECT DISTINCT scope, "range" FROM "NetworkIdentity" WHERE "organizationDomain" = ANY(${[...operators]}::text[])
       UNION SELECT DISTINCT c.scope, e."range" FROM jsonb_to_recordset(${JSON.stringify(hostCandidates)}::jsonb) AS c(scope text, domain text)
-        JOIN "IdentityEvidence" e ON e.kind = 'reverse_dns' AND e.domain = c.domain AND e.scope IN (c.scope, ${POOL})`;
+        JOIN "IdentityEvidence" e ON e.kind = 'reverse_dns' AND e.domain = c.domain AND e.scope IN (c.scope, ${POOL})
+      UNION SELECT DISTINCT scope, "range" FROM "NetworkIdentity" WHERE "organizationDomain" = ANY(${[...new Set(hostCandidates.filter((c) => c.form).map((c) => c.domain))]}::text[])`;
   }
 
   /** Stores evidence and recomputes what it changes: its ranges (each in one transaction with its evidence), then the others. */

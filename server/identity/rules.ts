@@ -125,10 +125,10 @@ export interface RangeFacts {
   /** People (contributors) whose e-mail evidence lies at two or more units within the window. */
   movingPeople: ReadonlySet<string>;
   /**
-   * PTR domains the scope's evidence in any range shows to be hosts' (HOST_TENANTS, or CONSUMERS,
-   * counted over every unit bearing the domain): a coworking space's IPv4 gateway and its IPv6
-   * site carry one brand, and forms seen at either tell what it is at both. Absent: this range's
-   * evidence only.
+   * PTR domains every account's evidence in any range shows to be hosts' (HOST_TENANTS, or
+   * CONSUMERS, counted over every unit bearing the domain): a coworking space's IPv4 gateway and
+   * its IPv6 site carry one brand, and forms seen at either, on any partner's website, tell what
+   * it is at both. Absent: this range's evidence only.
    */
   hostDomains?: ReadonlySet<string>;
   /** How long evidence counts after it was last seen. */
