@@ -41,7 +41,7 @@ import { classifyNetwork } from "../server/tracking/ipdata/network-class.ts";
 import { sharedResolver } from "../server/tracking/ipdata/resolver.ts";
 import { type LoadResult, percentile, type Request, runLoad } from "./closed-loop.ts";
 import { type OpenLoopResult, runOpenLoop } from "./open-loop.ts";
-import { freePort, startProcess, startService, stopService } from "./service.ts";
+import { freePort, scratchDatabase, startProcess, startService, stopService } from "./service.ts";
 import { loadConfig } from "../server/config.ts";
 import { HERMETIC_DNS_ENV } from "../test/support/config.ts";
 import * as datasets from "../server/services/datasets.ts";
@@ -184,16 +184,6 @@ async function cpuOfPhase(client: pg.Client, servicePid: number | undefined, pha
   return { service: spent(after.service), postgres: spent(after.postgres) };
 }
 
-async function adminQuery(sql: string): Promise<void> {
-  const client = new pg.Client({ connectionString: serverUrl });
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
-  }
-}
-
 async function prepareDatabase(url: string): Promise<string> {
   const db = await openDatabase({ url });
   try {
@@ -322,8 +312,7 @@ async function measure(backend: Backend, addresses: Addresses, rateOf: () => num
   const stamp = `${Date.now()}_${randomBytes(3).toString("hex")}`;
   const name = `bench_collect_${backend}_${stamp}`;
   const stream = `BENCH_COLLECT_${stamp}`;
-  await adminQuery(`CREATE DATABASE "${name}"`);
-  const url = Object.assign(new URL(serverUrl), { pathname: `/${name}` }).toString();
+  const { url, drop } = await scratchDatabase(serverUrl, name);
   const client = new pg.Client({ connectionString: url });
   try {
     const datasetId = backend === "floor" ? "ds_floor" : await prepareDatabase(url);
@@ -363,7 +352,7 @@ async function measure(backend: Backend, addresses: Addresses, rateOf: () => num
     }
   } finally {
     await client.end().catch(() => {});
-    await adminQuery(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+    await drop();
     if (backend === "jetstream") await deleteStream(stream).catch(() => {});
   }
 }

@@ -1,11 +1,13 @@
 // How well the service names the organisation behind each visit, in simulated B2B traffic worlds
 // with ground truth, driven from outside (POST /collect and the partner API only):
-//   npm run bench:match [-- --seeds 1-10 --mixes v4,v6half --quick --fresh --orgs 80 --visits 3000
+//   npm run bench:match [-- --seeds 1-10 --mixes v4,v6half --quick --partners 1 --orgs 80 --visits 3000
 //                          --days 20 --isps 4 --concurrency 4 --drain-seconds 180 --settle-seconds 5]
-// One run per seed and mix (--quick: the first seed only), each with an account of its own on one
-// service process and a fresh embedded database (a temporary directory, deleted afterwards;
-// DATABASE_URL: that database); --fresh: a new service and database per run, so that no run
-// shares the service's caches or any learning across accounts with another (slower). The world (bench/match/world.ts): organisations on their own AS; small
+// One run per seed and mix (--quick: the first seed only), each on a service and database of its
+// own (embedded: a temporary directory; DATABASE_URL: a new database on that server; both deleted
+// afterwards), so that no run shares the service's caches or what it learns across accounts with
+// another world; --partners N: the measured partner and N-1 others whose websites the same people
+// visit, each an account of its own (their traffic is not measured; what the service learns
+// across accounts from it is). The world (bench/match/world.ts): organisations on their own AS; small
 // companies on access operators' static lines, named under their own domain, by the operator (a
 // customer or line number under a brand zone, the address, or exactly like its household lines) or
 // not at all; hosts (coworking spaces, serviced offices, hotels) whose gateway names the host for
@@ -38,7 +40,7 @@ import { createRandom, subSeed } from "./match/random.ts";
 import { count, describeDeclared, describeEvaluation, describeFamilies, describeRuns, describeWorld, type RunResult } from "./match/report.ts";
 import { groundTruth } from "./match/truth.ts";
 import { buildWorld, type Mix, MIXES, type SelectedNetworks } from "./match/world.ts";
-import { freePort, startService, stopService } from "./service.ts";
+import { freePort, scratchDatabase, startService, stopService } from "./service.ts";
 import * as datasets from "../server/services/datasets.ts";
 import * as accounts from "../server/services/accounts.ts";
 
@@ -50,7 +52,7 @@ const { values } = parseArgs({
     seeds: { type: "string", default: "1-10" },
     mixes: { type: "string", default: MIXES.join(",") },
     quick: { type: "boolean", default: false },
-    fresh: { type: "boolean", default: false },
+    partners: { type: "string", default: "1" },
     orgs: { type: "string", default: "80" },
     visits: { type: "string", default: "3000" },
     days: { type: "string", default: "20" },
@@ -71,7 +73,7 @@ function parseSeeds(text: string): number[] {
 const seeds = parseSeeds(values.seeds!);
 const mixes = values.mixes!.split(",") as Mix[];
 if (!mixes.length || mixes.some((m) => !MIXES.includes(m))) throw new Error(`--mixes: a list of ${MIXES.join(", ")}`);
-const size = { orgs: Number(values.orgs), visits: Number(values.visits), days: Number(values.days) };
+const size = { orgs: Number(values.orgs), visits: Number(values.visits), days: Number(values.days), partners: Number(values.partners) };
 const wantedIsps = Number(values.isps);
 const concurrency = Math.max(1, Number(values.concurrency));
 const [drainSeconds, settleSeconds] = [Number(values["drain-seconds"]), Number(values["settle-seconds"])];
@@ -92,8 +94,8 @@ interface Tenant {
 }
 
 /** `count` accounts, each with a dataset and an API key, on the database the service will open (it is not running yet). */
-async function prepareTenants(dataDir: string | undefined, count: number): Promise<Tenant[]> {
-  const db = await openDatabaseOrExit(postgresUrl ? { url: postgresUrl } : { dataDir });
+async function prepareTenants(url: string | undefined, dataDir: string | undefined, count: number): Promise<Tenant[]> {
+  const db = await openDatabaseOrExit(url ? { url } : { dataDir });
   try {
     await db.migrate();
     const services = createServices(db.prisma, { config: loadConfig({}) });
@@ -172,17 +174,20 @@ interface Running {
   tenants: Tenant[];
   /** The embedded database's temporary directory (deleted when the service stops). */
   temporary?: string;
+  /** Drops the run's database on the DATABASE_URL server. */
+  dropDatabase?: () => Promise<void>;
 }
 
-/** Starts the service on a fresh database (embedded: a new temporary directory; DATABASE_URL: new accounts) with `tenants` accounts. */
+/** Starts the service on a fresh database (embedded: a new temporary directory; DATABASE_URL: a new database on that server) with `tenants` accounts. */
 async function startWithTenants(dns: WorldDns, tenants: number): Promise<Running> {
   const started = Date.now();
   const temporary = postgresUrl ? undefined : mkdtempSync(path.join(os.tmpdir(), "bench-match-"));
   const dataDir = temporary && path.join(temporary, "pglite");
-  const prepared = await prepareTenants(dataDir, tenants);
+  const scratch = postgresUrl ? await scratchDatabase(postgresUrl, `bench_match_${Date.now()}_${randomBytes(3).toString("hex")}`) : undefined;
+  const prepared = await prepareTenants(scratch?.url, dataDir, tenants);
   const port = await freePort();
   const service = await startService(port, {
-    ...(postgresUrl ? { DATABASE_URL: postgresUrl } : { DATABASE_URL: "", DATA_DIR: dataDir! }),
+    ...(scratch ? { DATABASE_URL: scratch.url } : { DATABASE_URL: "", DATA_DIR: dataDir! }),
     CTD_ENCRYPTION_KEY: randomBytes(32).toString("hex"),
     REQUIRE_HTTPS: "false", // plain HTTP on loopback, as behind a TLS-terminating proxy
     TRUST_PROXY: "loopback", // the collector takes each visitor's address from X-Forwarded-For
@@ -196,19 +201,21 @@ async function startWithTenants(dns: WorldDns, tenants: number): Promise<Running
     COLLECT_DATASET_EVENTS_PER_MINUTE: "1000000000",
   });
   console.log(`service started with ${tenants} account${tenants === 1 ? "" : "s"} in ${((Date.now() - started) / 1000).toFixed(1)} s; reverse DNS: the bench's server on ${dns.address}`);
-  return { service, baseUrl: `http://127.0.0.1:${port}`, tenants: prepared, temporary };
+  return { service, baseUrl: `http://127.0.0.1:${port}`, tenants: prepared, temporary, dropDatabase: scratch?.drop };
 }
 
 async function stop(running: Running): Promise<void> {
   await stopService(running.service);
   if (running.temporary) rmSync(running.temporary, { recursive: true, force: true });
+  await running.dropDatabase?.();
 }
 
 /** One seed and mix: a fresh service, the world driven through it, its figures; undefined when the run failed (printed). */
-async function runOnce(dns: WorldDns, networks: Network[], running: Running, tenant: Tenant, seed: number, mix: Mix): Promise<RunResult | undefined> {
-  console.log(`\n=== bench:match  seed ${seed}  mix ${mix}  --orgs ${size.orgs} --visits ${size.visits} --days ${size.days} --isps ${wantedIsps}  ` +
-    `database: ${postgresUrl ? "DATABASE_URL" : "embedded (temporary directory)"}`);
+async function runOnce(dns: WorldDns, networks: Network[], running: Running, seed: number, mix: Mix): Promise<RunResult | undefined> {
+  console.log(`\n=== bench:match  seed ${seed}  mix ${mix}  --orgs ${size.orgs} --visits ${size.visits} --days ${size.days} --isps ${wantedIsps} --partners ${size.partners}  ` +
+    `database: ${postgresUrl ? "a new database on DATABASE_URL's server" : "embedded (temporary directory)"}`);
   const started = Date.now();
+  const [tenant, ...otherTenants] = running.tenants as [Tenant, ...Tenant[]];
   const client = serviceClient(running.baseUrl, tenant.key, tenant.email);
   try {
     const options = { ...size, seed, mix };
@@ -216,8 +223,8 @@ async function runOnce(dns: WorldDns, networks: Network[], running: Running, ten
     publishPtrNames(dns, world.ptr);
     for (const line of describeWorld(world)) console.log(line);
 
-    await client.enableForms(tenant.datasetId);
-    const sent = await drive(client, world, tenant.datasetId, concurrency);
+    for (const t of running.tenants) await serviceClient(running.baseUrl, t.key, t.email).enableForms(t.datasetId);
+    const sent = await drive(client, world, running.tenants.map((t) => t.datasetId), concurrency);
     console.log(`sent: ${count(sent.requests)} POST /collect, ${count(sent.events)} events; the collector queued ${count(sent.queued)}; ` +
       (sent.declarationsSupported ? `${sent.declared} networks declared` : `declared networks not supported (${sent.declarationStatus}): going on without them`));
     if (!(await waitForDrain(client, tenant.datasetId, drainSeconds, settleSeconds))) {
@@ -253,7 +260,7 @@ async function runOnce(dns: WorldDns, networks: Network[], running: Running, ten
   }
 }
 
-/** Every seed and mix in turn, on one service (or a fresh one per run with --fresh); exit code 1 at the first failed run. */
+/** Every seed and mix in turn, each on a service and database of its own; exit code 1 at the first failed run. */
 async function main(): Promise<number> {
   const started = Date.now();
   // read once, before any service runs (a few seconds: the IPv6 ranges are parsed from the CSV)
@@ -261,31 +268,26 @@ async function main(): Promise<number> {
   const dns = await startWorldDns();
   const runs = seeds.flatMap((seed) => mixes.map((mix) => ({ seed, mix })));
   const results: RunResult[] = [];
-  let running: Running | undefined;
   try {
-    if (!values.fresh) running = await startWithTenants(dns, runs.length);
-    for (const [index, { seed, mix }] of runs.entries()) {
-      if (values.fresh) running = await startWithTenants(dns, 1);
-      const current = running!;
+    for (const { seed, mix } of runs) {
+      const running = await startWithTenants(dns, size.partners);
       const watchdog = setTimeout(() => {
         console.error(`a run took longer than ${MAX_RUN_MINUTES} minutes: stopped`);
-        current.service.kill("SIGKILL");
+        running.service.kill("SIGKILL");
         process.exit(1);
       }, MAX_RUN_MINUTES * 60_000);
       watchdog.unref();
-      const result = await runOnce(dns, networks, current, current.tenants[values.fresh ? 0 : index]!, seed, mix).finally(() => clearTimeout(watchdog));
-      if (values.fresh) {
-        await stop(current);
-        running = undefined;
-      }
+      const result = await runOnce(dns, networks, running, seed, mix).finally(() => {
+        clearTimeout(watchdog);
+        return stop(running);
+      });
       if (!result) return 1;
       results.push(result);
     }
   } finally {
-    if (running) await stop(running);
     await dns.close();
   }
-  console.log(`\n=== ${results.length} runs (seeds ${seeds.join(", ")}; mixes ${mixes.join(", ")}; ${values.fresh ? "a fresh service per run" : "one service, an account per run"}) ` +
+  console.log(`\n=== ${results.length} runs (seeds ${seeds.join(", ")}; mixes ${mixes.join(", ")}; ${size.partners} partner${size.partners === 1 ? "" : "s"} per world) ` +
     `in ${((Date.now() - started) / 60_000).toFixed(1)} min`);
   for (const line of describeRuns(results)) console.log(line);
   return 0;

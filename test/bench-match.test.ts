@@ -103,6 +103,7 @@ function tinyWorld(): World {
       { cidr: "192.0.2.0/24", orgId: 1, organizationName: "Mueller Bau GmbH", organizationDomain: "mueller-bau.de", when: "start", consumerPool: true },
     ],
     operators: new Map(),
+    others: [],
   };
 }
 
@@ -169,6 +170,17 @@ describe("groundTruth", () => {
     expect(hostVisits(world)).toEqual([["v4", true], ["v5", true]]); // one tenant's word on a business line
     world.forms.push({ ...bForm!, domain: "a-coworker.se" }); // a second person
     expect(hostVisits(world)).toEqual([["v4", false], ["v5", false]]);
+  });
+
+  it("when another partner's website got its tenants' forms at a host, then the host is no look-alike on the measured one's (the service learns a host across accounts)", () => {
+    const hostVisits = (world: World) => groundTruth(world, { declarations: false }).filter((t) => t.row === "host tenant").map((t) => t.lookalikeHost);
+    const world = tinyWorld();
+    world.sites[3]!.domain = "quayside.se";
+    const tenantForms = world.forms.filter((f) => f.domain.endsWith("-coworker.se"));
+    world.forms = world.forms.filter((f) => !f.domain.endsWith("-coworker.se"));
+    expect(hostVisits(world)).toEqual([true, true]);
+    world.others = [{ site: "www.partner2.example", sessions: [], visits: [], forms: tenantForms }];
+    expect(hostVisits(world)).toEqual([false, false]);
   });
 
   it("when the service took the declarations, then a declared organisation's visits are knowable from the declaration, the household pool's stay not business", () => {
@@ -289,6 +301,20 @@ describe("buildWorld", () => {
     expect(json(buildWorld(options, worldNetworks))).toBe(json(buildWorld(options, worldNetworks)));
     expect(json(buildWorld({ ...options, seed: 8 }, worldNetworks))).not.toBe(json(buildWorld(options, worldNetworks)));
     expect(json(buildWorld({ ...options, mix: "v6half" }, worldNetworks))).not.toBe(json(buildWorld(options, worldNetworks)));
+  });
+
+  it("when a world has other partners, then the measured partner's traffic is the one it has alone, and each other's is drawn on its own from the same people", () => {
+    const alone = buildWorld(options, worldNetworks);
+    const shared = buildWorld({ ...options, partners: 3 }, worldNetworks);
+    expect(alone.others).toEqual([]);
+    expect(JSON.stringify(shared.sessions)).toBe(JSON.stringify(alone.sessions));
+    expect(shared.others.map((o) => o.site)).toEqual(["www.partner2.example", "www.partner3.example"]);
+    const [second, third] = shared.others;
+    expect(JSON.stringify(second!.sessions)).not.toBe(JSON.stringify(third!.sessions));
+    const people = new Set(shared.people.map((p) => p.id));
+    expect(second!.visits.length).toBe(options.visits);
+    expect(second!.visits.every((v) => people.has(v.personId))).toBe(true);
+    expect(second!.sessions.flatMap((s) => s.batches.flat()).every((e) => e.url.startsWith("https://www.partner2.example/"))).toBe(true);
   });
 
   it("when built, then its page views are the asked number with unique ids, each sent in a session at its visitor's address, forms at rates of a few percent", () => {
@@ -444,6 +470,8 @@ describe("world names", () => {
 async function fakeService(knownLines: Map<string, { name: string; domain: string }>, opts: { declarations: boolean; collectStatus?: number }) {
   const leads = new Map<string, { leadId: string; organizationName: string; organizationDomain: string; visits: { url: string }[] }>();
   let declared = 0;
+  /** Events received per dataset. */
+  const events = new Map<string, number>();
   const body = async (req: IncomingMessage) => {
     let text = "";
     for await (const chunk of req) text += chunk;
@@ -457,15 +485,17 @@ async function fakeService(knownLines: Map<string, { name: string; domain: strin
     const url = new URL(req.url!, "http://fake");
     const json = (status: number, value?: unknown) => res.writeHead(status, { "content-type": "application/json" }).end(value === undefined ? undefined : JSON.stringify(value));
     if (req.method === "POST" && url.pathname === "/collect") {
-      const { events } = (await body(req)) as { events: { type: string; url: string }[] };
+      const { events: batch } = (await body(req)) as { events: { type: string; url: string }[] };
+      const dataset = url.searchParams.get("dataset")!;
+      events.set(dataset, (events.get(dataset) ?? 0) + batch.length);
       const org = knownLines.get(String(req.headers["x-forwarded-for"]));
-      const views = org ? events.filter((e) => e.type === "pageview") : [];
+      const views = org ? batch.filter((e) => e.type === "pageview") : [];
       if (org) {
         const lead = leads.get(org.domain) ?? { leadId: `lead_${leads.size}`, organizationName: org.name, organizationDomain: org.domain, visits: [] };
         lead.visits.push(...views.map((v) => ({ url: v.url })));
         leads.set(org.domain, lead);
       }
-      return json(opts.collectStatus ?? 202, { received: events.length, queued: views.length });
+      return json(opts.collectStatus ?? 202, { received: batch.length, queued: views.length });
     }
     if (req.method === "POST" && url.pathname === "/v1/declared-networks") {
       await body(req);
@@ -483,7 +513,7 @@ async function fakeService(knownLines: Map<string, { name: string; domain: strin
   });
   server.listen(0, "127.0.0.1");
   await once(server, "listening");
-  return { server, base: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, declared: () => declared };
+  return { server, base: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, declared: () => declared, events };
 }
 
 describe("drive, waitForDrain and readBack", () => {
@@ -500,7 +530,7 @@ describe("drive, waitForDrain and readBack", () => {
     const fake = await fakeService(staticLines, { declarations: true });
     server = fake.server;
     const client = serviceClient(fake.base, "key", "admin@bench.example");
-    const sent = await drive(client, world, "ds_fake", 3);
+    const sent = await drive(client, world, ["ds_fake"], 3);
     expect(sent).toMatchObject({ declarationsSupported: true, declared: world.declarations.length, events: world.sessions.reduce((n, s) => n + s.batches.flat().length, 0) });
     expect(await waitForDrain(client, "ds_fake", 30, 1)).toBe(true);
     const e = evaluate(groundTruth(world, { declarations: true }), world.orgs, await readBack(client, "ds_fake"));
@@ -513,17 +543,27 @@ describe("drive, waitForDrain and readBack", () => {
     expect(sent.queued).toBe(e.figures.precision.denominator); // the answers' counts add up across concurrent visitors
   });
 
+  it("when the world has another partner, then its sessions go to its own dataset and the measured partner's counts are its own alone", async () => {
+    const fake = await fakeService(new Map(), { declarations: true });
+    server = fake.server;
+    const shared = buildWorld({ seed: 5, orgs: 40, visits: 600, days: 10, mix: "v4", partners: 2 }, worldNetworks);
+    const sent = await drive(serviceClient(fake.base, "key", "admin@bench.example"), shared, ["ds_measured", "ds_other"], 3);
+    const eventsOf = (sessions: typeof shared.sessions) => sessions.reduce((n, s) => n + s.batches.flat().length, 0);
+    expect(sent.events).toBe(eventsOf(shared.sessions));
+    expect(Object.fromEntries(fake.events)).toEqual({ ds_measured: eventsOf(shared.sessions), ds_other: eventsOf(shared.others[0]!.sessions) });
+  });
+
   it("when the service has no declared networks (404), then the bench goes on without them after asking once", async () => {
     const fake = await fakeService(new Map(), { declarations: false });
     server = fake.server;
-    const sent = await drive(serviceClient(fake.base, "key", "admin@bench.example"), world, "ds_fake", 3);
+    const sent = await drive(serviceClient(fake.base, "key", "admin@bench.example"), world, ["ds_fake"], 3);
     expect(sent).toMatchObject({ declarationsSupported: false, declared: 0, queued: 0 });
   });
 
   it("when the collector answers another status than 202, then the run stops with a wrong answer", async () => {
     const fake = await fakeService(new Map(), { declarations: false, collectStatus: 200 });
     server = fake.server;
-    await expect(drive(serviceClient(fake.base, "key", "admin@bench.example"), world, "ds_fake", 3)).rejects.toThrow(WrongAnswer);
+    await expect(drive(serviceClient(fake.base, "key", "admin@bench.example"), world, ["ds_fake"], 3)).rejects.toThrow(WrongAnswer);
   });
 });
 

@@ -17,15 +17,22 @@ export interface Sent {
   declarationStatus?: number;
 }
 
-/** Sends the sessions with at most `concurrency` in flight, started in time order. */
-async function sendSessions(client: ServiceClient, datasetId: string, sessions: readonly Session[], concurrency: number, sent: Sent): Promise<void> {
+/** A session on one partner's website (its dataset). */
+interface Sending {
+  datasetId: string;
+  session: Session;
+}
+
+/** Sends the sessions with at most `concurrency` in flight, started in time order; counts those on `counted`'s dataset. */
+async function sendSessions(client: ServiceClient, sessions: readonly Sending[], concurrency: number, counted: string, sent: Sent): Promise<void> {
   let next = 0;
   const worker = async () => {
     while (next < sessions.length) {
-      const session = sessions[next++]!;
+      const { datasetId, session } = sessions[next++]!;
       for (const batch of session.batches) {
-        // awaited first: `sent.queued += await …` would read the total before the wait and lose the other workers' additions
         const queued = await client.collect(datasetId, batch, session.address, session.userAgent);
+        if (datasetId !== counted) continue;
+        // awaited first: `sent.queued += await …` would read the total before the wait and lose the other workers' additions
         sent.queued += queued;
         sent.requests += 1;
         sent.events += batch.length;
@@ -47,15 +54,23 @@ async function declare(client: ServiceClient, declarations: readonly Declaration
   }
 }
 
-/** The world's traffic: declarations of the start, the first half of the days, those of the midway, the rest. */
-export async function drive(client: ServiceClient, world: World, datasetId: string, concurrency: number): Promise<Sent> {
+/**
+ * The world's traffic: declarations of the start, the first half of the days, those of the midway,
+ * the rest; `datasetIds`: the measured partner's dataset, then the other partners' (world.others),
+ * whose sessions go in time order among its own. `Sent` counts the measured partner's traffic.
+ */
+export async function drive(client: ServiceClient, world: World, datasetIds: readonly string[], concurrency: number): Promise<Sent> {
   const sent: Sent = { requests: 0, events: 0, queued: 0, declared: 0, declarationsSupported: undefined };
-  const midway = world.sessions.findIndex((s) => s.day >= world.options.days / 2);
-  const half = midway < 0 ? world.sessions.length : midway;
+  const traffic = [world.sessions, ...world.others.map((o) => o.sessions)];
+  const sessions = traffic
+    .flatMap((partnerSessions, i) => partnerSessions.map((session) => ({ datasetId: datasetIds[i]!, session })))
+    .sort((a, b) => a.session.day - b.session.day || a.session.minute - b.session.minute); // stable: a partner's own order kept
+  const midway = sessions.findIndex((s) => s.session.day >= world.options.days / 2);
+  const half = midway < 0 ? sessions.length : midway;
   await declare(client, world.declarations.filter((d) => d.when === "start"), sent);
-  await sendSessions(client, datasetId, world.sessions.slice(0, half), concurrency, sent);
+  await sendSessions(client, sessions.slice(0, half), concurrency, datasetIds[0]!, sent);
   await declare(client, world.declarations.filter((d) => d.when === "midway"), sent);
-  await sendSessions(client, datasetId, world.sessions.slice(half), concurrency, sent);
+  await sendSessions(client, sessions.slice(half), concurrency, datasetIds[0]!, sent);
   return sent;
 }
 

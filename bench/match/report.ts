@@ -32,6 +32,8 @@ export function describeWorld(world: World): string[] {
     `       ${world.options.days} days, ${count(world.sessions.length)} sessions, ${count(world.visits.length)} page views (${count(v6Views)} on IPv6), ` +
       `${count(world.forms.length)} forms (${count(businessForms)} with an organisation's domain), ` +
       `${world.declarations.length} declared networks (${world.declarations.length - midway} before the traffic, ${midway} halfway, ${pools} a household pool), ${count(world.ptr.size)} PTR names`,
+    ...world.others.map((o) => `       another partner's website, the same people (not measured): ${o.site}, ${count(o.visits.length)} page views, ` +
+      `${count(o.forms.length)} forms (${count(o.forms.filter((f) => !isFreeMail(f.domain)).length)} with an organisation's domain)`),
   ];
 }
 

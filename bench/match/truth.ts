@@ -15,8 +15,8 @@
 // A look-alike host: one that showed nothing but what one company's office shows (its gateway named
 // under its own brand with no word saying what it is, no business form and fewer than two people
 // giving private addresses at its units, or an operator's business-line name with one person's
-// business form at most). No stored evidence tells such a network from its company's own line;
-// the wrong visits at it are counted apart.
+// business form at most), on any partner's website (WorldOptions.partners). No stored evidence
+// tells such a network from its company's own line; the wrong visits at it are counted apart.
 import { isFreeMail, saysWhatHostIs } from "./names.ts";
 import { isV6, numberOf, v6Value } from "./addresses.ts";
 import { BUSINESS_KINDS, type Form, type Kind, type Naming, type Site, type World } from "./world.ts";
@@ -80,10 +80,14 @@ function looksLikeAnOffice(site: Site, formPeople: number, privatePeople: number
   return site.naming === "operator" && formPeople <= 1;
 }
 
-/** Site id -> the people who sent forms at its units, with a free-mail address or (`free` false) an organisation's. */
+/**
+ * Site id -> the people who sent forms at its units, with a free-mail address or (`free` false) an
+ * organisation's, on any partner's website: the service learns a host from every account's forms.
+ */
 function formPeopleBySite(world: World, free: boolean): Map<number, Set<number>> {
   const people = new Map<number, Set<number>>();
-  for (const form of world.forms.filter((f) => isFreeMail(f.domain) === free)) {
+  const allForms = [world.forms, ...world.others.map((o) => o.forms)].flat();
+  for (const form of allForms.filter((f) => isFreeMail(f.domain) === free)) {
     const siteId = world.unitSite.get(form.unit);
     if (siteId !== undefined) people.set(siteId, (people.get(siteId) ?? new Set()).add(form.personId));
   }

@@ -152,6 +152,21 @@ export interface WorldOptions {
   visits: number;
   days: number;
   mix: Mix;
+  /**
+   * Partners of the service whose websites the same people visit (1: the measured one alone). The
+   * others' traffic reaches the service in accounts of their own; it is never measured, only what
+   * the service learns across accounts from it (a host's domain) shows in the first one's figures.
+   */
+  partners?: number;
+}
+
+/** The traffic one partner's website gets from the world's people. */
+export interface PartnerTraffic {
+  site: string;
+  /** In time order. */
+  sessions: Session[];
+  visits: Visit[];
+  forms: Form[];
 }
 
 export interface World {
@@ -171,6 +186,8 @@ export interface World {
   declarations: Declaration[];
   /** Each access operator's naming, by AS number. */
   operators: Map<number, OperatorNaming>;
+  /** The other partners' traffic (WorldOptions.partners), each drawn on its own from the same people. */
+  others: PartnerTraffic[];
 }
 
 /** Shares of sessions by kind of visitor (the traffic mix), before kinds without people are left out. */
@@ -525,7 +542,12 @@ export function buildWorld(options: WorldOptions, networks: SelectedNetworks): W
   const site = "www.matchbench.example";
   const { sessions, visits, forms } = traffic(options, b.people, b.sites, site, random);
   const operators = new Map(b.operators.map((o) => [o.network.asn, o.naming] as const));
-  return { options, site, orgs: b.orgs, people: b.people, sites: b.sites, unitSite: unitsOf(b.sites), sessions, visits, forms, ptr: b.ptr, declarations: b.declarations, operators };
+  // drawn after the measured partner's, each from its own stream: the first partner's world is the same whatever their number
+  const others = Array.from({ length: Math.max(0, (options.partners ?? 1) - 1) }, (_, i) => {
+    const otherSite = `www.partner${i + 2}.example`;
+    return { site: otherSite, ...traffic(options, b.people, b.sites, otherSite, createRandom(subSeed(options.seed, `traffic ${options.mix} ${otherSite}`))) };
+  });
+  return { options, site, orgs: b.orgs, people: b.people, sites: b.sites, unitSite: unitsOf(b.sites), sessions, visits, forms, ptr: b.ptr, declarations: b.declarations, operators, others };
 }
 
 /** A random interface identifier: a privacy address's lower 64 bits (never the gateway's ::1). */

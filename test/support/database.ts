@@ -135,7 +135,8 @@ function withDatabase(url: string, database: string): string {
   return parsed.toString();
 }
 
-async function adminQuery(url: string, sql: string): Promise<void> {
+/** Runs one statement on the PostgreSQL server of `url` (its own connection): CREATE or DROP DATABASE. */
+export async function adminQuery(url: string, sql: string): Promise<void> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
