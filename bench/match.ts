@@ -40,7 +40,8 @@ import { createRandom, subSeed } from "./match/random.ts";
 import { count, describeDeclared, describeEvaluation, describeFamilies, describeRuns, describeWorld, type RunResult } from "./match/report.ts";
 import { groundTruth } from "./match/truth.ts";
 import { buildWorld, type Mix, MIXES, type SelectedNetworks } from "./match/world.ts";
-import { freePort, scratchDatabase, startService, stopService } from "./service.ts";
+import { freePort, startService, stopService } from "./service.ts";
+import { scratchDatabase } from "../test/support/database.ts";
 import * as datasets from "../server/services/datasets.ts";
 import * as accounts from "../server/services/accounts.ts";
 
@@ -215,7 +216,7 @@ async function runOnce(dns: WorldDns, networks: Network[], running: Running, see
   console.log(`\n=== bench:match  seed ${seed}  mix ${mix}  --orgs ${size.orgs} --visits ${size.visits} --days ${size.days} --isps ${wantedIsps} --partners ${size.partners}  ` +
     `database: ${postgresUrl ? "a new database on DATABASE_URL's server" : "embedded (temporary directory)"}`);
   const started = Date.now();
-  const [tenant, ...otherTenants] = running.tenants as [Tenant, ...Tenant[]];
+  const tenant = running.tenants[0]!;
   const client = serviceClient(running.baseUrl, tenant.key, tenant.email);
   try {
     const options = { ...size, seed, mix };

@@ -6,7 +6,6 @@ import { createServer } from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { hermeticEnv } from "../test/support/config.ts";
-import { adminQuery } from "../test/support/database.ts";
 
 export const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 
@@ -62,9 +61,3 @@ export async function stopService(child: ChildProcess): Promise<void> {
   await exited;
 }
 
-/** A new empty database `name` on the server of `serverUrl`: its URL, and `drop` to remove it (connections closed by force). */
-export async function scratchDatabase(serverUrl: string, name: string): Promise<{ url: string; drop: () => Promise<void> }> {
-  await adminQuery(serverUrl, `CREATE DATABASE "${name}"`);
-  const url = Object.assign(new URL(serverUrl), { pathname: `/${name}` }).toString();
-  return { url, drop: () => adminQuery(serverUrl, `DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`) };
-}

@@ -205,12 +205,12 @@ export function readsLikeDynamicLine(host: string): boolean {
   if (GUEST_LABEL.test(labels)) return true;
   // an operator's business brand reads static in its domain's own name (comcastbusiness.net, orange-business.com)
   if (marksStatic(labels) || (domain && STATIC_WORD.test(domain.slice(0, domain.indexOf("."))))) return false;
-  const kind = domain ? operatorOfDomain(domain)?.kind : undefined;
-  // an access word as a whole part of the domain's own label: an operator's access brand (`<line>.direct-adsl.nl`)
-  const brandReadsDynamic = !!domain && DYNAMIC_LABEL.test(domain.slice(0, domain.indexOf(".")));
   if (DYNAMIC_LABEL.test(labels)) return true;
   // a curated operator's business zone holds no household's line: neutral, not the business-line mark either (readsLikeBusinessLine)
-  return !BUSINESS_ZONE_LABEL.test(labels) && (brandReadsDynamic || kind === "access" || kind === "mobile");
+  if (!domain || BUSINESS_ZONE_LABEL.test(labels)) return false;
+  // an access word as a whole part of the domain's own label: an operator's access brand (`<line>.direct-adsl.nl`)
+  const kind = operatorOfDomain(domain)?.kind;
+  return DYNAMIC_LABEL.test(domain.slice(0, domain.indexOf("."))) || kind === "access" || kind === "mobile";
 }
 
 /**

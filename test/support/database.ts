@@ -35,10 +35,8 @@ export async function createTestDatabase({ embedded = process.env.TEST_EMBEDDED 
     return { ...db, close: () => db.close().finally(() => rmSync(dir, { recursive: true, force: true })) };
   }
   if (!serverUrl) return openPglite();
-  const name = `lead_intel_test_${randomBytes(6).toString("hex")}`;
   const template = process.env[TEMPLATE_ENV];
-  await adminQuery(serverUrl, `CREATE DATABASE "${name}"${template ? ` TEMPLATE "${template}"` : ""}`);
-  const url = withDatabase(serverUrl, name);
+  const { url, drop } = await scratchDatabase(serverUrl, `lead_intel_test_${randomBytes(6).toString("hex")}`, template);
   // a transaction waits up to 10 s for a connection (default 2 s): one server holds every file's
   // databases, on a machine the whole suite loads
   const db = await openDatabase({ url, timeouts: { ...DEFAULT_DATABASE_TIMEOUTS, connectMs: 10_000 } });
@@ -48,7 +46,7 @@ export async function createTestDatabase({ embedded = process.env.TEST_EMBEDDED 
     url,
     close: async () => {
       await db.close();
-      await adminQuery(serverUrl, `DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+      await drop();
     },
   };
 }
@@ -94,12 +92,12 @@ export async function prepareMigratedTemplate(): Promise<() => Promise<void>> {
     return async () => {};
   }
   const name = `lead_intel_template_${randomBytes(6).toString("hex")}`;
-  await adminQuery(serverUrl, `CREATE DATABASE "${name}"`);
-  const db = await openDatabase({ url: withDatabase(serverUrl, name) });
+  const { url, drop } = await scratchDatabase(serverUrl, name);
+  const db = await openDatabase({ url });
   await db.migrate();
   await db.close(); // a template must have no connections while it is copied
   process.env[TEMPLATE_ENV] = name;
-  return () => adminQuery(serverUrl, `DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+  return drop;
 }
 
 /** Where migrated PGlite snapshots are kept between runs (node_modules: gone with a fresh install). */
@@ -129,14 +127,18 @@ async function migratedSnapshot(): Promise<string> {
   return snapshotFile;
 }
 
-function withDatabase(url: string, database: string): string {
-  const parsed = new URL(url);
-  parsed.pathname = `/${database}`;
-  return parsed.toString();
+/**
+ * A new database `name` on the PostgreSQL server of `serverUrl` (a copy of `template`, else empty):
+ * its URL, and `drop` to remove it (connections closed by force). Tests' and benchmarks' databases.
+ */
+export async function scratchDatabase(serverUrl: string, name: string, template?: string): Promise<{ url: string; drop: () => Promise<void> }> {
+  await adminQuery(serverUrl, `CREATE DATABASE "${name}"${template ? ` TEMPLATE "${template}"` : ""}`);
+  const url = Object.assign(new URL(serverUrl), { pathname: `/${name}` }).toString();
+  return { url, drop: () => adminQuery(serverUrl, `DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`) };
 }
 
 /** Runs one statement on the PostgreSQL server of `url` (its own connection): CREATE or DROP DATABASE. */
-export async function adminQuery(url: string, sql: string): Promise<void> {
+async function adminQuery(url: string, sql: string): Promise<void> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
