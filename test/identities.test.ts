@@ -591,16 +591,38 @@ describe("scope", () => {
   it(`when another account's visitors' forms show a PTR domain to be a host's (${HOST_TENANTS} other organisation, never the domain), then it names nobody for this account either, and this account's ranges bearing it are recomputed (withdrawal)`, async () => {
     const net = freshNet();
     const host = freshDomain("kallisto");
-    await store.recordPtrEvidence([ptr(net(1), `gw.${host}`), ptr(net(1), `gw.${host}`, { accountId: B })]);
-    expect((await identityOf(net(1), "isp", A))?.organizationDomain, "a company's own gateway name, as far as A's evidence says").toBe(host);
+    await store.recordPtrEvidence([ptr(net(1), `gw.${host}`), ptr(net(2), `gw2.${host}`), ptr(net(1), `gw.${host}`, { accountId: B })]);
+    expect((await identityOf(net(2), "isp", A))?.organizationDomain, "a company's own gateway name, as far as A's evidence says").toBe(host);
     store.takeRecomputed();
     await store.recordFormEvidence([form(net(1), person(freshDomain()), { accountId: B })]);
-    expect(await identityOf(net(1), "isp", A)).toBeUndefined();
-    expect(await describeAddress(net(1), "isp", A)).toMatchObject({ guard: "shared", shared: true });
+    expect(await identityOf(net(2), "isp", A)).toBeUndefined();
+    expect(await describeAddress(net(2), "isp", A)).toMatchObject({ guard: "shared", shared: true });
     expect(store.takeRecomputed()).toContainEqual({ scope: A, range: `${net(0)}/24` });
-    // a form of the domain itself, in any account, says it is a company's own line after all (its staff)
-    await store.recordFormEvidence([form(net(1), person(host))]);
-    expect((await identityOf(net(1), "isp", A))?.organizationDomain).toBe(host);
+    // a form of the domain itself, in any account, says it is a company's own line after all (its staff);
+    // the address where another organisation's form was seen stays shared
+    await store.recordFormEvidence([form(net(2), person(host))]);
+    expect((await identityOf(net(2), "isp", A))?.organizationDomain).toBe(host);
+    expect(await describeAddress(net(1), "isp", A)).toMatchObject({ guard: "shared" });
+  });
+
+  it("when another account's visitors' forms name another organisation at an address this account names, then it is shared for this account too (withdrawn), never named by the other's forms, and named again once that form is erased", async () => {
+    const net = await businessNet();
+    const [tenant, other] = [freshDomain("tenant"), freshDomain("other")];
+    const theOther = person(other);
+    await store.recordFormEvidence([form(net(1), person(tenant)), form(net(2), person(other), { accountId: B })]);
+    expect((await identityOf(net(1), "isp", A))?.organizationDomain, "one person's form on a business line").toBe(tenant);
+    expect(await identityOf(net(2), "isp", A), "another account's form names nothing for this one").toBeUndefined();
+    store.takeRecomputed();
+    await store.recordFormEvidence([form(net(1), theOther, { accountId: B })]);
+    expect(await identityOf(net(1), "isp", A)).toBeUndefined();
+    expect(await describeAddress(net(1), "isp", A)).toMatchObject({ guard: "shared", shared: true, evidence: { organizations: 1 } });
+    expect(await identityOf(net(1), "isp", B)).toBeUndefined();
+    expect(store.takeRecomputed(), "this account's range recomputed: its attributions there are withdrawn").toContainEqual({ scope: A, range: `${net(0)}/24` });
+    // the same organisation named in both accounts is no second one
+    await store.recordFormEvidence([form(net(3), person(tenant)), form(net(3), person(tenant), { accountId: B })]);
+    expect((await identityOf(net(3), "isp", A))?.organizationDomain).toBe(tenant);
+    await store.eraseContributor(B, await store.contributorKeys([theOther]));
+    expect((await identityOf(net(1), "isp", A))?.organizationDomain, "named again once the other's form is erased").toBe(tenant);
   });
 });
 

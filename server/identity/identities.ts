@@ -367,15 +367,23 @@ export class IdentityStore {
 
   /**
    * Removes the contribution of people (their keyed hashes) to the account's identities and
-   * recomputes what it changes: in the caller's transaction when given (an erasure's), else in
-   * one of its own. How many pieces of evidence were removed.
+   * recomputes what it changes (its ranges, and other accounts' units its forms made shared): in
+   * the caller's transaction when given (an erasure's), else in one of its own. How many pieces of
+   * evidence were removed.
    */
   async eraseContributor(accountId: string, keys: readonly string[], tx?: Tx): Promise<number> {
     if (!keys.length) return 0;
     const run = async (t: Tx) => {
-      const removed = await t.$queryRaw<{ range: string }[]>`
-        DELETE FROM "IdentityEvidence" WHERE scope = ${accountId} AND contributor = ANY(${[...keys]}::text[]) RETURNING "range"`;
-      for (const range of [...new Set(removed.map((r) => r.range))].sort()) await this.inRange(t, accountId, range, (locked) => this.recompute(locked, accountId, range));
+      const removed = await t.$queryRaw<{ range: string; unit: string; kind: EvidenceKind }[]>`
+        DELETE FROM "IdentityEvidence" WHERE scope = ${accountId} AND contributor = ANY(${[...keys]}::text[]) RETURNING "range", unit, kind::text AS kind`;
+      const forms = removed.filter((r) => r.kind === "form_email").map(({ unit }) => ({ scope: accountId, unit }));
+      // other accounts' units those forms made shared name their organisation again; every range in one key order (lock order)
+      const pairs = [...removed.map(({ range }) => ({ scope: accountId, range })), ...(await this.rangesSharingUnits(t, forms))];
+      const unique = new Map(pairs.map((p) => [rangeKey(p.scope, p.range), p] as const));
+      for (const key of [...unique.keys()].sort()) {
+        const { scope, range } = unique.get(key)!;
+        await this.inRange(t, scope, range, (locked) => this.recompute(locked, scope, range));
+      }
       return removed.length;
     };
     return tx ? run(tx) : this.db.$transaction(run);
@@ -391,10 +399,11 @@ export class IdentityStore {
     const affected: { scope: string; range: string }[] = [];
     let evidence = 0;
     for (;;) {
-      const removed = await this.db.$queryRaw<{ scope: string; range: string }[]>`
+      const removed = await this.db.$queryRaw<{ scope: string; range: string; unit: string; kind: EvidenceKind }[]>`
         DELETE FROM "IdentityEvidence" WHERE id IN (SELECT id FROM "IdentityEvidence" WHERE "lastSeenAt" <= ${this.since(at)} LIMIT ${batchSize})
-        RETURNING scope, "range"`;
-      affected.push(...removed);
+        RETURNING scope, "range", unit, kind::text AS kind`;
+      const forms = removed.filter((r) => r.kind === "form_email").map(({ scope, unit }) => ({ scope, unit }));
+      affected.push(...removed.map(({ scope, range }) => ({ scope, range })), ...(await this.rangesSharingUnits(this.db, forms)));
       evidence += removed.length;
       if (removed.length < batchSize) break;
     }
@@ -482,6 +491,17 @@ export class IdentityStore {
     return new Set(rows.map((r) => r.domain));
   }
 
+  /** Unit -> the organisations other scopes' forms name there within the window (rules.ts namedElsewhere), by the unit index. */
+  private async otherOrganizations(tx: Client, scope: string, units: readonly string[], at: Date): Promise<Map<string, Set<string>>> {
+    const byUnit = new Map<string, Set<string>>();
+    if (!units.length) return byUnit;
+    const rows = await tx.$queryRaw<{ unit: string; domain: string }[]>`
+      SELECT DISTINCT unit, domain FROM "IdentityEvidence"
+      WHERE unit = ANY(${units}::text[]) AND kind = 'form_email' AND scope <> ${scope} AND "lastSeenAt" > ${this.since(at)}`;
+    for (const { unit, domain } of rows) byUnit.set(unit, (byUnit.get(unit) ?? new Set()).add(domain));
+    return byUnit;
+  }
+
   /** Recomputes the identity rows of one range of one scope from its evidence (the caller holds the range's lock). */
   private async recompute(tx: Tx, scope: string, range: string): Promise<void> {
     const at = this.now();
@@ -489,10 +509,13 @@ export class IdentityStore {
     const evidence = await tx.$queryRaw<Evidence[]>`
       SELECT unit, kind::text AS kind, domain, contributor, "firstSeenAt", "lastSeenAt" FROM "IdentityEvidence"
       WHERE "range" = ${range} AND "lastSeenAt" > ${this.since(at)} AND (scope = ${scope} OR (${withPool}::boolean AND scope = ${POOL}))`;
-    const domains = [...new Set(evidence.map((e) => e.domain).filter(Boolean))];
+    const otherOrganizations = await this.otherOrganizations(tx, scope, [...new Set(evidence.map((e) => e.unit))], at);
+    const elsewhere = [...otherOrganizations.values()].flatMap((d) => [...d]);
+    const domains = [...new Set([...evidence.map((e) => e.domain).filter(Boolean), ...elsewhere])];
     const people = [...new Set(evidence.map((e) => e.contributor).filter(Boolean))];
     const rows = identitiesOfRange(evidence, {
       version: versionOfRange(range),
+      otherOrganizations,
       operatorDomains: await this.operatorDomains(tx, domains),
       movingPeople: await this.movingPeople(tx, scope, people, at),
       hostDomains: await this.hostDomainsOf(tx, [...new Set(evidence.filter((e) => e.kind === "reverse_dns").map((e) => e.domain))], at),
@@ -559,7 +582,9 @@ export class IdentityStore {
     const operators = await this.operatorDomains(this.db, [...new Set([...ptrDomains, ...unitDomains.map((d) => d.domain)])]);
     // an operator's domain names nobody anywhere: its many ranges need no recomputation for it
     const hostCandidates = unitDomains.filter((d) => !operators.has(d.domain));
-    return this.db.$queryRaw<{ scope: string; range: string }[]>`
+    const forms = rows.filter((r) => r.kind === "form_email").map(({ scope, unit }) => ({ scope, unit }));
+    const elsewhere = await this.rangesSharingUnits(this.db, forms);
+    const related = await this.db.$queryRaw<{ scope: string; range: string }[]>`
       SELECT DISTINCT e.scope, e."range" FROM "IdentityEvidence" e
         JOIN jsonb_to_recordset(${JSON.stringify(people)}::jsonb) AS p(scope text, contributor text) ON e.scope = p.scope AND e.contributor = p.contributor
       UNION SELECT DISTINCT scope, "range" FROM "IdentityEvidence" WHERE "range" = ANY(${pooledRanges}::text[])
@@ -567,6 +592,15 @@ export class IdentityStore {
       UNION SELECT DISTINCT c.scope, e."range" FROM jsonb_to_recordset(${JSON.stringify(hostCandidates)}::jsonb) AS c(scope text, domain text)
         JOIN "IdentityEvidence" e ON e.kind = 'reverse_dns' AND e.domain = c.domain AND e.scope IN (c.scope, ${POOL})
       UNION SELECT DISTINCT scope, "range" FROM "NetworkIdentity" WHERE "organizationDomain" = ANY(${[...new Set(hostCandidates.filter((c) => c.form).map((c) => c.domain))]}::text[])`;
+    return [...related, ...elsewhere];
+  }
+
+  /** Other scopes' ranges with evidence at the units where these scopes' forms came or went: what other accounts' forms name there changed (rules.ts namedElsewhere). */
+  private async rangesSharingUnits(client: Client, forms: readonly { scope: string; unit: string }[]): Promise<{ scope: string; range: string }[]> {
+    if (!forms.length) return [];
+    return client.$queryRaw<{ scope: string; range: string }[]>`
+      SELECT DISTINCT e.scope, e."range" FROM jsonb_to_recordset(${JSON.stringify(forms)}::jsonb) AS f(scope text, unit text)
+        JOIN "IdentityEvidence" e ON e.unit = f.unit AND e.scope <> f.scope`;
   }
 
   /** Stores evidence and recomputes what it changes: its ranges (each in one transaction with its evidence), then the others. */

@@ -131,6 +131,11 @@ export interface RangeFacts {
    * it is at both. Absent: this range's evidence only.
    */
   hostDomains?: ReadonlySet<string>;
+  /**
+   * Unit -> the organisations other accounts' forms name there within the window (their visitors
+   * on other partners' websites): namedElsewhere. Absent: this account's evidence only.
+   */
+  otherOrganizations?: ReadonlyMap<string, ReadonlySet<string>>;
   /** How long evidence counts after it was last seen. */
   windowMs: number;
 }
@@ -226,6 +231,22 @@ function emailOnlyOrganizations(units: readonly UnitEvidence[]): number {
   return new Set(units.filter((u) => u.ptrDomains.size === 0).flatMap((u) => [...u.emailPeople.keys()])).size;
 }
 
+/**
+ * Whether other accounts' forms name another organisation at the unit than the one this account's
+ * evidence names: a unit's organisations are counted over every account's forms, and such a line
+ * is shared (a host's business line whose tenants fill in forms on different partners' websites,
+ * one or two on each) as it is when one account's forms name both. Like a host's or an operator's
+ * domain, the fact only takes a name away, never gives one: other accounts' forms name nothing
+ * here. The cost: an office line where a visitor (a consultant on its guest Wi-Fi) typed another
+ * organisation's address on any partner's website names nobody, as on the one website, until that
+ * form leaves the window.
+ */
+function namedElsewhere(unit: string, named: ReadonlySet<string>, facts: RangeFacts): boolean {
+  const elsewhere = facts.otherOrganizations?.get(unit);
+  if (named.size !== 1 || !elsewhere) return false;
+  return [...elsewhere].some((domain) => !named.has(domain) && !facts.operatorDomains.has(domain) && !isOperatorDomain(domain));
+}
+
 /** The unit's row: one organisation named, by which evidence and how surely, or why none. */
 function unitRow(u: UnitEvidence, dynamicRange: boolean, facts: RangeFacts, rangePeople: ReadonlyMap<string, ReadonlySet<string>>): IdentityRow {
   const named = new Set([...u.ptrDomains, ...u.emailPeople.keys()]);
@@ -240,7 +261,7 @@ function unitRow(u: UnitEvidence, dynamicRange: boolean, facts: RangeFacts, rang
     expiresAt: new Date(latest(u.rows).getTime() + facts.windowMs),
   };
   const none = { ...base, organizationDomain: null, organizationName: null, source: null, confidence: 0 };
-  if (named.size >= 2) return { ...none, guard: "shared", shared: true };
+  if (named.size >= 2 || namedElsewhere(u.unit, named, facts)) return { ...none, guard: "shared", shared: true };
   const [domain] = named;
   // a host's gateway with no other evidence: its tenants' or guests' line, say so
   if (domain === undefined) return { ...none, guard: u.dynamicLine ? "dynamic_line" : u.hosted ? "shared" : null, shared: u.hosted };
