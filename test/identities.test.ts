@@ -497,12 +497,13 @@ describe("window and expiry", () => {
     }
   });
 
-  it("when the other organisation of a shared address lapses, then after expire() the address is the remaining organisation's", async () => {
+  it.each(["this", "another"])("when the other organisation of a shared address lapses (%s account's form), then after expire() the address is the remaining organisation's", async (whose) => {
     const net = await businessNet();
+    const leavingAccount = whose === "this" ? A : B;
     const [stays, leaves] = [freshDomain(), freshDomain()];
     offsetMs -= 60 * DAY;
     try {
-      await store.recordFormEvidence([form(net(1), person(leaves))]);
+      await store.recordFormEvidence([form(net(1), person(leaves), { accountId: leavingAccount })]);
     } finally {
       offsetMs += 60 * DAY;
     }
@@ -588,20 +589,26 @@ describe("scope", () => {
     expect(await identityOf(net(3), "isp", A, pooled)).toBeUndefined();
   });
 
-  it(`when another account's visitors' forms show a PTR domain to be a host's (${HOST_TENANTS} other organisation, never the domain), then it names nobody for this account either, and this account's ranges bearing it are recomputed (withdrawal)`, async () => {
-    const net = freshNet();
+  it(`when another account's visitors' forms show a PTR domain to be a host's (${HOST_TENANTS} other organisation, never the domain), then it names nobody for this account either, and this account's ranges bearing it are recomputed (withdrawal), named again at once when that form is erased`, async () => {
+    const [net, away] = [freshNet(), freshNet()];
     const host = freshDomain("kallisto");
-    await store.recordPtrEvidence([ptr(net(1), `gw.${host}`), ptr(net(2), `gw2.${host}`), ptr(net(1), `gw.${host}`, { accountId: B })]);
-    expect((await identityOf(net(2), "isp", A))?.organizationDomain, "a company's own gateway name, as far as A's evidence says").toBe(host);
+    await store.recordPtrEvidence([ptr(net(1), `gw.${host}`), ptr(away(1), `gw2.${host}`), ptr(net(1), `gw.${host}`, { accountId: B })]);
+    expect((await identityOf(away(1), "isp", A))?.organizationDomain, "a company's own gateway name, as far as A's evidence says").toBe(host);
     store.takeRecomputed();
+    const guest = person(freshDomain());
+    await store.recordFormEvidence([form(net(1), guest, { accountId: B })]);
+    expect(await identityOf(away(1), "isp", A)).toBeUndefined();
+    expect(await describeAddress(away(1), "isp", A)).toMatchObject({ guard: "shared", shared: true });
+    expect(store.takeRecomputed()).toContainEqual({ scope: A, range: `${away(0)}/24` });
+    // the guest erased in the other account: this account names the domain again at once
+    await store.eraseContributor(B, await store.contributorKeys([guest]));
+    expect((await identityOf(away(1), "isp", A))?.organizationDomain).toBe(host);
     await store.recordFormEvidence([form(net(1), person(freshDomain()), { accountId: B })]);
-    expect(await identityOf(net(2), "isp", A)).toBeUndefined();
-    expect(await describeAddress(net(2), "isp", A)).toMatchObject({ guard: "shared", shared: true });
-    expect(store.takeRecomputed()).toContainEqual({ scope: A, range: `${net(0)}/24` });
+    expect(await identityOf(away(1), "isp", A)).toBeUndefined();
     // a form of the domain itself, in any account, says it is a company's own line after all (its staff);
     // the address where another organisation's form was seen stays shared
-    await store.recordFormEvidence([form(net(2), person(host))]);
-    expect((await identityOf(net(2), "isp", A))?.organizationDomain).toBe(host);
+    await store.recordFormEvidence([form(away(1), person(host))]);
+    expect((await identityOf(away(1), "isp", A))?.organizationDomain).toBe(host);
     expect(await describeAddress(net(1), "isp", A)).toMatchObject({ guard: "shared" });
   });
 

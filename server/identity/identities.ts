@@ -376,9 +376,9 @@ export class IdentityStore {
     const run = async (t: Tx) => {
       const removed = await t.$queryRaw<{ range: string; unit: string; kind: EvidenceKind }[]>`
         DELETE FROM "IdentityEvidence" WHERE scope = ${accountId} AND contributor = ANY(${[...keys]}::text[]) RETURNING "range", unit, kind::text AS kind`;
-      const forms = removed.filter((r) => r.kind === "form_email").map(({ unit }) => ({ scope: accountId, unit }));
-      // other accounts' units those forms made shared name their organisation again; every range in one key order (lock order)
-      const pairs = [...removed.map(({ range }) => ({ scope: accountId, range })), ...(await this.rangesSharingUnits(t, forms))];
+      const forms = removed.filter((r) => r.kind === "form_email" || r.kind === "free_mail").map(({ unit }) => ({ scope: accountId, unit }));
+      // what those forms took away elsewhere comes back at once; every range in one key order (lock order)
+      const pairs = [...removed.map(({ range }) => ({ scope: accountId, range })), ...(await this.affectedByRemoval(t, forms))];
       const unique = new Map(pairs.map((p) => [rangeKey(p.scope, p.range), p] as const));
       for (const key of [...unique.keys()].sort()) {
         const { scope, range } = unique.get(key)!;
@@ -402,8 +402,8 @@ export class IdentityStore {
       const removed = await this.db.$queryRaw<{ scope: string; range: string; unit: string; kind: EvidenceKind }[]>`
         DELETE FROM "IdentityEvidence" WHERE id IN (SELECT id FROM "IdentityEvidence" WHERE "lastSeenAt" <= ${this.since(at)} LIMIT ${batchSize})
         RETURNING scope, "range", unit, kind::text AS kind`;
-      const forms = removed.filter((r) => r.kind === "form_email").map(({ scope, unit }) => ({ scope, unit }));
-      affected.push(...removed.map(({ scope, range }) => ({ scope, range })), ...(await this.rangesSharingUnits(this.db, forms)));
+      const forms = removed.filter((r) => r.kind === "form_email" || r.kind === "free_mail").map(({ scope, unit }) => ({ scope, unit }));
+      affected.push(...removed.map(({ scope, range }) => ({ scope, range })), ...(await this.affectedByRemoval(this.db, forms)));
       evidence += removed.length;
       if (removed.length < batchSize) break;
     }
@@ -593,6 +593,25 @@ export class IdentityStore {
         JOIN "IdentityEvidence" e ON e.kind = 'reverse_dns' AND e.domain = c.domain AND e.scope IN (c.scope, ${POOL})
       UNION SELECT DISTINCT scope, "range" FROM "NetworkIdentity" WHERE "organizationDomain" = ANY(${[...new Set(hostCandidates.filter((c) => c.form).map((c) => c.domain))]}::text[])`;
     return [...related, ...elsewhere];
+  }
+
+  /**
+   * What forms removed (erased, expired) had taken away elsewhere: other scopes' ranges with
+   * evidence at their units (namedElsewhere), and every scope's ranges bearing a PTR domain of
+   * their units, which may be no host's any more (hostDomainsOf; an operator's domain names nobody
+   * anyway, and its many ranges are left alone).
+   */
+  private async affectedByRemoval(client: Client, forms: readonly { scope: string; unit: string }[]): Promise<{ scope: string; range: string }[]> {
+    if (!forms.length) return [];
+    const units = [...new Set(forms.map((f) => f.unit))];
+    const ptrDomains = (
+      await client.$queryRaw<{ domain: string }[]>`SELECT DISTINCT domain FROM "IdentityEvidence" WHERE unit = ANY(${units}::text[]) AND kind = 'reverse_dns'`
+    ).map((r) => r.domain);
+    const operators = await this.operatorDomains(client, ptrDomains);
+    const hosts = ptrDomains.filter((d) => !operators.has(d) && !isOperatorDomain(d));
+    const bearing = await client.$queryRaw<{ scope: string; range: string }[]>`
+      SELECT DISTINCT scope, "range" FROM "IdentityEvidence" WHERE kind = 'reverse_dns' AND domain = ANY(${hosts}::text[])`;
+    return [...(await this.rangesSharingUnits(client, forms)), ...bearing];
   }
 
   /** Other scopes' ranges with evidence at the units where these scopes' forms came or went: what other accounts' forms name there changed (rules.ts namedElsewhere). */
