@@ -2872,9 +2872,9 @@ export interface components {
          *
          *     **Guards** (`guard`, why an identity attributes nothing):
          *     - `shared`: the evidence of the address names two or more organisations within the
-         *       window (a coworking space, a hotel, carrier-grade NAT, a campus), or names one while
-         *       another account's forms there name another (counted over every account's forms: a
-         *       fact that only takes a name away, never gives one): no organisation is
+         *       window (a coworking space, a hotel, carrier-grade NAT, a campus), or names one by
+         *       e-mail alone while another account's forms there name another (counted over every
+         *       account's forms: a fact that only takes a name away, never gives one): no organisation is
          *       named and nothing is attributed (a declaration still wins). A PTR domain at whose
          *       addresses forms name another organisation and never the domain is a host's: it names
          *       nobody at any address of the /24 (IPv6 /48), and its addresses name none of its

@@ -605,11 +605,12 @@ describe("scope", () => {
     expect((await identityOf(away(1), "isp", A))?.organizationDomain).toBe(host);
     await store.recordFormEvidence([form(net(1), person(freshDomain()), { accountId: B })]);
     expect(await identityOf(away(1), "isp", A)).toBeUndefined();
-    // a form of the domain itself, in any account, says it is a company's own line after all (its staff);
-    // the address where another organisation's form was seen stays shared
+    // a form of the domain itself, in any account, says it is a company's own line after all (its staff),
+    // whose own name another account's visitors' forms do not take away; in that account its forms name two
     await store.recordFormEvidence([form(away(1), person(host))]);
     expect((await identityOf(away(1), "isp", A))?.organizationDomain).toBe(host);
-    expect(await describeAddress(net(1), "isp", A)).toMatchObject({ guard: "shared" });
+    expect((await identityOf(net(1), "isp", A))?.organizationDomain).toBe(host);
+    expect(await describeAddress(net(1), "isp", B)).toMatchObject({ guard: "shared" });
   });
 
   it("when another account's visitors' forms name another organisation at an address this account names, then it is shared for this account too (withdrawn), never named by the other's forms, and named again once that form is erased", async () => {
@@ -630,6 +631,23 @@ describe("scope", () => {
     expect((await identityOf(net(3), "isp", A))?.organizationDomain).toBe(tenant);
     await store.eraseContributor(B, await store.contributorKeys([theOther]));
     expect((await identityOf(net(1), "isp", A))?.organizationDomain, "named again once the other's form is erased").toBe(tenant);
+  });
+
+  it("when two accounts' forms naming two organisations at one address come in one batch, then it is shared for both (whichever account is recomputed first)", async () => {
+    const net = await businessNet();
+    await store.recordFormEvidence([form(net(1), person(freshDomain())), form(net(1), person(freshDomain()), { accountId: B })]);
+    expect(await describeAddress(net(1), "isp", A)).toMatchObject({ guard: "shared" });
+    expect(await describeAddress(net(1), "isp", B)).toMatchObject({ guard: "shared" });
+  });
+
+  it("when another account's visitor's form names another organisation at an address named by its own organisation's PTR name, then it stays named (a guest on a company's Wi-Fi)", async () => {
+    const net = freshNet();
+    const [company, visitorsEmployer] = [freshDomain(), freshDomain()];
+    await store.recordPtrEvidence([ptr(net(1), `gw.${company}`), ptr(net(1), `gw.${company}`, { accountId: B })]);
+    await store.recordFormEvidence([form(net(1), person(company)), form(net(1), person(visitorsEmployer), { accountId: B })]);
+    expect(await identityOf(net(1), "isp", A)).toMatchObject({ organizationDomain: company, source: "reverse_dns" });
+    // in the visitor's own account the address is shared, as ever (its forms name two organisations)
+    expect(await describeAddress(net(1), "isp", B)).toMatchObject({ guard: "shared" });
   });
 });
 

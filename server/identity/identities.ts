@@ -89,6 +89,9 @@ interface NewEvidence {
   at: Date;
 }
 
+/** A range of one scope: what a recomputation takes. */
+type RangePair = { scope: string; range: string };
+
 /** A stored NetworkIdentity row as the look-ups read it. */
 type StoredRow = IdentityRow & { scope: string };
 
@@ -565,9 +568,11 @@ export class IdentityStore {
    * naming a PTR domain that has become a network operator's, and the other ranges bearing the PTR
    * domain of a unit with new evidence, with every account's rows naming it where the evidence is
    * a form (it may have become a host's: hostDomainsOf; not an operator's domain, which names
-   * nobody anywhere and would recompute its many ranges).
+   * nobody anywhere and would recompute its many ranges), and other accounts' ranges with evidence
+   * at the units of new forms (rangesSharingUnits). `ofPeople`: the first (the same scope's);
+   * `ofOthers`: the rest, which another scope's evidence may change.
    */
-  private async affectedElsewhere(rows: readonly NewEvidence[]): Promise<{ scope: string; range: string }[]> {
+  private async affectedElsewhere(rows: readonly NewEvidence[]): Promise<{ ofPeople: RangePair[]; ofOthers: RangePair[] }> {
     const people = rows.filter((r) => r.contributor).map((r) => ({ scope: r.scope, contributor: r.contributor }));
     const pooledRanges = [...new Set(rows.filter((r) => r.scope === POOL).map((r) => r.range))];
     const ptrDomains = [...new Set(rows.filter((r) => r.kind === "reverse_dns").map((r) => r.domain))];
@@ -584,15 +589,16 @@ export class IdentityStore {
     const hostCandidates = unitDomains.filter((d) => !operators.has(d.domain));
     const forms = rows.filter((r) => r.kind === "form_email").map(({ scope, unit }) => ({ scope, unit }));
     const elsewhere = await this.rangesSharingUnits(this.db, forms);
-    const related = await this.db.$queryRaw<{ scope: string; range: string }[]>`
+    const ofPeople = await this.db.$queryRaw<RangePair[]>`
       SELECT DISTINCT e.scope, e."range" FROM "IdentityEvidence" e
-        JOIN jsonb_to_recordset(${JSON.stringify(people)}::jsonb) AS p(scope text, contributor text) ON e.scope = p.scope AND e.contributor = p.contributor
-      UNION SELECT DISTINCT scope, "range" FROM "IdentityEvidence" WHERE "range" = ANY(${pooledRanges}::text[])
+        JOIN jsonb_to_recordset(${JSON.stringify(people)}::jsonb) AS p(scope text, contributor text) ON e.scope = p.scope AND e.contributor = p.contributor`;
+    const related = await this.db.$queryRaw<RangePair[]>`
+      SELECT DISTINCT scope, "range" FROM "IdentityEvidence" WHERE "range" = ANY(${pooledRanges}::text[])
       UNION SELECT DISTINCT scope, "range" FROM "NetworkIdentity" WHERE "organizationDomain" = ANY(${[...operators]}::text[])
       UNION SELECT DISTINCT c.scope, e."range" FROM jsonb_to_recordset(${JSON.stringify(hostCandidates)}::jsonb) AS c(scope text, domain text)
         JOIN "IdentityEvidence" e ON e.kind = 'reverse_dns' AND e.domain = c.domain AND e.scope IN (c.scope, ${POOL})
       UNION SELECT DISTINCT scope, "range" FROM "NetworkIdentity" WHERE "organizationDomain" = ANY(${[...new Set(hostCandidates.filter((c) => c.form).map((c) => c.domain))]}::text[])`;
-    return [...related, ...elsewhere];
+    return { ofPeople, ofOthers: [...related, ...elsewhere] };
   }
 
   /**
@@ -601,7 +607,7 @@ export class IdentityStore {
    * their units, which may be no host's any more (hostDomainsOf; an operator's domain names nobody
    * anyway, and its many ranges are left alone).
    */
-  private async affectedByRemoval(client: Client, forms: readonly { scope: string; unit: string }[]): Promise<{ scope: string; range: string }[]> {
+  private async affectedByRemoval(client: Client, forms: readonly { scope: string; unit: string }[]): Promise<RangePair[]> {
     if (!forms.length) return [];
     const units = [...new Set(forms.map((f) => f.unit))];
     const ptrDomains = (
@@ -609,15 +615,15 @@ export class IdentityStore {
     ).map((r) => r.domain);
     const operators = await this.operatorDomains(client, ptrDomains);
     const hosts = ptrDomains.filter((d) => !operators.has(d) && !isOperatorDomain(d));
-    const bearing = await client.$queryRaw<{ scope: string; range: string }[]>`
+    const bearing = await client.$queryRaw<RangePair[]>`
       SELECT DISTINCT scope, "range" FROM "IdentityEvidence" WHERE kind = 'reverse_dns' AND domain = ANY(${hosts}::text[])`;
     return [...(await this.rangesSharingUnits(client, forms)), ...bearing];
   }
 
   /** Other scopes' ranges with evidence at the units where these scopes' forms came or went: what other accounts' forms name there changed (rules.ts namedElsewhere). */
-  private async rangesSharingUnits(client: Client, forms: readonly { scope: string; unit: string }[]): Promise<{ scope: string; range: string }[]> {
+  private async rangesSharingUnits(client: Client, forms: readonly { scope: string; unit: string }[]): Promise<RangePair[]> {
     if (!forms.length) return [];
-    return client.$queryRaw<{ scope: string; range: string }[]>`
+    return client.$queryRaw<RangePair[]>`
       SELECT DISTINCT e.scope, e."range" FROM jsonb_to_recordset(${JSON.stringify(forms)}::jsonb) AS f(scope text, unit text)
         JOIN "IdentityEvidence" e ON e.unit = f.unit AND e.scope <> f.scope`;
   }
@@ -629,7 +635,8 @@ export class IdentityStore {
       const key = rangeKey(row.scope, row.range);
       byRange.set(key, [...(byRange.get(key) ?? []), row]);
     }
-    for (const key of [...byRange.keys()].sort()) {
+    const keys = [...byRange.keys()].sort();
+    for (const key of keys) {
       const group = byRange.get(key)!;
       const { scope, range } = group[0]!;
       await this.inRange(undefined, scope, range, async (tx) => {
@@ -639,7 +646,12 @@ export class IdentityStore {
         if (group.some((r) => r.kind !== "dynamic_line" && r.kind !== "free_mail") || (await this.hasIdentities(tx, scope, range))) await this.recompute(tx, scope, range);
       });
     }
-    if (rows.length) await this.recomputeAll((await this.affectedElsewhere(rows)).filter((p) => !byRange.has(rangeKey(p.scope, p.range))));
+    if (!rows.length) return;
+    const { ofPeople, ofOthers } = await this.affectedElsewhere(rows);
+    const done = (p: RangePair) => byRange.has(rangeKey(p.scope, p.range));
+    // a range recomputed above before another scope's evidence of this call was stored (the keys' order) is recomputed again
+    const lastScope = byRange.get(keys.at(-1)!)![0]!.scope;
+    await this.recomputeAll([...ofPeople.filter((p) => !done(p)), ...ofOthers.filter((p) => !done(p) || p.scope !== lastScope)]);
   }
 
   /** How long an answer is kept: the cache time, a failed look-up's retry delay at most. */

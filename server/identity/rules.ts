@@ -232,19 +232,22 @@ function emailOnlyOrganizations(units: readonly UnitEvidence[]): number {
 }
 
 /**
- * Whether other accounts' forms name another organisation at the unit than the one this account's
- * evidence names: a unit's organisations are counted over every account's forms, and such a line
- * is shared (a host's business line whose tenants fill in forms on different partners' websites,
- * one or two on each) as it is when one account's forms name both. Like a host's or an operator's
+ * Whether other accounts' forms name another organisation at a unit this account names by e-mail
+ * alone: a unit's organisations are then counted over every account's forms, and such a line is
+ * shared (a host's business line whose tenants fill in forms on different partners' websites, one
+ * or two on each) as it is when one account's forms name both. Like a host's or an operator's
  * domain, the fact only takes a name away, never gives one: other accounts' forms name nothing
- * here. The cost: an office line where a visitor (a consultant on its guest Wi-Fi) typed another
- * organisation's address on any partner's website names nobody, as on the one website, until that
- * form leaves the window.
+ * here. A unit named by the organisation's own PTR name keeps it: a company's gateway where a
+ * visitor (a consultant on its guest Wi-Fi) typed their own employer's address on some partner's
+ * website is still the company's, and a host's brand is learned across accounts by its domain
+ * (hostDomains). The service's traffic over all partners grows with their number; the forms of
+ * all of them taking away what one office's own name says would grow with it.
  */
-function namedElsewhere(unit: string, named: ReadonlySet<string>, facts: RangeFacts): boolean {
-  const elsewhere = facts.otherOrganizations?.get(unit);
-  if (named.size !== 1 || !elsewhere) return false;
-  return [...elsewhere].some((domain) => !named.has(domain) && !facts.operatorDomains.has(domain) && !isOperatorDomain(domain));
+function namedElsewhere(u: UnitEvidence, named: ReadonlySet<string>, facts: RangeFacts): boolean {
+  const elsewhere = facts.otherOrganizations?.get(u.unit);
+  const [domain] = named;
+  if (named.size !== 1 || !elsewhere || u.ptrDomains.has(domain!)) return false;
+  return [...elsewhere].some((other) => other !== domain && !facts.operatorDomains.has(other) && !isOperatorDomain(other));
 }
 
 /** The unit's row: one organisation named, by which evidence and how surely, or why none. */
@@ -261,7 +264,7 @@ function unitRow(u: UnitEvidence, dynamicRange: boolean, facts: RangeFacts, rang
     expiresAt: new Date(latest(u.rows).getTime() + facts.windowMs),
   };
   const none = { ...base, organizationDomain: null, organizationName: null, source: null, confidence: 0 };
-  if (named.size >= 2 || namedElsewhere(u.unit, named, facts)) return { ...none, guard: "shared", shared: true };
+  if (named.size >= 2 || namedElsewhere(u, named, facts)) return { ...none, guard: "shared", shared: true };
   const [domain] = named;
   // a host's gateway with no other evidence: its tenants' or guests' line, say so
   if (domain === undefined) return { ...none, guard: u.dynamicLine ? "dynamic_line" : u.hosted ? "shared" : null, shared: u.hosted };
