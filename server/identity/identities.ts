@@ -136,11 +136,14 @@ export interface IdentityStoreOptions {
 /** Whether a domain is the network's own (the AS organisation's domain): an operator's own domain names nobody. */
 const sameDomain = (domain: string, networkDomain: string | null | undefined) => !!networkDomain && domain === networkDomain.toLowerCase();
 
+/** An evidence row's key (the unique index's columns). */
+const evidenceKey = (row: Pick<NewEvidence, "scope" | "unit" | "kind" | "domain" | "contributor">) => [row.scope, row.unit, row.kind, row.domain, row.contributor].join("\n");
+
 /** Evidence rows without duplicates of one key (one statement may not update a row twice): the latest time of each. */
 function deduplicated(rows: readonly NewEvidence[]): NewEvidence[] {
   const byKey = new Map<string, NewEvidence>();
   for (const row of rows) {
-    const key = [row.scope, row.unit, row.kind, row.domain, row.contributor].join("\n");
+    const key = evidenceKey(row);
     const seen = byKey.get(key);
     if (!seen || seen.at < row.at) byKey.set(key, row);
   }
@@ -551,15 +554,19 @@ export class IdentityStore {
     return row !== undefined;
   }
 
-  /** Inserts evidence, or renews the rows it matches (first and last seen widened). */
-  private async upsert(tx: Tx, rows: readonly NewEvidence[]): Promise<void> {
-    await tx.$executeRaw`
+  /** Inserts evidence, or renews the rows it matches (first and last seen widened); the rows that are new. */
+  private async upsert(tx: Tx, rows: readonly NewEvidence[]): Promise<NewEvidence[]> {
+    // xmax is 0 on a row this statement inserted, the updating transaction's id on one it renewed
+    const inserted = await tx.$queryRaw<{ key: string; fresh: boolean }[]>`
       INSERT INTO "IdentityEvidence" (scope, "accountId", "range", unit, kind, domain, contributor, "firstSeenAt", "lastSeenAt")
       SELECT r.scope, nullif(r.scope, ${POOL}), r."range", r.unit, r.kind::"IdentityEvidenceKind", r.domain, r.contributor, r.at, r.at
       FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS r(scope text, "range" text, unit text, kind text, domain text, contributor text, at timestamptz)
       ON CONFLICT (scope, unit, kind, domain, contributor) DO UPDATE SET
         "firstSeenAt" = least("IdentityEvidence"."firstSeenAt", EXCLUDED."firstSeenAt"),
-        "lastSeenAt" = greatest("IdentityEvidence"."lastSeenAt", EXCLUDED."lastSeenAt")`;
+        "lastSeenAt" = greatest("IdentityEvidence"."lastSeenAt", EXCLUDED."lastSeenAt")
+      RETURNING concat_ws(${"\n"}, scope, unit, kind::text, domain, contributor) AS key, xmax::text = '0' AS fresh`;
+    const fresh = new Set(inserted.filter((r) => r.fresh).map((r) => r.key));
+    return rows.filter((r) => fresh.has(evidenceKey(r)));
   }
 
   /**
@@ -636,22 +643,24 @@ export class IdentityStore {
       byRange.set(key, [...(byRange.get(key) ?? []), row]);
     }
     const keys = [...byRange.keys()].sort();
+    const fresh: NewEvidence[] = [];
     for (const key of keys) {
       const group = byRange.get(key)!;
       const { scope, range } = group[0]!;
       await this.inRange(undefined, scope, range, async (tx) => {
-        await this.upsert(tx, group);
+        fresh.push(...(await this.upsert(tx, group)));
         // dynamic-line and free-mail marks alone change nothing in a range without identities (most
         // consumers' lines): the range's next recomputation, under this lock, reads them
         if (group.some((r) => r.kind !== "dynamic_line" && r.kind !== "free_mail") || (await this.hasIdentities(tx, scope, range))) await this.recompute(tx, scope, range);
       });
     }
-    if (!rows.length) return;
-    const { ofPeople, ofOthers } = await this.affectedElsewhere(rows);
+    // evidence seen again changes nothing beyond its range (no new person, unit or organisation anywhere)
+    if (!fresh.length) return;
+    const { ofPeople, ofOthers } = await this.affectedElsewhere(fresh);
     const done = (p: RangePair) => byRange.has(rangeKey(p.scope, p.range));
-    // a range recomputed above before another scope's evidence of this call was stored (the keys' order) is recomputed again
-    const lastScope = byRange.get(keys.at(-1)!)![0]!.scope;
-    await this.recomputeAll([...ofPeople.filter((p) => !done(p)), ...ofOthers.filter((p) => !done(p) || p.scope !== lastScope)]);
+    // a range recomputed above before another scope's new evidence of this call was stored (the keys' order) is recomputed again
+    const lastScope = fresh.map((r) => r.scope).sort().at(-1)!;
+    await this.recomputeAll([...ofPeople.filter((p) => !done(p)), ...ofOthers.filter((p) => !done(p) || p.scope < lastScope)]);
   }
 
   /** How long an answer is kept: the cache time, a failed look-up's retry delay at most. */
