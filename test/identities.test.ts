@@ -633,6 +633,17 @@ describe("scope", () => {
     expect((await identityOf(net(1), "isp", A))?.organizationDomain, "named again once the other's form is erased").toBe(tenant);
   });
 
+  it("when a person's form is seen again at the same address, then only its own range is recomputed (nothing new for other accounts)", async () => {
+    const net = await businessNet();
+    const jane = person(freshDomain());
+    await store.recordFormEvidence([form(net(1), jane), form(net(1), person(freshDomain()), { accountId: B })]);
+    store.takeRecomputed();
+    await store.recordFormEvidence([form(net(1), jane)]);
+    expect(store.takeRecomputed()).toEqual([{ scope: A, range: `${net(0)}/24` }]);
+    await store.recordFormEvidence([form(net(1), person(freshDomain()))]);
+    expect(store.takeRecomputed(), "a new person: the other account's range too").toContainEqual({ scope: B, range: `${net(0)}/24` });
+  });
+
   it("when two accounts' forms naming two organisations at one address come in one batch, then it is shared for both (whichever account is recomputed first)", async () => {
     const net = await businessNet();
     await store.recordFormEvidence([form(net(1), person(freshDomain())), form(net(1), person(freshDomain()), { accountId: B })]);
