@@ -515,7 +515,9 @@ export class IdentityStore {
     const evidence = await tx.$queryRaw<Evidence[]>`
       SELECT unit, kind::text AS kind, domain, contributor, "firstSeenAt", "lastSeenAt" FROM "IdentityEvidence"
       WHERE "range" = ${range} AND "lastSeenAt" > ${this.since(at)} AND (scope = ${scope} OR (${withPool}::boolean AND scope = ${POOL}))`;
-    const otherOrganizations = await this.otherOrganizations(tx, scope, [...new Set(evidence.map((e) => e.unit))], at);
+    // only units this scope's forms name can be named by e-mail alone (what other scopes' forms may take away)
+    const formUnits = [...new Set(evidence.filter((e) => e.kind === "form_email").map((e) => e.unit))];
+    const otherOrganizations = await this.otherOrganizations(tx, scope, formUnits, at);
     const elsewhere = [...otherOrganizations.values()].flatMap((d) => [...d]);
     const domains = [...new Set([...evidence.map((e) => e.domain).filter(Boolean), ...elsewhere])];
     const people = [...new Set(evidence.map((e) => e.contributor).filter(Boolean))];
