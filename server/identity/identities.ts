@@ -382,14 +382,9 @@ export class IdentityStore {
     const run = async (t: Tx) => {
       const removed = await t.$queryRaw<{ range: string; unit: string; kind: EvidenceKind }[]>`
         DELETE FROM "IdentityEvidence" WHERE scope = ${accountId} AND contributor = ANY(${[...keys]}::text[]) RETURNING "range", unit, kind::text AS kind`;
-      const forms = removed.filter((r) => r.kind === "form_email" || r.kind === "free_mail").map(({ unit }) => ({ scope: accountId, unit }));
-      // what those forms took away elsewhere comes back at once; every range in one key order (lock order)
-      const pairs = [...removed.map(({ range }) => ({ scope: accountId, range })), ...(await this.affectedByRemoval(t, forms))];
-      const unique = new Map(pairs.map((p) => [rangeKey(p.scope, p.range), p] as const));
-      for (const key of [...unique.keys()].sort()) {
-        const { scope, range } = unique.get(key)!;
-        await this.inRange(t, scope, range, (locked) => this.recompute(locked, scope, range));
-      }
+      const own = removed.map(({ range, unit, kind }) => ({ scope: accountId, range, unit, kind }));
+      // what those forms took away elsewhere comes back at once
+      await this.recomputeAll([...own, ...(await this.affectedByRemoval(t, own))], t);
       return removed.length;
     };
     return tx ? run(tx) : this.db.$transaction(run);
@@ -408,8 +403,7 @@ export class IdentityStore {
       const removed = await this.db.$queryRaw<{ scope: string; range: string; unit: string; kind: EvidenceKind }[]>`
         DELETE FROM "IdentityEvidence" WHERE id IN (SELECT id FROM "IdentityEvidence" WHERE "lastSeenAt" <= ${this.since(at)} LIMIT ${batchSize})
         RETURNING scope, "range", unit, kind::text AS kind`;
-      const forms = removed.filter((r) => r.kind === "form_email" || r.kind === "free_mail").map(({ scope, unit }) => ({ scope, unit }));
-      affected.push(...removed.map(({ scope, range }) => ({ scope, range })), ...(await this.affectedByRemoval(this.db, forms)));
+      affected.push(...removed, ...(await this.affectedByRemoval(this.db, removed)));
       evidence += removed.length;
       if (removed.length < batchSize) break;
     }
@@ -542,12 +536,12 @@ export class IdentityStore {
         "firstSeenAt" timestamptz, "lastSeenAt" timestamptz, "expiresAt" timestamptz)`;
   }
 
-  /** Recomputes each (scope, range) in its own transaction, in key order. */
-  private async recomputeAll(pairs: Iterable<{ scope: string; range: string }>): Promise<void> {
-    const unique = new Map([...pairs].map((p) => [rangeKey(p.scope, p.range), p] as const));
+  /** Recomputes each (scope, range) once, in key order (the lock order): in the caller's transaction when given, else each in its own. */
+  private async recomputeAll(pairs: Iterable<RangePair>, caller?: Tx): Promise<void> {
+    const unique = new Map([...pairs].map(({ scope, range }) => [rangeKey(scope, range), { scope, range }] as const));
     for (const key of [...unique.keys()].sort()) {
       const { scope, range } = unique.get(key)!;
-      await this.inRange(undefined, scope, range, (tx) => this.recompute(tx, scope, range));
+      await this.inRange(caller, scope, range, (tx) => this.recompute(tx, scope, range));
     }
   }
 
@@ -616,7 +610,8 @@ export class IdentityStore {
    * their units, which may be no host's any more (hostDomainsOf; an operator's domain names nobody
    * anyway, and its many ranges are left alone).
    */
-  private async affectedByRemoval(client: Client, forms: readonly { scope: string; unit: string }[]): Promise<RangePair[]> {
+  private async affectedByRemoval(client: Client, removed: readonly { scope: string; unit: string; kind: EvidenceKind }[]): Promise<RangePair[]> {
+    const forms = removed.filter((r) => r.kind === "form_email" || r.kind === "free_mail");
     if (!forms.length) return [];
     const units = [...new Set(forms.map((f) => f.unit))];
     const ptrDomains = (
