@@ -2881,7 +2881,10 @@ export interface components {
          *       tenants; so is one at whose addresses two or more people gave free-mail addresses
          *       and nobody the domain's own (counted over every account's forms: a fact that only
          *       takes a name away); a hospitality network's
-         *       PTR domain (hotel, hostel, resort, ...) names nobody unless a form names it;
+         *       PTR domain (hotel, hostel, resort, ...) names nobody unless a form names it, and
+         *       neither does one borne by an address whose visits come around the clock (over every
+         *       account's traffic, 12 visitor-hours or more, its quietest 8 hours of the day holding
+         *       15% of them or more: a hotel's guests, not an office's working hours);
          *     - `dynamic_line`: the PTR name reads like a dynamic access line (`dyn`, `dynamic`,
          *       `pool`, `dhcp`, `ppp`, `dial`, `dsl`, `cable`, `ftth`, `broadband`, `customer`,
          *       `residential`, `home`, `nat`, ..., or any name under a curated access or mobile

@@ -7,8 +7,8 @@ import ipaddr from "ipaddr.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { IdentityConfig, ReverseDnsConfig } from "../server/config.ts";
 import { declarationOf, declaredNetworks } from "../server/identity/declared-networks.ts";
-import { type FormEvidence, IdentityStore, type PtrEvidence } from "../server/identity/identities.ts";
-import { ATTRIBUTION_THRESHOLD, CONFIDENCE, CONSUMERS, DYNAMIC_RANGE_ORGANIZATIONS, HOST_TENANTS, OPERATOR_UNITS, STATIC_LINE } from "../server/identity/rules.ts";
+import { type FormEvidence, IdentityStore, type PtrEvidence, type SeenAt } from "../server/identity/identities.ts";
+import { AROUND_THE_CLOCK, ATTRIBUTION_THRESHOLD, CONFIDENCE, CONSUMERS, DYNAMIC_RANGE_ORGANIZATIONS, HOST_TENANTS, OPERATOR_UNITS, STATIC_LINE } from "../server/identity/rules.ts";
 import type { NetworkType } from "../server/tracking/ipdata/network-class.ts";
 import { createTestDatabase, type TestDatabase } from "./support/database.ts";
 import { reverseName, startDnsServer, type TestDnsServer } from "./support/dns-server.ts";
@@ -245,6 +245,27 @@ describe("reverse DNS evidence", () => {
     expect(await describeAddress(net(81))).toMatchObject({ guard: "shared" });
   });
 
+  it(`when ${AROUND_THE_CLOCK.visits} visitors' visits at a gateway named under a brand come at every hour of the day, then the brand names nobody there nor at its other gateway (a hotel's guests); an office's working hours keep its name`, async () => {
+    const net = freshNet();
+    const [hotel, office] = [freshDomain("quayside"), freshDomain()];
+    await store.recordPtrEvidence([ptr(net(1), `gw.${hotel}`), ptr(net(2), `wan.${hotel}`), ptr(net(3), `gw.${office}`)]);
+    const day = Date.UTC(2026, 10, 20);
+    const visitsAt = (ip: string, hours: readonly number[]): SeenAt[] =>
+      hours.map((hour, i) => ({ ip, networkType: "isp", visitorId: `v${i}`, at: new Date(day + hour * 3_600_000) }));
+    const everyOtherHour = Array.from({ length: AROUND_THE_CLOCK.visits }, (_, i) => 2 * i);
+    await store.recordActivity(visitsAt(net(1), everyOtherHour.slice(0, -1)));
+    expect((await identityOf(net(2)))?.organizationDomain, "too few visits to tell").toBe(hotel);
+    await store.recordActivity(visitsAt(net(1), everyOtherHour));
+    expect(await identityOf(net(1))).toBeUndefined();
+    expect(await describeAddress(net(1))).toMatchObject({ guard: "shared", shared: true });
+    expect(await identityOf(net(2)), "the brand's other gateway, with no visits of its own").toBeUndefined();
+    // another account's visitors at the hotel: counted with these (the fact only takes a name away)
+    await store.recordPtrEvidence([ptr(net(2), `wan.${hotel}`, { accountId: B })]);
+    expect(await identityOf(net(2), "isp", B)).toBeUndefined();
+    await store.recordActivity(visitsAt(net(3), Array.from({ length: 4 * AROUND_THE_CLOCK.visits }, (_, i) => 8 + (i % 10))));
+    expect((await identityOf(net(3)))?.organizationDomain).toBe(office);
+  });
+
   it(`when a dual-stack hotel's people give ${CONSUMERS} free-mail addresses, one on each family, and none its PTR domain's, then neither its IPv4 gateway nor its IPv6 site names it`, async () => {
     const net = freshNet();
     const hotel = freshDomain("quayside");
@@ -476,10 +497,12 @@ describe("prefixes", () => {
 });
 
 describe("window and expiry", () => {
-  it("when no evidence renews an identity within the window, then it lapses at expiresAt and expire() deletes it", async () => {
+  it("when no evidence renews an identity within the window, then it lapses at expiresAt and expire() deletes it (and the counts of when visits came)", async () => {
     const net = await businessNet();
     const domain = freshDomain();
     await store.recordFormEvidence([form(net(1), person(domain))]);
+    await store.recordActivity([{ ip: net(1), networkType: "isp", visitorId: "v", at: now() }]);
+    expect(await db.prisma.addressActivity.count({ where: { unit: `${net(1)}/32` } })).toBe(1);
     const described = await describeAddress(net(1));
     expect(Date.parse(described!.expiresAt!) - Date.parse(described!.lastSeenAt)).toBe(WINDOW_DAYS * DAY);
     offsetMs += (WINDOW_DAYS - 1) * DAY;
@@ -491,6 +514,7 @@ describe("window and expiry", () => {
       expect(expired.evidence).toBeGreaterThanOrEqual(1);
       const left = await db.prisma.identityEvidence.count({ where: { unit: `${net(1)}/32` } });
       expect(left).toBe(0);
+      expect(await db.prisma.addressActivity.count({ where: { unit: `${net(1)}/32` } }), "when visits came there, by hour").toBe(0);
       expect(await db.prisma.networkIdentity.count({ where: { prefix: `${net(1)}/32` } })).toBe(0);
     } finally {
       offsetMs -= (WINDOW_DAYS + 1) * DAY;

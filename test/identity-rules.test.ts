@@ -8,7 +8,7 @@
 import { describe, expect, it } from "vitest";
 import { readsLikeBusinessLine, readsLikeDynamicLine } from "../server/identity/domain-names.ts";
 import { rangesOf } from "../server/identity/addresses.ts";
-import { CONSUMERS, type Evidence, HOST_TENANTS, identitiesOfRange, type IdentityRow, EMAIL_PEOPLE, HOSPITALITY_WORD, type RangeFacts, STATIC_LINE } from "../server/identity/rules.ts";
+import { AROUND_THE_CLOCK, CONSUMERS, type Evidence, HOST_TENANTS, identitiesOfRange, type IdentityRow, EMAIL_PEOPLE, HOSPITALITY_WORD, type RangeFacts, STATIC_LINE, usedAroundTheClock } from "../server/identity/rules.ts";
 
 const DAY = 86_400_000;
 const START = new Date("2026-11-01T09:00:00Z").getTime();
@@ -51,6 +51,15 @@ describe("hosts", () => {
     expect(named(rows, 2)).toBeNull();
     // without any form naming another organisation, the domain names its units
     expect(named(identitiesOfRange([ptr(1, space), ptr(2, space)], facts), 2)).toBe(space);
+  });
+
+  it("when visits at a unit named under a brand come around the clock (aroundTheClock), then the name names nobody (a hotel's guests); a form naming the brand bears it out (its staff)", () => {
+    const hotel = [ptr(9, "quayside.example"), ptr(10, "quayside.example")];
+    expect(named(identitiesOfRange(hotel, facts), 10)).toBe("quayside.example");
+    const roundTheClock = { ...facts, aroundTheClock: new Set(["quayside.example"]) };
+    expect(rowOf(identitiesOfRange(hotel, roundTheClock), 9)).toMatchObject({ guard: "shared", shared: true, organizationDomain: null });
+    expect(named(identitiesOfRange(hotel, roundTheClock), 10), "the brand's other unit").toBeNull();
+    expect(named(identitiesOfRange([...hotel, mail(9, "quayside.example", "staff")], roundTheClock), 9)).toBe("quayside.example");
   });
 
   it("when the scope's other ranges show the PTR domain to be a host's (hostDomains), then its unit here, with no form at all, names nobody and says it is shared", () => {
@@ -172,5 +181,34 @@ describe("rangesOf", () => {
     expect(rangesOf("2001:db8:ff00::/47")).toEqual(["2001:db8:ff00::/48", "2001:db8:ff01::/48"]);
     expect(rangesOf("2001:db8:ff00::/40")).toHaveLength(256);
     expect(rangesOf("2001:db8::/32")).toBeUndefined(); // 65,536 /48s
+  });
+});
+
+describe("usedAroundTheClock", () => {
+  /** Visits per UTC hour: `perHour` in each of the hours listed. */
+  const visitsAt = (hours: readonly number[], perHour = 1) => Array.from({ length: 24 }, (_, h) => (hours.includes(h) ? perHour : 0));
+  const allDay = Array.from({ length: 24 }, (_, h) => h);
+  const workingHours = allDay.filter((h) => h >= 7 && h < 19);
+
+  it("when visits are spread over the whole day, then the address is used around the clock (a hotel, a hostel)", () => {
+    expect(usedAroundTheClock(visitsAt(allDay))).toBe(true);
+  });
+
+  it("when visits come in working hours, whatever the time zone, then it is not: an office", () => {
+    expect(usedAroundTheClock(visitsAt(workingHours, 3))).toBe(false);
+    // the same office seen from UTC+9: its working hours wrap past midnight UTC
+    expect(usedAroundTheClock(visitsAt(workingHours.map((h) => (h + 15) % 24), 3))).toBe(false);
+  });
+
+  it("when an office's people add a few late visits, then it is still an office", () => {
+    const office = visitsAt(workingHours, 5);
+    for (const h of [21, 23, 2]) office[h] = 1;
+    expect(usedAroundTheClock(office)).toBe(false);
+  });
+
+  it(`when fewer than ${AROUND_THE_CLOCK.visits} visitor-hours were seen, then nothing is concluded yet`, () => {
+    const few = visitsAt(allDay.filter((h) => h % 2 === 0).slice(0, AROUND_THE_CLOCK.visits - 1));
+    expect(usedAroundTheClock(few)).toBe(false);
+    expect(usedAroundTheClock(visitsAt(allDay.filter((h) => h % 2 === 0)))).toBe(true);
   });
 });

@@ -11,16 +11,17 @@ import { retention } from "../server/tracking/privacy/retention.ts";
 import { as } from "./support/suite.ts";
 import { ADDRESSES, startTracking, type TrackingSuite } from "./support/tracking.ts";
 import * as datasets from "../server/services/datasets.ts";
+import { AROUND_THE_CLOCK } from "../server/identity/rules.ts";
 
 let t: TrackingSuite;
 let seq = 0;
-/** The services' clock runs this far ahead (the lapse of identities; 0 outside that test). */
+/** The services' and the collector's clock runs this far off (ahead: the lapse of identities; behind: visits at other hours; 0 outside those tests). */
 let offsetMs = 0;
 const clock = () => new Date(Date.now() + offsetMs);
 const DAY = 86_400_000;
 
 beforeAll(async () => {
-  t = await startTracking({}, { now: clock });
+  t = await startTracking({}, { now: clock, tracking: { now: clock } });
 });
 afterAll(async () => {
   await t?.close();
@@ -224,6 +225,26 @@ describe("collect (withdrawal is complete)", () => {
     await t.writer.drain();
     expect(await leads(ds)).toEqual([]);
     expect(await pending(ds)).toBe(2);
+  });
+});
+
+describe("collect (an address used around the clock)", () => {
+  it(`when visits at a gateway named under a brand come at every other hour of the day (${AROUND_THE_CLOCK.visits} visitors), then the visits its name attributed go back to pending: a hotel's guests are nobody's`, async () => {
+    const ds = await dataset();
+    const [ip, hotel] = [ispAddress(7), freshDomain()];
+    await t.api.services.identities.recordPtrEvidence([{ accountId: t.tenant.accountId, ip, networkType: "isp", host: `gw.${hotel}` }]);
+    try {
+      for (let i = 0; i < AROUND_THE_CLOCK.visits; i++) {
+        offsetMs = -2 * i * 3_600_000;
+        await t.collect(ds, ip, [page(newVisitor(), i)]);
+        await t.writer.drain();
+        if (i === 0) expect(await leads(ds)).toMatchObject([{ organizationDomain: hotel, identitySource: "reverse_dns", visitCount: 1 }]);
+      }
+    } finally {
+      offsetMs = 0;
+    }
+    expect(await leads(ds)).toEqual([]);
+    expect(await pending(ds)).toBe(AROUND_THE_CLOCK.visits);
   });
 });
 

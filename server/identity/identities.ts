@@ -31,6 +31,8 @@ import { addressKeys, gatewayOf, prefixLength } from "./addresses.ts";
 import type { AddressQuery, Identity, IdentitySource } from "./types.ts";
 import { attributes, CONSUMERS, type Evidence, type EvidenceKind, type EvidenceSource, type Guard, HOST_TENANTS, identitiesOfRange, type IdentityRow, OPERATOR_UNITS } from "./rules.ts";
 import { isOperatorDomain } from "./operator-domains.ts";
+import { memory } from "./memory.ts";
+import { AddressActivityStore } from "./activity.ts";
 
 type Tx = Prisma.TransactionClient;
 /** What a read needs: the database, or a transaction on it. */
@@ -63,6 +65,15 @@ export interface FormEvidence {
   networkDomain?: string | null;
   /** The dataset masks addresses (allowIpMasking): the address is a.b.c.0 and records no evidence. */
   masked?: boolean;
+}
+
+/** A visitor seen at an address at a time (the around-the-clock rule's counts). */
+export interface SeenAt {
+  ip: string;
+  networkType: NetworkType;
+  masked?: boolean;
+  visitorId: string;
+  at: Date;
 }
 
 /** A PTR answer for an address; `accountId` may be absent when reverse DNS is pooled. */
@@ -107,23 +118,6 @@ export function networkGuard(networkType: NetworkType, source: EvidenceSource | 
   if (networkType === "isp") return null;
   if ((networkType === "hosting" || networkType === "unknown") && source === "reverse_dns") return null;
   return "network_type";
-}
-
-/** A memory of values, each valid until a time, of at most REMEMBERED keys (the oldest written forgotten first). */
-function memory<V>() {
-  const entries = new Map<string, { value: V; until: number }>();
-  return {
-    /** The value, while it is valid at `nowMs`. */
-    get: (key: string, nowMs: number): V | undefined => {
-      const entry = entries.get(key);
-      return entry && entry.until > nowMs ? entry.value : undefined;
-    },
-    set(key: string, value: V, until: number) {
-      entries.delete(key);
-      entries.set(key, { value, until });
-      if (entries.size > REMEMBERED) entries.delete(entries.keys().next().value!);
-    },
-  };
 }
 
 export interface IdentityStoreOptions {
@@ -176,10 +170,12 @@ export class IdentityStore {
   /** The deployment's hash key (ErasureKey, made on first use). */
   private hashKey: string | undefined;
   /** PTR answers by unit, and the scope-unit pairs recorded, within the reverse DNS cache time. */
-  private readonly ptrAnswers = memory<{ host: string | null; keepMs: number }>();
+  private readonly ptrAnswers = memory<{ host: string | null; keepMs: number }>(REMEMBERED);
   /** PTR answers of IPv6 sites' gateways (::1 of the /48), by range, within the reverse DNS cache time. */
-  private readonly siteAnswers = memory<Promise<string | null>>();
-  private readonly recorded = memory<true>();
+  private readonly siteAnswers = memory<Promise<string | null>>(REMEMBERED);
+  private readonly recorded = memory<true>(REMEMBERED);
+  /** When visits come from each address (the around-the-clock rule). */
+  private readonly activity: AddressActivityStore;
   /** The (scope, range) pairs recomputed since the last `takeRecomputed`: where attributions may have lost their support (withdrawal, pending.ts). */
   private readonly recomputed = new Map<string, { scope: string; range: string }>();
 
@@ -192,6 +188,7 @@ export class IdentityStore {
     this.reverseDns = reverseDns;
     this.now = now;
     this.logger = logger;
+    this.activity = new AddressActivityStore(db);
   }
 
   /**
@@ -330,6 +327,23 @@ export class IdentityStore {
   }
 
   /**
+   * Counts when visitors were seen at addresses (AddressActivity, over every account's traffic);
+   * where an address has just shown itself used around the clock (rules.ts AROUND_THE_CLOCK),
+   * recomputes every account's ranges bearing its PTR domains: a hotel under its own brand names
+   * nobody from then on, and what it named is withdrawn (pending.ts takes the recomputed ranges).
+   */
+  async recordActivity(seen: readonly SeenAt[]): Promise<void> {
+    const visits = seen.flatMap((v) => {
+      const keys = learnsFrom(v) ? addressKeys(v.ip) : undefined;
+      return keys ? [{ unit: keys.unit, visitorId: v.visitorId, at: v.at }] : [];
+    });
+    if (!visits.length) return;
+    const at = this.now();
+    const found = await this.activity.record(visits, at, this.since(at));
+    if (found.length) await this.recomputeAll(await this.rangesBearingPtrDomainsOf(this.db, found));
+  }
+
+  /**
    * Asks reverse DNS of these addresses and records the answers (recordPtrEvidence): an address
    * is asked at most once per TRACKING_DNS_CACHE_SECONDS by this process (a failure again after
    * 5 minutes), and an answer is recorded at most once per scope in that time; an IPv6 address
@@ -407,6 +421,7 @@ export class IdentityStore {
       evidence += removed.length;
       if (removed.length < batchSize) break;
     }
+    await this.activity.expire(this.since(at));
     const identities = await this.db.$executeRaw`DELETE FROM "NetworkIdentity" WHERE "expiresAt" <= ${at}`;
     await this.recomputeAll(affected);
     return { evidence, identities };
@@ -515,12 +530,15 @@ export class IdentityStore {
     const elsewhere = [...otherOrganizations.values()].flatMap((d) => [...d]);
     const domains = [...new Set([...evidence.map((e) => e.domain).filter(Boolean), ...elsewhere])];
     const people = [...new Set(evidence.map((e) => e.contributor).filter(Boolean))];
+    const ptrDomains = [...new Set(evidence.filter((e) => e.kind === "reverse_dns").map((e) => e.domain))];
+    const operatorDomains = await this.operatorDomains(tx, domains);
     const rows = identitiesOfRange(evidence, {
       version: versionOfRange(range),
       otherOrganizations,
-      operatorDomains: await this.operatorDomains(tx, domains),
+      operatorDomains,
       movingPeople: await this.movingPeople(tx, scope, people, at),
-      hostDomains: await this.hostDomainsOf(tx, [...new Set(evidence.filter((e) => e.kind === "reverse_dns").map((e) => e.domain))], at),
+      hostDomains: await this.hostDomainsOf(tx, ptrDomains, at),
+      aroundTheClock: await this.activity.domainsAroundTheClock(tx, ptrDomains.filter((d) => !operatorDomains.has(d) && !isOperatorDomain(d)), this.since(at)),
       windowMs: this.windowMs,
     });
     await tx.$executeRaw`DELETE FROM "NetworkIdentity" WHERE scope = ${scope} AND "range" = ${range}`;
@@ -613,15 +631,22 @@ export class IdentityStore {
   private async affectedByRemoval(client: Client, removed: readonly { scope: string; unit: string; kind: EvidenceKind }[]): Promise<RangePair[]> {
     const forms = removed.filter((r) => r.kind === "form_email" || r.kind === "free_mail");
     if (!forms.length) return [];
-    const units = [...new Set(forms.map((f) => f.unit))];
+    const bearing = await this.rangesBearingPtrDomainsOf(client, [...new Set(forms.map((f) => f.unit))]);
+    return [...(await this.rangesSharingUnits(client, forms)), ...bearing];
+  }
+
+  /**
+   * Every scope's ranges bearing a PTR domain of these units, which a fact of the units (forms
+   * gone, visits around the clock) may have made a host's or no host's any more; an operator's
+   * domain names nobody anyway, and its many ranges are left alone.
+   */
+  private async rangesBearingPtrDomainsOf(client: Client, units: readonly string[]): Promise<RangePair[]> {
     const ptrDomains = (
       await client.$queryRaw<{ domain: string }[]>`SELECT DISTINCT domain FROM "IdentityEvidence" WHERE unit = ANY(${units}::text[]) AND kind = 'reverse_dns'`
     ).map((r) => r.domain);
     const operators = await this.operatorDomains(client, ptrDomains);
     const hosts = ptrDomains.filter((d) => !operators.has(d) && !isOperatorDomain(d));
-    const bearing = await client.$queryRaw<RangePair[]>`
-      SELECT DISTINCT scope, "range" FROM "IdentityEvidence" WHERE kind = 'reverse_dns' AND domain = ANY(${hosts}::text[])`;
-    return [...(await this.rangesSharingUnits(client, forms)), ...bearing];
+    return client.$queryRaw<RangePair[]>`SELECT DISTINCT scope, "range" FROM "IdentityEvidence" WHERE kind = 'reverse_dns' AND domain = ANY(${hosts}::text[])`;
   }
 
   /** Other scopes' ranges with evidence at the units where these scopes' forms came or went: what other accounts' forms name there changed (rules.ts namedElsewhere). */

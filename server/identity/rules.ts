@@ -88,6 +88,34 @@ export const HOSPITALITY_WORD = /hotel|hostel|motel|resort|hospitality|guesthous
 export const HOST_WORD = /cowork|workspace|business-?cent(?:er|re)|serviced-?offices?|shared-?offices?/;
 
 /**
+ * An address used around the clock: at least `visits` visitor-hours over the window (a visitor's
+ * page views within one clock hour count once, over every account's traffic), and its quietest
+ * `quietHours` consecutive hours of the day hold at least `share` of them. An office's people
+ * browse in working hours, whatever its time zone (the quiet hours are found, not assumed); a
+ * hotel's or a hostel's guests, a residence's or a café's people at any hour. A PTR domain no form
+ * of the range names, borne by such an address, is then a host's (a hotel under its own brand,
+ * whose guests identify themselves as nobody): it names nobody. The cost: an office that works
+ * around the clock (shifts, a company's VPN exit for staff in every time zone) and is named by its
+ * PTR name alone is not named until one of its people gives the company's address in a form.
+ * Spread evenly, a third of the visits fall in any 8 hours; an office's evening visits are a few
+ * in a hundred.
+ */
+export const AROUND_THE_CLOCK = { visits: 12, quietHours: 8, share: 0.15 } as const;
+
+/** Whether visits per UTC hour of the day (24 counts) show an address used around the clock (AROUND_THE_CLOCK). */
+export function usedAroundTheClock(visitsByHour: readonly number[]): boolean {
+  const total = visitsByHour.reduce((a, b) => a + b, 0);
+  if (total < AROUND_THE_CLOCK.visits) return false;
+  let quietest = Infinity;
+  for (let start = 0; start < 24; start++) {
+    let visits = 0;
+    for (let h = 0; h < AROUND_THE_CLOCK.quietHours; h++) visits += visitsByHour[(start + h) % 24] ?? 0;
+    quietest = Math.min(quietest, visits);
+  }
+  return quietest >= AROUND_THE_CLOCK.share * total;
+}
+
+/**
  * E-mail alone names a unit only when this many people of the organisation left it at the range's
  * units (an IPv4 /24, an IPv6 /48; people seen moving not counted), unless the unit's PTR name
  * marks a business line (the business_line evidence: static, biz, business). Any other line may
@@ -131,6 +159,11 @@ export interface RangeFacts {
    * it is at both. Absent: this range's evidence only.
    */
   hostDomains?: ReadonlySet<string>;
+  /**
+   * PTR domains borne by an address used around the clock (AROUND_THE_CLOCK, any account's
+   * traffic, any range): a host's, unless a form of the range names it. Absent: none.
+   */
+  aroundTheClock?: ReadonlySet<string>;
   /**
    * Unit -> the organisations other accounts' forms name there within the window (their visitors
    * on other partners' websites): namedElsewhere. Absent: this account's evidence only.
@@ -345,7 +378,8 @@ export function identitiesOfRange(evidence: readonly Evidence[], facts: RangeFac
   );
   const byUnit = new Map<string, Evidence[]>();
   for (const row of counted) byUnit.set(row.unit, [...(byUnit.get(row.unit) ?? []), row]);
-  const hosts = new Set([...hostDomains([...byUnit].map(([unit, rows]) => unitEvidence(unit, rows))), ...(facts.hostDomains ?? []), ...namedHosts(counted, formDomains)]);
+  const roundTheClock = [...(facts.aroundTheClock ?? [])].filter((d) => !formDomains.has(d));
+  const hosts = new Set([...hostDomains([...byUnit].map(([unit, rows]) => unitEvidence(unit, rows))), ...(facts.hostDomains ?? []), ...namedHosts(counted, formDomains), ...roundTheClock]);
   const units = [...byUnit].map(([unit, rows]) => unitEvidence(unit, rows, hosts));
   // a range of businesses' static lines names many organisations too: it is a pool only where
   // access lines are seen, or where as many people give free-mail addresses as business ones

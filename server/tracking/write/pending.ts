@@ -140,19 +140,30 @@ export async function storePending(tx: Client, rows: readonly QueueRow[]): Promi
 /** What the batch's pending events (attributed or not) teach once it committed. */
 export function pendingNotes(events: readonly QueueRow[]): PendingNote[] {
   const notes = new Map<string, PendingNote>();
-  for (const { accountId, datasetId, event } of events) {
+  const hoursNoted = new Set<string>();
+  for (const { accountId, datasetId, receivedAt, event } of events) {
     const n = event.network;
     const email = event.type === "form" && !event.partial ? emailOf(event.fields) : undefined;
     const key = [accountId, datasetId, n.ip, email ?? ""].join("\n");
-    const seen = notes.get(key);
-    if (seen) {
-      if (!seen.visitorIds.includes(event.visitorId)) seen.visitorIds.push(event.visitorId);
-      continue;
-    }
-    notes.set(key, { accountId, datasetId, ip: n.ip, networkType: n.networkType, masked: !!n.masked, networkDomain: n.organizationDomain, ...(email && { email }), visitorIds: [event.visitorId] });
+    const note = notes.get(key) ?? { accountId, datasetId, ip: n.ip, networkType: n.networkType, masked: !!n.masked, networkDomain: n.organizationDomain, ...(email && { email }), visitorIds: [], visitorHours: [] };
+    notes.set(key, note);
+    if (!note.visitorIds.includes(event.visitorId)) note.visitorIds.push(event.visitorId);
+    const hourKey = `${key}\n${visitorHourOf(event.visitorId, receivedAt)}`;
+    if (hoursNoted.has(hourKey)) continue;
+    hoursNoted.add(hourKey);
+    note.visitorHours.push({ visitorId: event.visitorId, at: receivedAt });
   }
   return [...notes.values()];
 }
+
+const visitorHourOf = (visitorId: string, at: Date) => `${visitorId} ${at.toISOString().slice(0, 13)}`;
+
+/** One sighting per visitor and clock hour. */
+function distinctVisitorHours(seen: readonly PendingNote["visitorHours"][number][]): PendingNote["visitorHours"] {
+  return [...new Map(seen.map((v) => [visitorHourOf(v.visitorId, v.at), v] as const)).values()];
+}
+
+
 
 /** The merged notes of two results (the writer's settling of several batches at once), without repeats. */
 export function mergedNotes(a: readonly PendingNote[], b: readonly PendingNote[]): PendingNote[] {
@@ -160,7 +171,7 @@ export function mergedNotes(a: readonly PendingNote[], b: readonly PendingNote[]
   for (const n of [...a, ...b]) {
     const key = [n.accountId, n.datasetId, n.ip, n.email ?? ""].join("\n");
     const seen = notes.get(key);
-    notes.set(key, seen ? { ...n, visitorIds: [...new Set([...seen.visitorIds, ...n.visitorIds])] } : n);
+    notes.set(key, seen ? { ...n, visitorIds: [...new Set([...seen.visitorIds, ...n.visitorIds])], visitorHours: distinctVisitorHours([...seen.visitorHours, ...n.visitorHours]) } : n);
   }
   return [...notes.values()];
 }
@@ -406,6 +417,7 @@ export class PendingAttribution {
       notes.flatMap((n) => [...new Set(n.visitorIds.flatMap((v) => known.get(`${n.datasetId} ${v}`) ?? []))].filter((e) => e !== n.email).map((e) => evidence(n, e))),
     );
     await this.identities.learnReverseDns(notes.map((n) => ({ accountId: n.accountId, ip: n.ip, networkType: n.networkType, networkDomain: n.networkDomain, masked: n.masked })));
+    await this.identities.recordActivity(notes.flatMap((n) => n.visitorHours.map(({ visitorId, at }) => ({ ip: n.ip, networkType: n.networkType, masked: n.masked, visitorId, at }))));
     const ranges = new Map<string, Set<string>>();
     const touch = (accountId: string, ip: string) => {
       const range = addressKeys(ip)?.range;

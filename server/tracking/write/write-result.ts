@@ -43,6 +43,8 @@ export interface PendingNote {
   email?: string;
   /** The visitors seen at the address in the batch (a person known by a form elsewhere is counted here too). */
   visitorIds: string[];
+  /** When they were seen: each visitor once per clock hour (the around-the-clock rule's counts). */
+  visitorHours: { visitorId: string; at: Date }[];
 }
 
 export interface WriterHooks {
