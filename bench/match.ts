@@ -20,9 +20,10 @@
 // networks' line, and at the end each run's line and the minimum over the runs (the leak's
 // maximum) with the targets' verdicts. The world's days reach the service as its receive time
 // (X-Request-Start from the trusted proxy, TRACKING_RECEIVED_AT_HEADER): day 0 begins at the UTC
-// midnight `--days` days (or a little more) before the run, so its last day has passed. Exit 1 on a wrong count (an answer with another status
-// than the documented one, a visit read back that was never sent or read twice, more visits read
-// back than queued, the writer not drained within --drain-seconds); a missed target alone is exit 0.
+// midnight `--days` days (or a little more) before the run, so its last day has passed. Exit 1 on
+// a wrong count (an answer with another status than the documented one, a visit read back that was
+// never sent or read twice, more visits read back than queued, the writer not drained within
+// --drain-seconds); a missed target alone is exit 0.
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
