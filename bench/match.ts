@@ -18,9 +18,12 @@
 // Its PTR names come from a DNS server on loopback (TRACKING_DNS_SERVERS). Prints per run the
 // breakdown per kind of visitor and the figures without declarations (headline), the declared
 // networks' line, and at the end each run's line and the minimum over the runs (the leak's
-// maximum) with the targets' verdicts. Exit 1 on a wrong count (an answer with another status
-// than the documented one, a visit read back that was never sent or read twice, more visits read
-// back than queued, the writer not drained within --drain-seconds); a missed target alone is exit 0.
+// maximum) with the targets' verdicts. The world's days reach the service as its receive time
+// (X-Request-Start from the trusted proxy, TRACKING_RECEIVED_AT_HEADER): day 0 begins at the UTC
+// midnight `--days` days (or a little more) before the run, so its last day has passed. Exit 1 on
+// a wrong count (an answer with another status than the documented one, a visit read back that was
+// never sent or read twice, more visits read back than queued, the writer not drained within
+// --drain-seconds); a missed target alone is exit 0.
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
@@ -81,6 +84,9 @@ const [drainSeconds, settleSeconds] = [Number(values["drain-seconds"]), Number(v
 for (const [name, value] of Object.entries({ ...size, isps: wantedIsps, drainSeconds, settleSeconds })) {
   if (!Number.isInteger(value) || value < 1) throw new Error(`--${name} must be a positive whole number`);
 }
+/** The service takes receive times of the last 30 days (TRACKING_PENDING_DAYS), and day 0 begins up to a day before `--days` ago. */
+const MAX_DAYS = 28;
+if (size.days > MAX_DAYS) throw new Error(`--days: at most ${MAX_DAYS}, or the first days' batches would take the service's own time`);
 
 /** An access operator or carrier gives the world IPv6 only with this many /48s: a business /48 per customer, households' /56s, phones' /64s. */
 const MIN_OPERATOR_SLASH48S = 1024;
@@ -192,6 +198,7 @@ async function startWithTenants(dns: WorldDns, tenants: number): Promise<Running
     CTD_ENCRYPTION_KEY: randomBytes(32).toString("hex"),
     REQUIRE_HTTPS: "false", // plain HTTP on loopback, as behind a TLS-terminating proxy
     TRUST_PROXY: "loopback", // the collector takes each visitor's address from X-Forwarded-For
+    TRACKING_RECEIVED_AT_HEADER: "x-request-start", // and each batch's time in the world (bench/match/driver.ts)
     TRACKING_DNS_SERVERS: dns.address,
     // each run's world gives the same real addresses PTR names of its own (publishPtrNames replaces
     // the last world's): the service's day-long answer cache would read a world with an earlier

@@ -132,6 +132,11 @@ export interface TrackingConfig {
    * browser on the same machine as the demo shows up as an organisation.
    */
   loopbackIp?: string;
+  /**
+   * TRACKING_RECEIVED_AT_HEADER (lower case): the header in which a trusted proxy (TRUST_PROXY) gives
+   * the time it received a collector request, the events' time (replayed traffic, benchmarks); unset: the collector's clock.
+   */
+  receivedAtHeader?: string;
   /** Also load DB-IP's IPv6 city data (TRACKING_IPV6_GEO=1): more memory, IPv6 places. */
   ipv6Geo: boolean;
   /** IP_DATA_CACHE_DIR: where the IP data's prepared forms are kept (default node_modules/.cache; bench:start uses an empty one). */
@@ -327,6 +332,10 @@ const dnsServers = (allowOff: boolean) =>
   list.refine((servers) => (allowOff && servers.length === 1 && OFF.test(servers[0]!)) || servers.every(isDnsServer), {
     message: `must be comma-separated DNS server addresses (ip or ip:port)${allowOff ? ", or off" : ""}`,
   });
+/** An HTTP header name (a token of RFC 9110), in lower case. */
+const headerName = text
+  .refine((v) => v === undefined || /^[!#$%&'*+.^_`|~0-9a-z-]+$/i.test(v), "must be a header name, like x-request-start")
+  .transform((v) => v?.toLowerCase());
 /** A host name in its ASCII form (IDN to punycode, lower case, no trailing dot). */
 const hostName = z.string().transform((v, ctx) => {
   const ascii = /[\s/:@?#%[\]\\]/.test(v.trim()) ? "" : domainToASCII(v.trim().replace(/\.$/, "")).toLowerCase();
@@ -407,6 +416,7 @@ const environment = z
     COLLECT_DATASET_EVENTS_PER_MINUTE: integer(600_000),
     TRACKING_SETTINGS_TTL_SECONDS: integer(60),
     TRACKING_LOOPBACK_IP: text,
+    TRACKING_RECEIVED_AT_HEADER: headerName,
     TRACKING_IPV6_GEO: flag,
     IP_DATA_CACHE_DIR: text,
     TRACKING_DNS_SERVERS: dnsServers(true),
@@ -599,6 +609,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       datasetEventsPerMinute: e.COLLECT_DATASET_EVENTS_PER_MINUTE,
       settingsTtlSeconds: e.TRACKING_SETTINGS_TTL_SECONDS,
       loopbackIp: e.TRACKING_LOOPBACK_IP,
+      receivedAtHeader: e.TRACKING_RECEIVED_AT_HEADER,
       ipv6Geo: e.TRACKING_IPV6_GEO ?? false,
       ...(e.IP_DATA_CACHE_DIR ? { ipDataCacheDir: path.resolve(e.IP_DATA_CACHE_DIR) } : {}),
       reverseDns: reverseDns(e),

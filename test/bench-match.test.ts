@@ -7,7 +7,7 @@ import type { AddressInfo } from "node:net";
 import { isbot } from "isbot";
 import { afterEach, describe, expect, it } from "vitest";
 import { serviceClient, WrongAnswer } from "../bench/match/api.ts";
-import { drive, readBack, waitForDrain } from "../bench/match/driver.ts";
+import { drive, readBack, waitForDrain, worldStart } from "../bench/match/driver.ts";
 import { getDomain } from "tldts";
 import { reverseName, v6Text, v6Value } from "../bench/match/addresses.ts";
 import { declared, evaluate, type LeadReadBack, namesOrganisation, undeclared, verdicts } from "../bench/match/evaluate.ts";
@@ -465,13 +465,15 @@ describe("world names", () => {
  * A loopback stand-in for the service as MATCH-CONTRACT.md describes it (not the service): it
  * attributes each page view from an address in `knownLines` to that organisation's lead (one per
  * domain), drops the rest, takes declared networks or answers 404, and pages its lists by at most
- * 7 items whatever the asked limit, so that the bench's paging is exercised.
+ * 7 items whatever the asked limit, so that the bench's paging is exercised. It keeps each
+ * request's X-Request-Start.
  */
 async function fakeService(knownLines: Map<string, { name: string; domain: string }>, opts: { declarations: boolean; collectStatus?: number }) {
   const leads = new Map<string, { leadId: string; organizationName: string; organizationDomain: string; visits: { url: string }[] }>();
   let declared = 0;
   /** Events received per dataset. */
   const events = new Map<string, number>();
+  const requestStarts: string[] = [];
   const body = async (req: IncomingMessage) => {
     let text = "";
     for await (const chunk of req) text += chunk;
@@ -487,6 +489,7 @@ async function fakeService(knownLines: Map<string, { name: string; domain: strin
     if (req.method === "POST" && url.pathname === "/collect") {
       const { events: batch } = (await body(req)) as { events: { type: string; url: string }[] };
       const dataset = url.searchParams.get("dataset")!;
+      requestStarts.push(String(req.headers["x-request-start"]));
       events.set(dataset, (events.get(dataset) ?? 0) + batch.length);
       const org = knownLines.get(String(req.headers["x-forwarded-for"]));
       const views = org ? batch.filter((e) => e.type === "pageview") : [];
@@ -513,7 +516,7 @@ async function fakeService(knownLines: Map<string, { name: string; domain: strin
   });
   server.listen(0, "127.0.0.1");
   await once(server, "listening");
-  return { server, base: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, declared: () => declared, events };
+  return { server, base: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, declared: () => declared, events, requestStarts };
 }
 
 describe("drive, waitForDrain and readBack", () => {
@@ -551,6 +554,22 @@ describe("drive, waitForDrain and readBack", () => {
     const eventsOf = (sessions: typeof shared.sessions) => sessions.reduce((n, s) => n + s.batches.flat().length, 0);
     expect(sent.events).toBe(eventsOf(shared.sessions));
     expect(Object.fromEntries(fake.events)).toEqual({ ds_measured: eventsOf(shared.sessions), ds_other: eventsOf(shared.others[0]!.sessions) });
+  });
+
+  it("when the world is driven, then each batch carries its world time in X-Request-Start: on the world's days, which end before the run", async () => {
+    const fake = await fakeService(new Map(), { declarations: false });
+    server = fake.server;
+    const start = worldStart(world.options.days, new Date());
+    const sent = await drive(serviceClient(fake.base, "key", "admin@bench.example"), world, ["ds_fake"], 3);
+    const times = fake.requestStarts.map((value) => {
+      expect(value).toMatch(/^t=\d+\.\d{3}$/);
+      return Number(value.slice(2)) * 1000;
+    });
+    expect(times).toHaveLength(sent.requests);
+    expect(Math.max(...times)).toBeLessThanOrEqual(Date.now());
+    const days = new Set(times.map((at) => Math.floor((at - start.getTime()) / 86_400_000)));
+    expect([...days].sort((a, b) => a - b)).toEqual([...new Set(world.sessions.map((s) => s.day))].sort((a, b) => a - b));
+    expect(days.size).toBe(world.options.days);
   });
 
   it("when the service has no declared networks (404), then the bench goes on without them after asking once", async () => {

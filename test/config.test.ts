@@ -94,6 +94,13 @@ describe("loadConfig", () => {
     expect(["true", "false", "2", "loopback, 10.0.0.0/8"].map((v) => loadConfig({ TRUST_PROXY: v }).trustProxy)).toEqual([true, false, 2, "loopback, 10.0.0.0/8"]);
   });
 
+  it("when TRACKING_RECEIVED_AT_HEADER is unset, then the collector keeps its own clock; when it names a header, then in lower case, in production too; anything else is refused", () => {
+    expect(loadConfig({}).tracking.receivedAtHeader).toBeUndefined();
+    expect(loadConfig({ TRACKING_RECEIVED_AT_HEADER: "X-Request-Start" }).tracking.receivedAtHeader).toBe("x-request-start");
+    expect(loadConfig({ ...PRODUCTION, TRACKING_RECEIVED_AT_HEADER: "x-request-start" }).tracking.receivedAtHeader).toBe("x-request-start");
+    expect(() => loadConfig({ TRACKING_RECEIVED_AT_HEADER: "x request start" })).toThrow(/TRACKING_RECEIVED_AT_HEADER must be a header name/);
+  });
+
   it("when only one of TLS_CERT_FILE and TLS_KEY_FILE is set, then the configuration is refused", () => {
     expect(() => loadConfig({ TLS_CERT_FILE: "cert.pem" })).toThrow(/together/);
   });

@@ -71,6 +71,7 @@ export const TIERS = {
     "privacy",
     "privacy-concurrent",
     "rate-limit",
+    "received-at",
     "retention",
     "segment-alerts",
     "segment-preferences",

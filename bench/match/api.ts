@@ -18,6 +18,9 @@ export interface DeclaredNetwork {
 /** Largest page of the partner API's lists. */
 const PAGE = 500;
 
+/** X-Request-Start as nginx writes it: `t=` seconds since the epoch, with milliseconds. */
+const requestStart = (at: Date) => `t=${(at.getTime() / 1000).toFixed(3)}`;
+
 export function serviceClient(baseUrl: string, apiKey: string, actingUser: string) {
   async function call(method: string, path: string, query: Record<string, string | undefined>, expected: readonly number[], body?: unknown) {
     const url = new URL(path, baseUrl);
@@ -63,13 +66,17 @@ export function serviceClient(baseUrl: string, apiKey: string, actingUser: strin
       return (await call("POST", "/v1/declared-networks", acting, firstCall ? [201, 404, 405] : [201], network)).status;
     },
 
-    /** POST /collect with one batch: 202 with `received` equal to the events sent; answers `queued`. */
-    async collect(datasetId: string, events: CollectedEvent[], clientAddress: string, userAgent: string): Promise<number> {
+    /**
+     * POST /collect with one batch, as the trusted proxy would forward it: the client's address and
+     * the world's time of receipt (X-Request-Start, TRACKING_RECEIVED_AT_HEADER); 202 with
+     * `received` equal to the events sent; answers `queued`.
+     */
+    async collect(datasetId: string, events: CollectedEvent[], clientAddress: string, userAgent: string, receivedAt: Date): Promise<number> {
       const url = new URL("/collect", baseUrl);
       url.searchParams.set("dataset", datasetId);
       const response = await fetch(url, {
         method: "POST",
-        headers: { "content-type": "text/plain", "user-agent": userAgent, "x-forwarded-for": clientAddress },
+        headers: { "content-type": "text/plain", "user-agent": userAgent, "x-forwarded-for": clientAddress, "x-request-start": requestStart(receivedAt) },
         body: JSON.stringify({ events }),
       });
       const text = await response.text();

@@ -1,6 +1,8 @@
 // Drives the world through the service from outside: declares the partner's networks, sends the
 // sessions through POST /collect in time order (a few visitors at once, each visitor's batches one
-// after the other), waits for the writer to finish, and reads back every lead and its visits.
+// after the other), each batch with its time in the world as its receive time (X-Request-Start:
+// the world's days end when the run starts), waits for the writer to finish, and reads back every
+// lead and its visits.
 import type { DeclaredNetwork, ServiceClient } from "./api.ts";
 import type { LeadReadBack } from "./evaluate.ts";
 import type { Declaration, Session, World } from "./world.ts";
@@ -21,16 +23,29 @@ export interface Sent {
 interface Sending {
   datasetId: string;
   session: Session;
+  /** When the session starts in the world's time. */
+  startsAt: Date;
 }
+
+const DAY_MS = 86_400_000;
+/** Between a session's batches (at most nine: within the session's minute), so that they keep their order. */
+const BATCH_MS = 5_000;
+
+/** The UTC midnight of the world's day 0: `days` days before `now` or a little more, so that the last day has passed too. */
+export function worldStart(days: number, now: Date): Date {
+  return new Date(Math.floor((now.getTime() - days * DAY_MS) / DAY_MS) * DAY_MS);
+}
+
+const sessionStart = (start: Date, session: Session) => new Date(start.getTime() + session.day * DAY_MS + session.minute * 60_000);
 
 /** Sends the sessions with at most `concurrency` in flight, started in time order; counts those on `counted`'s dataset. */
 async function sendSessions(client: ServiceClient, sessions: readonly Sending[], concurrency: number, counted: string, sent: Sent): Promise<void> {
   let next = 0;
   const worker = async () => {
     while (next < sessions.length) {
-      const { datasetId, session } = sessions[next++]!;
-      for (const batch of session.batches) {
-        const queued = await client.collect(datasetId, batch, session.address, session.userAgent);
+      const { datasetId, session, startsAt } = sessions[next++]!;
+      for (const [i, batch] of session.batches.entries()) {
+        const queued = await client.collect(datasetId, batch, session.address, session.userAgent, new Date(startsAt.getTime() + i * BATCH_MS));
         if (datasetId !== counted) continue;
         // awaited first: `sent.queued += await …` would read the total before the wait and lose the other workers' additions
         sent.queued += queued;
@@ -62,8 +77,9 @@ async function declare(client: ServiceClient, declarations: readonly Declaration
 export async function drive(client: ServiceClient, world: World, datasetIds: readonly string[], concurrency: number): Promise<Sent> {
   const sent: Sent = { requests: 0, events: 0, queued: 0, declared: 0, declarationsSupported: undefined };
   const traffic = [world.sessions, ...world.others.map((o) => o.sessions)];
+  const start = worldStart(world.options.days, new Date());
   const sessions = traffic
-    .flatMap((partnerSessions, i) => partnerSessions.map((session) => ({ datasetId: datasetIds[i]!, session })))
+    .flatMap((partnerSessions, i) => partnerSessions.map((session) => ({ datasetId: datasetIds[i]!, session, startsAt: sessionStart(start, session) })))
     .sort((a, b) => a.session.day - b.session.day || a.session.minute - b.session.minute); // stable: a partner's own order kept
   const midway = sessions.findIndex((s) => s.session.day >= world.options.days / 2);
   const half = midway < 0 ? sessions.length : midway;

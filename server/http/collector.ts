@@ -28,6 +28,7 @@ import { sendText } from "./reply.ts";
 import { maskIp, withoutPort } from "../tracking/ipdata/ip.ts";
 import { trackingMetrics } from "../tracking/collect/metrics.ts";
 import { LEAD_NETWORKS, type NetworkType } from "../tracking/ipdata/network-class.ts";
+import { receivedAtWithin } from "../tracking/collect/received-at.ts";
 import type { Resolver } from "../tracking/ipdata/resolver.ts";
 
 export interface CollectorDeps {
@@ -165,6 +166,13 @@ const methodNotAllowed =
 /** Global Privacy Control (Sec-GPC) or Do Not Track sent by the browser, when the dataset honours them. */
 const optedOut = (req: Request, dataset: TrackedDataset) => dataset.respectDoNotTrack && (req.get("sec-gpc") === "1" || req.get("dnt") === "1");
 
+/** Whether the connecting peer is a proxy that `trust proxy` believes (express's own test of an address, hop 0). */
+function fromTrustedProxy(req: Request): boolean {
+  const trusts = req.app.get("trust proxy fn") as (address: string, hop: number) => boolean;
+  const peer = req.socket.remoteAddress;
+  return peer !== undefined && trusts(peer, 0);
+}
+
 /**
  * The collector's state, made once per app: its dependencies, the rate limiters (per address, per
  * dataset), the cookieless visitor ids and the grouped appends to the ingest log. Its methods are
@@ -207,7 +215,19 @@ class Collector {
     return loopback && this.config.loopbackIp ? this.config.loopbackIp : ip;
   }
 
-  /** The visitor id of a cookieless dataset's events (whatever the script sent), else undefined. */
+  /**
+   * When the batch was received: the time a trusted proxy puts in TRACKING_RECEIVED_AT_HEADER when
+   * it is valid, not in the future and within the pending days, else this collector's now. Anyone
+   * else could set the header, so only a trusted proxy's is believed.
+   */
+  private receivedAt(req: Request): Date {
+    const now = this.now();
+    const header = this.config.receivedAtHeader;
+    if (!header || !fromTrustedProxy(req)) return now;
+    return receivedAtWithin(req.get(header), now, this.config.identities.pendingDays) ?? now;
+  }
+
+  /** The visitor id of a cookieless dataset's events (whatever the script sent), else undefined; by the service's own now, whose day's salt is the only one kept. */
   private derivedVisitorId(req: Request, dataset: TrackedDataset) {
     return dataset.consentMode === "cookieless" ? this.cookieless.visitorId(this.now(), dataset.datasetId, this.clientIp(req), req.get("user-agent") ?? "") : undefined;
   }
@@ -250,7 +270,7 @@ class Collector {
     return {
       accountId: dataset.accountId,
       datasetId: dataset.datasetId,
-      at: this.now().toISOString(),
+      at: this.receivedAt(req).toISOString(),
       enrich: dataset.contactEnrichment,
       network: {
         leadId: pending ? "" : leadIdOf(network.organizationName!),
