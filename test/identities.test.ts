@@ -250,8 +250,9 @@ describe("reverse DNS evidence", () => {
     const [hotel, office] = [freshDomain("quayside"), freshDomain()];
     await store.recordPtrEvidence([ptr(net(1), `gw.${hotel}`), ptr(net(2), `wan.${hotel}`), ptr(net(3), `gw.${office}`)]);
     const day = Date.UTC(2026, 10, 20);
-    const visitsAt = (ip: string, hours: readonly number[]): SeenAt[] =>
-      hours.map((hour, i) => ({ ip, networkType: "isp", visitorId: `v${i}`, at: new Date(day + hour * 3_600_000) }));
+    const visitsAt = (ip: string, hours: readonly number[]): SeenAt[] => [
+      { ip, networkType: "isp", visitorHours: hours.map((hour, i) => ({ visitorId: `v${i}`, at: new Date(day + hour * 3_600_000) })) },
+    ];
     const everyOtherHour = Array.from({ length: AROUND_THE_CLOCK.visits }, (_, i) => 2 * i);
     await store.recordActivity(visitsAt(net(1), everyOtherHour.slice(0, -1)));
     expect((await identityOf(net(2)))?.organizationDomain, "too few visits to tell").toBe(hotel);
@@ -501,8 +502,10 @@ describe("window and expiry", () => {
     const net = await businessNet();
     const domain = freshDomain();
     await store.recordFormEvidence([form(net(1), person(domain))]);
-    await store.recordActivity([{ ip: net(1), networkType: "isp", visitorId: "v", at: now() }]);
-    expect(await db.prisma.addressActivity.count({ where: { unit: `${net(1)}/32` } })).toBe(1);
+    // visits by hour are counted where a PTR domain names the address
+    await store.recordPtrEvidence([ptr(net(2), `gw.${freshDomain()}`)]);
+    await store.recordActivity([{ ip: net(1), networkType: "isp", visitorHours: [{ visitorId: "v", at: now() }] }, { ip: net(2), networkType: "isp", visitorHours: [{ visitorId: "v", at: now() }] }]);
+    expect(await db.prisma.addressActivity.count({ where: { unit: { in: [`${net(1)}/32`, `${net(2)}/32`] } } })).toBe(1);
     const described = await describeAddress(net(1));
     expect(Date.parse(described!.expiresAt!) - Date.parse(described!.lastSeenAt)).toBe(WINDOW_DAYS * DAY);
     offsetMs += (WINDOW_DAYS - 1) * DAY;
@@ -514,7 +517,7 @@ describe("window and expiry", () => {
       expect(expired.evidence).toBeGreaterThanOrEqual(1);
       const left = await db.prisma.identityEvidence.count({ where: { unit: `${net(1)}/32` } });
       expect(left).toBe(0);
-      expect(await db.prisma.addressActivity.count({ where: { unit: `${net(1)}/32` } }), "when visits came there, by hour").toBe(0);
+      expect(await db.prisma.addressActivity.count({ where: { unit: `${net(2)}/32` } }), "when visits came there, by hour").toBe(0);
       expect(await db.prisma.networkIdentity.count({ where: { prefix: `${net(1)}/32` } })).toBe(0);
     } finally {
       offsetMs -= (WINDOW_DAYS + 1) * DAY;

@@ -19,8 +19,8 @@ export interface VisitorAt {
 const REMEMBERED = 50_000;
 const HOUR_MS = 3_600_000;
 
-/** The visitor-hour a sighting falls in: unit, visitor and the UTC hour (date included). */
-const visitorHourKey = (v: VisitorAt) => `${v.unit} ${v.visitorId} ${v.at.toISOString().slice(0, 13)}`;
+/** The visitor-hour a sighting falls in: unit, visitor and the clock hour (hours since the epoch). */
+const visitorHourKey = (v: VisitorAt) => `${v.unit} ${v.visitorId} ${Math.floor(v.at.getTime() / HOUR_MS)}`;
 
 /** Per key (a unit, or a domain and a unit), the 24 counts of visits by UTC hour. */
 function hoursBy<R extends { hour: number; visits: number }>(rows: readonly R[], keyOf: (row: R) => string): Map<string, number[]> {

@@ -67,13 +67,12 @@ export interface FormEvidence {
   masked?: boolean;
 }
 
-/** A visitor seen at an address at a time (the around-the-clock rule's counts). */
+/** The visitors seen at an address, each once per clock hour (the around-the-clock rule's counts). */
 export interface SeenAt {
   ip: string;
   networkType: NetworkType;
   masked?: boolean;
-  visitorId: string;
-  at: Date;
+  visitorHours: readonly { visitorId: string; at: Date }[];
 }
 
 /** A PTR answer for an address; `accountId` may be absent when reverse DNS is pooled. */
@@ -176,6 +175,8 @@ export class IdentityStore {
   private readonly recorded = memory<true>(REMEMBERED);
   /** When visits come from each address (the around-the-clock rule). */
   private readonly activity: AddressActivityStore;
+  /** Units this process recorded a PTR domain of, within the reverse DNS cache time: the only ones whose visits are counted by hour. */
+  private readonly ptrNamed = memory<true>(REMEMBERED);
   /** The (scope, range) pairs recomputed since the last `takeRecomputed`: where attributions may have lost their support (withdrawal, pending.ts). */
   private readonly recomputed = new Map<string, { scope: string; range: string }>();
 
@@ -323,22 +324,27 @@ export class IdentityStore {
       if (readsLikeDynamicLine(answer.host)) return [{ ...evidence, kind: "dynamic_line", domain: "" }];
       return readsLikeBusinessLine(answer.host) ? [{ ...evidence, kind: "business_line", domain: "" }] : [];
     });
+    const nowMs = this.now().getTime();
+    for (const row of rows) if (row.kind === "reverse_dns") this.ptrNamed.set(row.unit, true, nowMs + this.reverseDns.cacheSeconds * 1000);
     await this.store(deduplicated(rows));
   }
 
   /**
-   * Counts when visitors were seen at addresses (AddressActivity, over every account's traffic);
+   * Counts when visitors were seen at addresses named by a PTR domain (AddressActivity, over every
+   * account's traffic; the addresses this process recorded a PTR domain of within the cache time);
    * where an address has just shown itself used around the clock (rules.ts AROUND_THE_CLOCK),
    * recomputes every account's ranges bearing its PTR domains: a hotel under its own brand names
    * nobody from then on, and what it named is withdrawn (pending.ts takes the recomputed ranges).
    */
   async recordActivity(seen: readonly SeenAt[]): Promise<void> {
-    const visits = seen.flatMap((v) => {
-      const keys = learnsFrom(v) ? addressKeys(v.ip) : undefined;
-      return keys ? [{ unit: keys.unit, visitorId: v.visitorId, at: v.at }] : [];
+    const at = this.now();
+    // the rule weighs PTR domains only: most shared-network traffic (households, CGNAT) has none, and costs nothing here
+    const visits = seen.flatMap((address) => {
+      const keys = learnsFrom(address) ? addressKeys(address.ip) : undefined;
+      if (!keys || !this.ptrNamed.get(keys.unit, at.getTime())) return [];
+      return address.visitorHours.map(({ visitorId, at }) => ({ unit: keys.unit, visitorId, at }));
     });
     if (!visits.length) return;
-    const at = this.now();
     const found = await this.activity.record(visits, at, this.since(at));
     if (found.length) await this.recomputeAll(await this.rangesBearingPtrDomainsOf(this.db, found));
   }

@@ -156,7 +156,8 @@ export function pendingNotes(events: readonly QueueRow[]): PendingNote[] {
   return [...notes.values()];
 }
 
-const visitorHourOf = (visitorId: string, at: Date) => `${visitorId} ${at.toISOString().slice(0, 13)}`;
+/** A visitor and the clock hour they were seen in (hours since the epoch). */
+const visitorHourOf = (visitorId: string, at: Date) => `${visitorId} ${Math.floor(at.getTime() / 3_600_000)}`;
 
 /** One sighting per visitor and clock hour. */
 function distinctVisitorHours(seen: readonly PendingNote["visitorHours"][number][]): PendingNote["visitorHours"] {
@@ -417,7 +418,7 @@ export class PendingAttribution {
       notes.flatMap((n) => [...new Set(n.visitorIds.flatMap((v) => known.get(`${n.datasetId} ${v}`) ?? []))].filter((e) => e !== n.email).map((e) => evidence(n, e))),
     );
     await this.identities.learnReverseDns(notes.map((n) => ({ accountId: n.accountId, ip: n.ip, networkType: n.networkType, networkDomain: n.networkDomain, masked: n.masked })));
-    await this.identities.recordActivity(notes.flatMap((n) => n.visitorHours.map(({ visitorId, at }) => ({ ip: n.ip, networkType: n.networkType, masked: n.masked, visitorId, at }))));
+    await this.identities.recordActivity(notes);
     const ranges = new Map<string, Set<string>>();
     const touch = (accountId: string, ip: string) => {
       const range = addressKeys(ip)?.range;
