@@ -228,6 +228,23 @@ describe("collect (withdrawal is complete)", () => {
   });
 });
 
+describe("collect (evidence at the time it was received)", () => {
+  it("when the writer learns a form received two days ago (a backlog, a replay), then its evidence dates from then, not from the learning step", async () => {
+    const ds = await dataset();
+    const [ip, domain] = [await businessLine(), freshDomain()];
+    offsetMs = -2 * DAY;
+    try {
+      await t.collect(ds, ip, [t.form(newVisitor(), { email: `jane@${domain}` })]);
+    } finally {
+      offsetMs = 0;
+    }
+    await t.writer.drain();
+    const described = await t.api.services.identities.describe(t.tenant.accountId, ip, "isp");
+    expect(described).toMatchObject({ organizationDomain: domain });
+    expect(Date.now() - Date.parse(described!.firstSeenAt)).toBeGreaterThan(2 * DAY - 60_000);
+  });
+});
+
 describe("collect (an address used around the clock)", () => {
   it(`when visits at a gateway named under a brand come at every other hour of the day (${AROUND_THE_CLOCK.visits} visitors), then the visits its name attributed go back to pending: a hotel's guests are nobody's`, async () => {
     const ds = await dataset();

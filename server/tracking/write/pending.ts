@@ -145,8 +145,9 @@ export function pendingNotes(events: readonly QueueRow[]): PendingNote[] {
     const n = event.network;
     const email = event.type === "form" && !event.partial ? emailOf(event.fields) : undefined;
     const key = [accountId, datasetId, n.ip, email ?? ""].join("\n");
-    const note = notes.get(key) ?? { accountId, datasetId, ip: n.ip, networkType: n.networkType, masked: !!n.masked, networkDomain: n.organizationDomain, ...(email && { email }), visitorIds: [], visitorHours: [] };
+    const note = notes.get(key) ?? { accountId, datasetId, ip: n.ip, networkType: n.networkType, masked: !!n.masked, networkDomain: n.organizationDomain, ...(email && { email }), at: receivedAt, visitorIds: [], visitorHours: [] };
     notes.set(key, note);
+    if (receivedAt > note.at) note.at = receivedAt;
     if (!note.visitorIds.includes(event.visitorId)) note.visitorIds.push(event.visitorId);
     const hourKey = `${key}\n${visitorHourOf(event.visitorId, receivedAt)}`;
     if (hoursNoted.has(hourKey)) continue;
@@ -172,7 +173,7 @@ export function mergedNotes(a: readonly PendingNote[], b: readonly PendingNote[]
   for (const n of [...a, ...b]) {
     const key = [n.accountId, n.datasetId, n.ip, n.email ?? ""].join("\n");
     const seen = notes.get(key);
-    notes.set(key, seen ? { ...n, visitorIds: [...new Set([...seen.visitorIds, ...n.visitorIds])], visitorHours: distinctVisitorHours([...seen.visitorHours, ...n.visitorHours]) } : n);
+    notes.set(key, seen ? { ...n, at: seen.at > n.at ? seen.at : n.at, visitorIds: [...new Set([...seen.visitorIds, ...n.visitorIds])], visitorHours: distinctVisitorHours([...seen.visitorHours, ...n.visitorHours]) } : n);
   }
   return [...notes.values()];
 }
@@ -411,7 +412,8 @@ export class PendingAttribution {
   async learn(notes: readonly PendingNote[]): Promise<number> {
     if (!notes.length) return 0;
     const known = await knownEmails(this.db, notes.filter((n) => !n.masked));
-    const evidence = (n: PendingNote, email: string) => ({ accountId: n.accountId, ip: n.ip, networkType: n.networkType, email, networkDomain: n.networkDomain, masked: n.masked });
+    // at the time the events were received (a writer catching up after an outage, a replay), not the learning step's
+    const evidence = (n: PendingNote, email: string) => ({ accountId: n.accountId, ip: n.ip, networkType: n.networkType, email, networkDomain: n.networkDomain, masked: n.masked, at: n.at });
     await this.identities.recordFormEvidence(notes.flatMap((n) => (n.email ? [evidence(n, n.email)] : [])));
     // where people known by a form were seen: a person moving between addresses holds none of them
     await this.identities.recordPresence(

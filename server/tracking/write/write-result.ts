@@ -43,6 +43,8 @@ export interface PendingNote {
   email?: string;
   /** The visitors seen at the address in the batch (a person known by a form elsewhere is counted here too). */
   visitorIds: string[];
+  /** When its latest event was received: the time of the evidence it gives (a form, a person's presence). */
+  at: Date;
   /** When they were seen: each visitor once per clock hour (the around-the-clock rule's counts). */
   visitorHours: { visitorId: string; at: Date }[];
 }
