@@ -267,6 +267,24 @@ describe("reverse DNS evidence", () => {
     expect((await identityOf(net(3)))?.organizationDomain).toBe(office);
   });
 
+  it("when the reverse DNS cache time is shorter than a hotel's visits take to come around the clock, then they are counted still", async () => {
+    const shortCache = new IdentityStore(db.prisma, {
+      identities: { windowDays: WINDOW_DAYS, poolReverseDns: false, pendingDays: 30 }, reverseDns: { ...reverseDns(), cacheSeconds: 1 }, now,
+    });
+    const net = freshNet();
+    const hotel = freshDomain("quayside");
+    await shortCache.recordPtrEvidence([ptr(net(1), `gw.${hotel}`)]);
+    offsetMs += 60_000; // past the cache time
+    try {
+      const day = Date.UTC(2026, 10, 21);
+      const visitorHours = Array.from({ length: AROUND_THE_CLOCK.visits }, (_, i) => ({ visitorId: `v${i}`, at: new Date(day + 2 * i * 3_600_000) }));
+      await shortCache.recordActivity([{ ip: net(1), networkType: "isp", visitorHours }]);
+    } finally {
+      offsetMs -= 60_000;
+    }
+    expect(await describeAddress(net(1))).toMatchObject({ guard: "shared", shared: true });
+  });
+
   it(`when a dual-stack hotel's people give ${CONSUMERS} free-mail addresses, one on each family, and none its PTR domain's, then neither its IPv4 gateway nor its IPv6 site names it`, async () => {
     const net = freshNet();
     const hotel = freshDomain("quayside");

@@ -175,7 +175,11 @@ export class IdentityStore {
   private readonly recorded = memory<true>(REMEMBERED);
   /** When visits come from each address (the around-the-clock rule). */
   private readonly activity: AddressActivityStore;
-  /** Units this process recorded a PTR domain of, within the reverse DNS cache time: the only ones whose visits are counted by hour. */
+  /**
+   * Units this process recorded a PTR domain of, within the evidence window (a PTR name outlives
+   * the DNS cache time; a short cache must not leave a host's visits uncounted): the only ones
+   * whose visits are counted by hour.
+   */
   private readonly ptrNamed = memory<true>(REMEMBERED);
   /** The (scope, range) pairs recomputed since the last `takeRecomputed`: where attributions may have lost their support (withdrawal, pending.ts). */
   private readonly recomputed = new Map<string, { scope: string; range: string }>();
@@ -325,13 +329,13 @@ export class IdentityStore {
       return readsLikeBusinessLine(answer.host) ? [{ ...evidence, kind: "business_line", domain: "" }] : [];
     });
     const nowMs = this.now().getTime();
-    for (const row of rows) if (row.kind === "reverse_dns") this.ptrNamed.set(row.unit, true, nowMs + this.reverseDns.cacheSeconds * 1000);
+    for (const row of rows) if (row.kind === "reverse_dns") this.ptrNamed.set(row.unit, true, nowMs + this.windowMs);
     await this.store(deduplicated(rows));
   }
 
   /**
    * Counts when visitors were seen at addresses named by a PTR domain (AddressActivity, over every
-   * account's traffic; the addresses this process recorded a PTR domain of within the cache time);
+   * account's traffic; the addresses this process recorded a PTR domain of);
    * where an address has just shown itself used around the clock (rules.ts AROUND_THE_CLOCK),
    * recomputes every account's ranges bearing its PTR domains: a hotel under its own brand names
    * nobody from then on, and what it named is withdrawn (pending.ts takes the recomputed ranges).
