@@ -19,8 +19,11 @@ export interface VisitorAt {
 const REMEMBERED = 50_000;
 const HOUR_MS = 3_600_000;
 
-/** The visitor-hour a sighting falls in: unit, visitor and the clock hour (hours since the epoch). */
-const visitorHourKey = (v: VisitorAt) => `${v.unit} ${v.visitorId} ${Math.floor(v.at.getTime() / HOUR_MS)}`;
+/** A visitor and the clock hour they were seen in (hours since the epoch): what is counted once. */
+export const visitorHourOf = (visitorId: string, at: Date) => `${visitorId} ${Math.floor(at.getTime() / HOUR_MS)}`;
+
+/** The visitor-hour a sighting at a unit falls in. */
+const visitorHourKey = (v: VisitorAt) => `${v.unit} ${visitorHourOf(v.visitorId, v.at)}`;
 
 /** Per key (a unit, or a domain and a unit), the 24 counts of visits by UTC hour. */
 function hoursBy<R extends { hour: number; visits: number }>(rows: readonly R[], keyOf: (row: R) => string): Map<string, number[]> {

@@ -14,6 +14,7 @@ import { Prisma } from "../../../generated/prisma/client.ts";
 import type { Db } from "../../db/database.ts";
 import type { Logger } from "../../logging.ts";
 import type { IngestResult, PendingNote, Tx, WriterHooks } from "./write-result.ts";
+import { visitorHourOf } from "../../identity/activity.ts";
 import { addressKeys, rangesOf } from "../../identity/addresses.ts";
 import { POOL, type IdentityStore } from "../../identity/identities.ts";
 import type { AddressQuery, Identity } from "../../identity/types.ts";
@@ -157,15 +158,10 @@ export function pendingNotes(events: readonly QueueRow[]): PendingNote[] {
   return [...notes.values()];
 }
 
-/** A visitor and the clock hour they were seen in (hours since the epoch). */
-const visitorHourOf = (visitorId: string, at: Date) => `${visitorId} ${Math.floor(at.getTime() / 3_600_000)}`;
-
 /** One sighting per visitor and clock hour. */
 function distinctVisitorHours(seen: readonly PendingNote["visitorHours"][number][]): PendingNote["visitorHours"] {
   return [...new Map(seen.map((v) => [visitorHourOf(v.visitorId, v.at), v] as const)).values()];
 }
-
-
 
 /** The merged notes of two results (the writer's settling of several batches at once), without repeats. */
 export function mergedNotes(a: readonly PendingNote[], b: readonly PendingNote[]): PendingNote[] {
