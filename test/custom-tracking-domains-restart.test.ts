@@ -37,6 +37,28 @@ async function sharedDatabase(): Promise<{ env: Record<string, string>; open(): 
   return { env: { DATA_DIR: dataDir }, open, dispose: async () => rmSync(dir, { recursive: true, force: true }) };
 }
 
+/** How long the first service may take to reach the CA's validation on a loaded machine. */
+const VALIDATION_REACHED_WITHIN_MS = 180_000;
+
+/**
+ * Waits until pebble looks the domain up (the CA validates), and fails at once with what the
+ * service logged if the add was answered first (an attempt that failed before validation) or
+ * the bound passes: a run that cannot reach "midway" says why instead of waiting out the test.
+ */
+async function untilTheCaValidates(caIsValidating: Promise<void>, add: Promise<Response | Error>, service: ServerProcess): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const outcome = await Promise.race([
+    caIsValidating.then(() => "validating" as const),
+    add.then(async (answer) => (answer instanceof Error ? `failed: ${answer.message}` : `answered ${answer.status}: ${await answer.text()}`)),
+    new Promise<string>((resolve) => (timer = setTimeout(resolve, VALIDATION_REACHED_WITHIN_MS, `no validation within ${VALIDATION_REACHED_WITHIN_MS} ms`))),
+  ]);
+  clearTimeout(timer);
+  if (outcome !== "validating") {
+    const jobLines = service.lines.filter((l) => l.includes("certificate") || l.includes("acme") || l.includes('"level":50'));
+    throw new Error(`the CA never validated before the add ended (${outcome}); the service's certificate lines:\n${jobLines.join("\n")}`);
+  }
+}
+
 describe.skipIf(!!pebbleMissing)("addCustomTrackingDomain", () => {
   let dns: TestDnsServer;
   let pebble: Pebble;
@@ -106,7 +128,7 @@ describe.skipIf(!!pebbleMissing)("addCustomTrackingDomain", () => {
       headers: { "x-api-key": tenant.key, "content-type": "application/json" },
       body: JSON.stringify({ datasetId, ctd }),
     }).catch((error: Error) => error);
-    await caIsValidating;
+    await untilTheCaValidates(caIsValidating, abandoned, first);
     // Killed at once: pebble gives up a held look-up after some seconds, and a request to the
     // service on a loaded machine can take longer (the attempt then failed before the kill).
     await first.stop("SIGKILL");

@@ -50,6 +50,10 @@ export interface Pebble {
   close(): Promise<void>;
 }
 
+/** Attempts at starting pebble: its ports are free a moment before it binds them, and on a busy
+ * machine another process can take one in between (it then exits "address already in use"). */
+const PEBBLE_START_ATTEMPTS = 3;
+
 export async function startPebble({ httpPort, dnsServer }: { httpPort: number; dnsServer: string }): Promise<Pebble> {
   const dir = mkdtempSync(path.join(os.tmpdir(), "pebble-"));
   const cert = path.join(dir, "cert.pem");
@@ -58,6 +62,24 @@ export async function startPebble({ httpPort, dnsServer }: { httpPort: number; d
     "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2",
     "-keyout", key, "-out", cert, "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost",
   ], { stdio: "ignore" });
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startPebbleOnFreePorts({ dir, cert, key, httpPort, dnsServer });
+    } catch (error) {
+      const portTaken = error instanceof PebbleExited && /address already in use/.test(error.message);
+      if (!portTaken || attempt >= PEBBLE_START_ATTEMPTS) {
+        rmSync(dir, { recursive: true, force: true });
+        throw error;
+      }
+    }
+  }
+}
+
+class PebbleExited extends StopWaiting {}
+
+async function startPebbleOnFreePorts(
+  { dir, cert, key, httpPort, dnsServer }: { dir: string; cert: string; key: string; httpPort: number; dnsServer: string },
+): Promise<Pebble> {
   const [listen, management, tls] = [await freePort(), await freePort(), await freePort()];
   const config = JSON.parse(readFileSync(fixture, "utf8")) as { pebble: Record<string, unknown> };
   Object.assign(config.pebble, {
@@ -80,28 +102,36 @@ export async function startPebble({ httpPort, dnsServer }: { httpPort: number; d
   for (const stream of [child.stdout!, child.stderr!]) stream.on("data", (chunk: Buffer) => output.push(chunk.toString()));
   const caPem = readFileSync(cert, "utf8");
   const directoryUrl = `https://127.0.0.1:${listen}/dir`;
-  await eventually(
-    async () => {
-      if (child.exitCode !== null) throw new StopWaiting(`pebble exited: ${output.join("")}`);
-      expect(await directoryStatus(directoryUrl, caPem), `pebble's directory; its output: ${output.join("")}`).toBe(200);
-    },
-    // A few hundred ms when quiet; a loaded CI machine (two cores, the suite beside it) takes far longer
-    { timeoutMs: 90_000, intervalMs: 200 },
-  );
+  try {
+    await eventually(
+      async () => {
+        if (child.exitCode !== null) throw new PebbleExited(`pebble exited: ${output.join("")}`);
+        expect(await directoryStatus(directoryUrl, caPem), `pebble's directory; its output: ${output.join("")}`).toBe(200);
+      },
+      // A few hundred ms when quiet; a loaded CI machine (two cores, the suite beside it) takes far longer
+      { timeoutMs: 90_000, intervalMs: 200 },
+    );
+  } catch (error) {
+    await stopChild(child);
+    throw error;
+  }
   return {
     directoryUrl,
     caPem,
     caFile: cert,
     output,
     close: async () => {
-      if (child.exitCode === null) {
-        const exited = new Promise((resolve) => child.once("exit", resolve));
-        child.kill("SIGTERM");
-        await exited;
-      }
+      await stopChild(child);
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((resolve) => child.once("exit", resolve));
+  child.kill("SIGTERM");
+  await exited;
 }
 
 /** The directory's HTTP status, or the connection's error code while pebble is not listening yet. */
