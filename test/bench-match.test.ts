@@ -224,6 +224,9 @@ describe("evaluate", () => {
     expect(e.wrongAtLookalikeHosts).toBe(0);
     const lookalike = evaluate(truths.map((t) => ({ ...t, lookalikeHost: t.row === "host tenant" })), world.orgs, [lead("l4", "A Coworker", "a-coworker.se", ["v4", "v5"])]);
     expect([lookalike.wrong, lookalike.wrongAtLookalikeHosts]).toEqual([[["host tenant -> A Coworker (a-coworker.se)", 1]], 1]);
+    // how the service recognised a wrong lead is printed with it (which rule named the host's line)
+    const bySource = evaluate(truths, world.orgs, [{ ...lead("l4", "A Coworker", "a-coworker.se", ["v4", "v5"]), identitySource: "form_email" }]);
+    expect(bySource.wrong).toEqual([["host tenant -> A Coworker (a-coworker.se, form_email)", 1]]);
     const inDeclared = evaluate(truths, world.orgs, [lead("l2", "mueller-bau.de", "mueller-bau.de", ["v1", "v6"])], declared);
     expect(inDeclared.figures).toMatchObject({ precision: { numerator: 0, denominator: 1 }, leak: { numerator: 1, denominator: 2 } });
   });

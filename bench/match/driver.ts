@@ -131,7 +131,7 @@ export async function readBack(client: ServiceClient, datasetId: string): Promis
   const read: LeadReadBack[] = [];
   for (const lead of leads) {
     const visits = await client.leadVisits(datasetId, lead.leadId);
-    read.push({ leadId: lead.leadId, organizationName: lead.organizationName, organizationDomain: lead.organizationDomain, visitUrls: visits.map((v) => v.url) });
+    read.push({ leadId: lead.leadId, organizationName: lead.organizationName, organizationDomain: lead.organizationDomain, identitySource: lead.identitySource, visitUrls: visits.map((v) => v.url) });
   }
   return read;
 }

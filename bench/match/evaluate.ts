@@ -9,6 +9,8 @@ export interface LeadReadBack {
   /** A string in the contract; null tolerated, so that a service answering null is measured rather than crashing the run. */
   organizationName: string | null;
   organizationDomain: string | null;
+  /** How the service recognised the lead's organisation (LeadDTO.identitySource): printed with the wrong attributions. */
+  identitySource?: string;
   visitUrls: string[];
 }
 
@@ -120,7 +122,7 @@ export function evaluate(truths: readonly VisitTruth[], orgs: readonly Organisat
         if (right && truth.beforeEvidence) tally.beforeEvidenceRight += 1;
       }
       if (!right) {
-        const key = `${truth.row} -> ${lead.organizationName} (${lead.organizationDomain ?? "no domain"})`;
+        const key = `${truth.row} -> ${lead.organizationName} (${lead.organizationDomain ?? "no domain"}${lead.identitySource ? `, ${lead.identitySource}` : ""})`;
         wrong.set(key, (wrong.get(key) ?? 0) + 1);
         if (truth.lookalikeHost) wrongAtLookalikeHosts += 1;
       }
