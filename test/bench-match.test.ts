@@ -465,7 +465,7 @@ describe("world names", () => {
 });
 
 /**
- * A loopback stand-in for the service as MATCH-CONTRACT.md describes it (not the service): it
+ * A loopback stand-in for the service, answering the few operations bench/match/api.ts calls as the spec words them (not the service): it
  * attributes each page view from an address in `knownLines` to that organisation's lead (one per
  * domain), drops the rest, takes declared networks or answers 404, and pages its lists by at most
  * 7 items whatever the asked limit, so that the bench's paging is exercised. It keeps each
