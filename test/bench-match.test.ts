@@ -17,6 +17,7 @@ import {
 import { numberOf, type Network } from "../bench/match/networks.ts";
 import { createRandom } from "../bench/match/random.ts";
 import { groundTruth } from "../bench/match/truth.ts";
+import { type RunResult, withoutLookalikeHosts } from "../bench/match/report.ts";
 import { buildWorld, type Kind, type Naming, type Organisation, type Person, type Site, type World } from "../bench/match/world.ts";
 
 const org = (id: number, name: string, domain: string, kind: Organisation["kind"], names: string[] = []): Organisation => ({ id, name, domain, kind, names, domains: [domain] });
@@ -227,6 +228,11 @@ describe("evaluate", () => {
     // how the service recognised a wrong lead is printed with it (which rule named the host's line)
     const bySource = evaluate(truths, world.orgs, [{ ...lead("l4", "A Coworker", "a-coworker.se", ["v4", "v5"]), identitySource: "form_email" }]);
     expect(bySource.wrong).toEqual([["host tenant -> A Coworker (a-coworker.se, form_email)", 1]]);
+    // the runs' summary gives precision without the look-alike hosts' wrong visits apart, the worst run named
+    const runOf = (seed: number, headline: typeof e) => ({ seed, mix: "v4", headline }) as RunResult;
+    expect(lookalike.figures.precision).toEqual({ numerator: 1, denominator: 2 });
+    expect(withoutLookalikeHosts([runOf(1, lookalike)])).toBe("precision without those visits (not a target): minimum 1 / 1 = 100.0% (seed 1 v4)");
+    expect(withoutLookalikeHosts([runOf(1, lookalike), runOf(2, e)])).toBe("precision without those visits (not a target): minimum 4 / 6 = 66.7% (seed 2 v4)");
     const inDeclared = evaluate(truths, world.orgs, [lead("l2", "mueller-bau.de", "mueller-bau.de", ["v1", "v6"])], declared);
     expect(inDeclared.figures).toMatchObject({ precision: { numerator: 0, denominator: 1 }, leak: { numerator: 1, denominator: 2 } });
   });

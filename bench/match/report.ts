@@ -131,5 +131,20 @@ export function describeRuns(results: readonly RunResult[]): string[] {
     line("consumer leak", "leak", 2),
     line("knowable match", "knowableMatch"),
     `wrong attributions over the runs: ${count(wrongVisits)} visits in ${results.filter(wrongOf).length} runs; ${LOOKALIKE}: ${count(sum((r) => r.headline.wrongAtLookalikeHosts))}`,
+    withoutLookalikeHosts(results),
   ];
+}
+
+/**
+ * Precision's minimum with the look-alike hosts' wrong visits left out: what the rules miss where
+ * the evidence differs from an office's. Not a target (the headline counts every visit); it tells
+ * a rule's miss from a host no evidence tells apart.
+ */
+export function withoutLookalikeHosts(results: readonly RunResult[]): string {
+  const of = (r: RunResult): Ratio => {
+    const p = r.headline.figures.precision;
+    return { numerator: p.numerator, denominator: p.denominator - r.headline.wrongAtLookalikeHosts };
+  };
+  const lowest = [...results].sort((a, b) => (ratio(of(a)) ?? -Infinity) - (ratio(of(b)) ?? -Infinity))[0];
+  return lowest ? `precision without those visits (not a target): minimum ${fraction(of(lowest))} (${run(lowest)})` : "";
 }
