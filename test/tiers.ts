@@ -83,6 +83,7 @@ export const TIERS = {
     "user-datasets",
     "users",
     "users-list",
+    "visit-range-index",
     "webhook-address-guard",
     "webhooks",
   ],

@@ -23,7 +23,7 @@ import { carries, jsonList, type Subject } from "./erasure.ts";
 import { emailOf, leadIdOf, type NetworkOfEvent, type QueueRow } from "../collect/events.ts";
 import { type OnLeadsRemoved, type RemovedLead, subtractVisits } from "./lead-store.ts";
 import { knownOrganizationOfDomain } from "../../identity/organizations.ts";
-import { takeFormsOfSenders, takeVisitsAt, type VisitRow } from "./visit-store.ts";
+import { takeFormsOfSenders, takeVisitsAt, visitInside, type VisitRow } from "./visit-store.ts";
 
 type Client = Pick<Tx, "$queryRaw" | "$executeRaw">;
 
@@ -265,13 +265,6 @@ function pendingRowOfVisit(v: VisitRow): QueueRow {
 /** Network types whose visits an identity may have attributed (a shared network's address). */
 const SHARED_TYPES = ["isp", "hosting", "mobile", "unknown"];
 
-/**
- * The visits' reads and deletes by address go through the GiST index on the address
- * ("Visit_ip_inet_idx"): its expression, `ip::inet`, as written here. The networks are one array
- * (`<<= ANY`), a condition the planner estimates from the index's statistics: joined to an
- * unnest of them instead, it guessed 0.5% of the visits per network and scanned "Visit" whole
- * (1.7 s at 1 M visits against 17 ms; EXPLAIN ANALYZE on PostgreSQL 15).
- */
 export interface Withdrawal {
   /** Visits taken back to pending. */
   visits: number;
@@ -294,7 +287,7 @@ export interface WithdrawalOptions {
  * line, a PTR name found to be an access line's, a domain found to be an operator's, the only
  * person's evidence erased or lapsed, a declaration removed), go back to pending with the forms
  * their visitors sent to the lead, and their leads' counts follow. Of one account, or of every
- * account (pooled evidence). Reads "Visit" by its address index, whatever the history held.
+ * account (pooled evidence). Reads "Visit" by its range index (visitInside), whatever the history held.
  */
 export async function withdrawUnsupported(
   db: Db,
@@ -308,7 +301,7 @@ export async function withdrawUnsupported(
     SELECT DISTINCT v."accountId", v."datasetId", v."leadId", v.ip, v."networkType", l."organizationDomain" AS domain, l."organizationName" AS name
     FROM "Visit" v
       JOIN "Lead" l ON l."datasetId" = v."datasetId" AND l.id = v."leadId" JOIN "Dataset" d ON d.id = v."datasetId"
-    WHERE v.ip::inet <<= ANY(${[...networks]}::inet[]) AND ${accountId === undefined ? Prisma.sql`true` : Prisma.sql`v."accountId" = ${accountId}`}
+    WHERE ${visitInside(networks)} AND ${accountId === undefined ? Prisma.sql`true` : Prisma.sql`v."accountId" = ${accountId}`}
       AND v."networkType" = ANY(${SHARED_TYPES}::text[]) AND NOT d."allowIpMasking"`;
   if (!attributed.length) return none;
   const now = await identities.identitiesOf(attributed.map((a) => ({ accountId: a.accountId, ip: a.ip, networkType: a.networkType as AddressQuery["networkType"] })));
@@ -457,7 +450,7 @@ export class PendingAttribution {
     return addresses.length ? this.attributeAddresses(accountId, addresses) : 0;
   }
 
-  /** What a removed declaration of the account attributed and nothing else supports goes back to pending (its visits by the address index). */
+  /** What a removed declaration of the account attributed and nothing else supports goes back to pending (its visits by the range index). */
   withdrawNetwork(accountId: string, cidr: string): Promise<Withdrawal> {
     return this.withdraw([cidr], accountId);
   }

@@ -10,6 +10,7 @@
 import { Prisma, type Visit } from "../../../generated/prisma/client.ts";
 import type { Db } from "../../db/database.ts";
 import type { QueuedEvent, QueueRow } from "../collect/events.ts";
+import { rangesOf } from "../../identity/addresses.ts";
 import { carries, jsonList } from "./subject.ts";
 import type { Tx } from "./write-result.ts";
 
@@ -118,13 +119,34 @@ export const eraseFormsCarrying = (db: Client, datasetId: string, email: string)
 export type VisitRow = Omit<Visit, "id" | "ip"> & { ip: string };
 
 /**
- * Withdrawal: deletes the visits of these leads at these addresses and returns them. The delete
- * goes through the GiST index on the address (pending.ts, above `Withdrawal`, says why it is written so).
+ * The range of a visit's address (alias `v`): its /24 (IPv4) or /48 (IPv6), the expression of the
+ * btree index "Visit_range_idx" (migration 20261129094500_visit_range_index), written exactly as
+ * the index's so that the planner uses it.
  */
+const VISIT_RANGE = Prisma.sql`network(set_masklen(v.ip::inet, CASE WHEN family(v.ip::inet) = 4 THEN 24 ELSE 48 END))`;
+
+/**
+ * The condition "the visit `v` lies inside one of these networks" (CIDRs), found through the range
+ * index: the ranges the networks lie in or cover, then the exact comparison on the rows found. A
+ * network covering more ranges than rangesOf lists (a wide IPv6 declaration) is compared row by row.
+ * The ranges are one array (`= ANY`): joined to an unnest of them, the planner guessed a share of
+ * the visits per range and scanned "Visit" whole.
+ */
+export function visitInside(networks: readonly string[]): Prisma.Sql {
+  const ranges = networks.map(rangesOf);
+  const exact = Prisma.sql`v.ip::inet <<= ANY(${[...new Set(networks)]}::inet[])`;
+  if (ranges.some((r) => r === undefined)) return exact;
+  return Prisma.sql`${VISIT_RANGE} = ANY(${[...new Set(ranges.flat() as string[])]}::cidr[]) AND ${exact}`;
+}
+
+/** A single address as a network (what visitInside takes). */
+const hostNetwork = (ip: string) => `${ip}/${ip.includes(":") ? 128 : 32}`;
+
+/** Withdrawal: deletes the visits of these leads at these addresses (by the range index) and returns them. */
 export const takeVisitsAt = (tx: Client, wrong: readonly { accountId: string; datasetId: string; leadId: string; ip: string }[]) =>
   tx.$queryRaw<VisitRow[]>`
       DELETE FROM "Visit" v USING jsonb_to_recordset(${JSON.stringify(wrong)}::jsonb) AS w("accountId" text, "datasetId" text, "leadId" text, ip text)
-      WHERE v.ip::inet <<= ANY(${[...new Set(wrong.map((w) => w.ip))]}::inet[]) AND v.ip = w.ip AND v."accountId" = w."accountId" AND v."datasetId" = w."datasetId" AND v."leadId" = w."leadId"
+      WHERE ${visitInside(wrong.map((w) => hostNetwork(w.ip)))} AND v.ip = w.ip AND v."accountId" = w."accountId" AND v."datasetId" = w."datasetId" AND v."leadId" = w."leadId"
       RETURNING v."accountId", v."datasetId", v."leadId", v."visitorId", v.at, v.url, v.referrer, v.title, v."utmSource", v."utmMedium", v."utmCampaign",
         v."utmTerm", v."utmContent", v.ip, v.asn, v."networkType", v.country, v.city`;
 
