@@ -2855,7 +2855,9 @@ export interface components {
          *     **Confidence.** Declared 1; PTR and e-mail agreeing 0.95; PTR 0.85; the e-mail of two or
          *     more distinct people 0.75; one person's e-mail 0.6, only on a line whose PTR name marks a
          *     business line (`static`, `biz`, `business`; `fixed` without an access label beside it,
-         *     which would make it the operator's fixed network): elsewhere e-mail names an address
+         *     which would make it the operator's fixed network; a business zone's label such as `kmu`
+         *     or `pro`; an operator's business brand as the domain, `<brand>business.<tld>` or
+         *     `<brand>-pro.<tld>`) and whose visits do not come around the clock: elsewhere e-mail names an address
          *     only when two people of the organisation left it in its /24 (IPv6 /48), since a line
          *     without that mark may be a household's (a home worker, a reassigned line's previous
          *     subscriber). The address is attributed (`attributed`) when the confidence is at
@@ -2884,7 +2886,9 @@ export interface components {
          *       PTR domain (hotel, hostel, resort, ...) names nobody unless a form names it, and
          *       neither does one borne by an address whose visits come around the clock (over every
          *       account's traffic, 12 visitor-hours or more, its quietest 8 hours of the day holding
-         *       15% of them or more: a hotel's guests, not an office's working hours);
+         *       10% of them or more: a hotel's guests, not an office's working hours); an address
+         *       whose PTR name marks a business line and whose visits come around the clock is a
+         *       host's line too (a hotel's on a line bought as a business): it names nobody;
          *     - `dynamic_line`: the PTR name reads like a dynamic access line (`dyn`, `dynamic`,
          *       `pool`, `dhcp`, `ppp`, `dial`, `dsl`, `cable`, `ftth`, `broadband`, `customer`,
          *       `residential`, `home`, `nat`, ..., or any name under a curated access or mobile

@@ -267,6 +267,22 @@ describe("reverse DNS evidence", () => {
     expect((await identityOf(net(3)))?.organizationDomain).toBe(office);
   });
 
+  it("when a line its operator names as a business line (a business zone's customer number) is used around the clock, then one guest's form names nobody there, in any account (a hotel on a business line)", async () => {
+    const net = freshNet();
+    const employer = freshDomain();
+    const line = `kd${40_000 + nets}.kmu.${freshDomain("telecom")}`;
+    await store.recordPtrEvidence([ptr(net(5), line), ptr(net(5), line, { accountId: B })]);
+    await store.recordFormEvidence([form(net(5), person(employer)), form(net(5), person(employer), { accountId: B })]);
+    expect((await identityOf(net(5)))?.organizationDomain, "an office's business line: one form names it").toBe(employer);
+    expect((await identityOf(net(5), "isp", B))?.organizationDomain).toBe(employer);
+    const day = Date.UTC(2026, 10, 20);
+    const visitorHours = Array.from({ length: AROUND_THE_CLOCK.visits }, (_, i) => ({ visitorId: `v${i}`, at: new Date(day + 2 * i * 3_600_000) }));
+    await store.recordActivity([{ ip: net(5), networkType: "isp", visitorHours }]);
+    expect(await identityOf(net(5))).toBeUndefined();
+    expect(await describeAddress(net(5))).toMatchObject({ guard: "shared", shared: true });
+    expect(await identityOf(net(5), "isp", B), "the other account's range, recomputed with it").toBeUndefined();
+  });
+
   it("when the reverse DNS cache time is shorter than a hotel's visits take to come around the clock, then they are counted still", async () => {
     const shortCache = new IdentityStore(db.prisma, {
       identities: { windowDays: WINDOW_DAYS, poolReverseDns: false, pendingDays: 30 }, reverseDns: { ...reverseDns(), cacheSeconds: 1 }, now,
@@ -520,10 +536,11 @@ describe("window and expiry", () => {
     const net = await businessNet();
     const domain = freshDomain();
     await store.recordFormEvidence([form(net(1), person(domain))]);
-    // visits by hour are counted where a PTR domain names the address
+    // visits by hour are counted where a PTR domain names the address or marks a business line (businessNet's first 64), not elsewhere
     await store.recordPtrEvidence([ptr(net(2), `gw.${freshDomain()}`)]);
-    await store.recordActivity([{ ip: net(1), networkType: "isp", visitorHours: [{ visitorId: "v", at: now() }] }, { ip: net(2), networkType: "isp", visitorHours: [{ visitorId: "v", at: now() }] }]);
-    expect(await db.prisma.addressActivity.count({ where: { unit: { in: [`${net(1)}/32`, `${net(2)}/32`] } } })).toBe(1);
+    const oneVisit = (ip: string): SeenAt => ({ ip, networkType: "isp", visitorHours: [{ visitorId: "v", at: now() }] });
+    await store.recordActivity([oneVisit(net(1)), oneVisit(net(2)), oneVisit(net(100))]);
+    expect(await db.prisma.addressActivity.count({ where: { unit: { in: [`${net(1)}/32`, `${net(2)}/32`, `${net(100)}/32`] } } })).toBe(2);
     const described = await describeAddress(net(1));
     expect(Date.parse(described!.expiresAt!) - Date.parse(described!.lastSeenAt)).toBe(WINDOW_DAYS * DAY);
     offsetMs += (WINDOW_DAYS - 1) * DAY;

@@ -66,9 +66,7 @@ export class AddressActivityStore {
       ON CONFLICT (unit, hour) DO UPDATE SET visits = "AddressActivity".visits + EXCLUDED.visits,
         "lastSeenAt" = greatest("AddressActivity"."lastSeenAt", EXCLUDED."lastSeenAt")`;
     const units = [...new Set([...counts.values()].map((c) => c.unit))].filter((u) => !this.aroundTheClock.get(u, nowMs));
-    const rows = await this.db.$queryRaw<{ unit: string; hour: number; visits: number }[]>`
-      SELECT unit, hour, visits FROM "AddressActivity" WHERE unit = ANY(${units}::text[]) AND "lastSeenAt" > ${since}`;
-    const found = [...hoursBy(rows, (r) => r.unit)].filter(([, hours]) => usedAroundTheClock(hours)).map(([unit]) => unit);
+    const found = [...(await this.unitsAroundTheClock(this.db, units, since))];
     for (const unit of found) this.aroundTheClock.set(unit, true, nowMs + 24 * HOUR_MS);
     return found;
   }
@@ -82,6 +80,14 @@ export class AddressActivityStore {
         JOIN "AddressActivity" a ON a.unit = u.unit AND a."lastSeenAt" > ${since}`;
     const found = [...hoursBy(rows, (r) => `${r.domain} ${r.unit}`)].filter(([, hours]) => usedAroundTheClock(hours));
     return new Set(found.map(([key]) => key.slice(0, key.indexOf(" "))));
+  }
+
+  /** Of these units, those used around the clock within the window. */
+  async unitsAroundTheClock(client: Client, units: readonly string[], since: Date): Promise<Set<string>> {
+    if (!units.length) return new Set();
+    const rows = await client.$queryRaw<{ unit: string; hour: number; visits: number }[]>`
+      SELECT unit, hour, visits FROM "AddressActivity" WHERE unit = ANY(${units}::text[]) AND "lastSeenAt" > ${since}`;
+    return new Set([...hoursBy(rows, (r) => r.unit)].filter(([, hours]) => usedAroundTheClock(hours)).map(([unit]) => unit));
   }
 
   /** Deletes the counts of hours last seen before `since`; how many. */

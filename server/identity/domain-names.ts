@@ -125,9 +125,7 @@ const LINE_NUMBER = /^[a-z]{1,8}\d{4,}([-_]\d+)*\.[^.]+/;
  * Words operators name their business customers' zones with, in the languages of the markets they
  * serve: SME (`kmu`, `smb`), professional (`pro`), companies (`firmen`, `entreprises`, `empresas`,
  * `aziende`, `zakelijk`). After a dash in a domain's own label they make it a business brand; as a
- * zone's label (`kd12345.kmu.<operator>.ch`) they do not mark a business line (readsLikeBusinessLine):
- * measured over bench:match's 40 runs, hosts' lines under such zones lost more precision (one
- * tenant's form naming a coworking space) than offices' gained in match.
+ * zone's label (`kd12345.kmu.<operator>.ch`) they mark a business line (readsLikeBusinessLine).
  */
 const BUSINESS_ZONE_WORDS = "kmu|smb|pro|firmen|entreprises?|empresas?|aziende|azienda|zakelijk";
 
@@ -215,14 +213,17 @@ export function readsLikeDynamicLine(host: string): boolean {
 
 /**
  * Whether a PTR name that names no organisation marks a business line: a static/biz/business
- * label below the registrable domain. Operators sell static business lines as such and name them
- * so; a household's line never carries the mark. A business brand in the domain alone
- * (`<brand>biz.com`) is not the mark: hosts buy such lines too, and share them among tenants.
+ * label below the registrable domain, a business zone's label (`kd12345.kmu.<operator>.ch`) or an
+ * operator's business brand as the domain (`rr20931.<brand>business.net`). Operators sell business
+ * lines as such and name them so; a household's line never carries the mark. Hosts buy such lines
+ * too (a hotel, a coworking space): one used around the clock is a host's (rules.ts
+ * AROUND_THE_CLOCK), and one whose forms name two organisations is shared.
  */
 export function readsLikeBusinessLine(host: string): boolean {
   const name = host.toLowerCase().replace(/\.$/, "");
-  const labels = (registrableDomain(name) ? parse(name).subdomain : name) ?? "";
-  return marksStatic(labels);
+  const domain = registrableDomain(name);
+  const labels = (domain ? parse(name).subdomain : name) ?? "";
+  return marksStatic(labels) || BUSINESS_ZONE_LABEL.test(labels) || (!!domain && isBusinessBrand(domain));
 }
 
 type PtrAnswer = { host: string | null } | undefined;

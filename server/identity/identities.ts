@@ -176,9 +176,9 @@ export class IdentityStore {
   /** When visits come from each address (the around-the-clock rule). */
   private readonly activity: AddressActivityStore;
   /**
-   * Units this process recorded a PTR domain of, within the evidence window (a PTR name outlives
-   * the DNS cache time; a short cache must not leave a host's visits uncounted): the only ones
-   * whose visits are counted by hour.
+   * Units this process recorded a PTR domain or a business-line mark of, within the evidence
+   * window (a PTR name outlives the DNS cache time; a short cache must not leave a host's visits
+   * uncounted): the only ones whose visits are counted by hour.
    */
   private readonly ptrNamed = memory<true>(REMEMBERED);
   /** The (scope, range) pairs recomputed since the last `takeRecomputed`: where attributions may have lost their support (withdrawal, pending.ts). */
@@ -329,20 +329,21 @@ export class IdentityStore {
       return readsLikeBusinessLine(answer.host) ? [{ ...evidence, kind: "business_line", domain: "" }] : [];
     });
     const nowMs = this.now().getTime();
-    for (const row of rows) if (row.kind === "reverse_dns") this.ptrNamed.set(row.unit, true, nowMs + this.windowMs);
+    for (const row of rows) if (row.kind === "reverse_dns" || row.kind === "business_line") this.ptrNamed.set(row.unit, true, nowMs + this.windowMs);
     await this.store(deduplicated(rows));
   }
 
   /**
-   * Counts when visitors were seen at addresses named by a PTR domain (AddressActivity, over every
-   * account's traffic; the addresses this process recorded a PTR domain of);
-   * where an address has just shown itself used around the clock (rules.ts AROUND_THE_CLOCK),
-   * recomputes every account's ranges bearing its PTR domains: a hotel under its own brand names
-   * nobody from then on, and what it named is withdrawn (pending.ts takes the recomputed ranges).
+   * Counts when visitors were seen at addresses named by a PTR domain or marked as business lines
+   * (AddressActivity, over every account's traffic; the addresses this process recorded such a
+   * name of); where an address has just shown itself used around the clock (rules.ts
+   * AROUND_THE_CLOCK), recomputes every account's ranges bearing its PTR domains and every
+   * account's range holding it: a hotel under its own brand, or on a business line, names nobody
+   * from then on, and what it named is withdrawn (pending.ts takes the recomputed ranges).
    */
   async recordActivity(seen: readonly SeenAt[]): Promise<void> {
     const at = this.now();
-    // the rule weighs PTR domains only: most shared-network traffic (households, CGNAT) has none, and costs nothing here
+    // the rule weighs named lines only: most shared-network traffic (households, CGNAT) has no such name, and costs nothing here
     const visits = seen.flatMap((address) => {
       const keys = learnsFrom(address) ? addressKeys(address.ip) : undefined;
       if (!keys || !this.ptrNamed.get(keys.unit, at.getTime())) return [];
@@ -350,7 +351,7 @@ export class IdentityStore {
     });
     if (!visits.length) return;
     const found = await this.activity.record(visits, at, this.since(at));
-    if (found.length) await this.recomputeAll(await this.rangesBearingPtrDomainsOf(this.db, found));
+    if (found.length) await this.recomputeAll([...(await this.rangesBearingPtrDomainsOf(this.db, found)), ...(await this.rangesHolding(this.db, found))]);
   }
 
   /**
@@ -542,6 +543,7 @@ export class IdentityStore {
     const people = [...new Set(evidence.map((e) => e.contributor).filter(Boolean))];
     const ptrDomains = [...new Set(evidence.filter((e) => e.kind === "reverse_dns").map((e) => e.domain))];
     const operatorDomains = await this.operatorDomains(tx, domains);
+    const businessLines = [...new Set(evidence.filter((e) => e.kind === "business_line").map((e) => e.unit))];
     const rows = identitiesOfRange(evidence, {
       version: versionOfRange(range),
       otherOrganizations,
@@ -549,6 +551,7 @@ export class IdentityStore {
       movingPeople: await this.movingPeople(tx, scope, people, at),
       hostDomains: await this.hostDomainsOf(tx, ptrDomains, at),
       aroundTheClock: await this.activity.domainsAroundTheClock(tx, ptrDomains.filter((d) => !operatorDomains.has(d) && !isOperatorDomain(d)), this.since(at)),
+      linesAroundTheClock: await this.activity.unitsAroundTheClock(tx, businessLines, this.since(at)),
       windowMs: this.windowMs,
     });
     await tx.$executeRaw`DELETE FROM "NetworkIdentity" WHERE scope = ${scope} AND "range" = ${range}`;
@@ -657,6 +660,11 @@ export class IdentityStore {
     const operators = await this.operatorDomains(client, ptrDomains);
     const hosts = ptrDomains.filter((d) => !operators.has(d) && !isOperatorDomain(d));
     return client.$queryRaw<RangePair[]>`SELECT DISTINCT scope, "range" FROM "IdentityEvidence" WHERE kind = 'reverse_dns' AND domain = ANY(${hosts}::text[])`;
+  }
+
+  /** Every scope's ranges with evidence at these units. */
+  private rangesHolding(client: Client, units: readonly string[]): Promise<RangePair[]> {
+    return client.$queryRaw<RangePair[]>`SELECT DISTINCT scope, "range" FROM "IdentityEvidence" WHERE unit = ANY(${units}::text[])`;
   }
 
   /** Other scopes' ranges with evidence at the units where these scopes' forms came or went: what other accounts' forms name there changed (rules.ts namedElsewhere). */
