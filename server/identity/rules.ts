@@ -101,8 +101,8 @@ export const HOST_WORD = /cowork|workspace|business-?cent(?:er|re)|serviced-?off
  * PTR name alone is not named until one of its people gives the company's address in a form.
  * Spread evenly, a third of the visits fall in any 8 hours; an office's evening visits are a few
  * in a hundred. A hotel's guests sleep too, and a few dozen visits leave the quietest 8 hours
- * below a third by chance: one in ten tells them apart (bench:match seed 12 v6half, a hotel whose
- * quietest 8 hours held 15% of 30 visitor-hours and then 13% of 47).
+ * below a third by chance: one in ten tells them apart (bench:match seed 12 v6half, a hotel found
+ * around the clock early on whose quietest 8 hours then held 13% of 47 visitor-hours).
  */
 export const AROUND_THE_CLOCK = { visits: 12, quietHours: 8, share: 0.1 } as const;
 
